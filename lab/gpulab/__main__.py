@@ -1,0 +1,5 @@
+import sys
+
+from gpulab.cli import main
+
+sys.exit(main())

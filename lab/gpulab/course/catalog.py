@@ -1,0 +1,183 @@
+"""The course as a whole: manifest, claims and lessons, loaded lazily.
+
+`load_course()` finds the course (``$GPULAB_COURSE_DIR``, the package's own
+copy, or the source checkout) and reads the manifest and claims. Lessons are
+parsed on first use; a broken lesson raises `CourseError` for itself alone.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import groupby
+from pathlib import Path
+
+from gpulab.course.claims import Claim, load_claims
+from gpulab.course.lesson import Lesson, Node, parse_lesson
+from gpulab.course.manifest import ExerciseEntry, LessonEntry, Manifest, load_manifest
+from gpulab.course.problems import CourseError, Problem
+from gpulab.course.source import read_text
+
+__all__ = ["Course", "SearchHit", "find_course_dir", "load_course"]
+
+
+def find_course_dir() -> Path:
+    """The `lessons/` folder to read: env override, installed copy, or checkout."""
+    override = os.environ.get("GPULAB_COURSE_DIR")
+    if override:
+        return Path(override).expanduser().resolve()
+    package = Path(__file__).resolve().parent.parent
+    installed = package / "_course" / "lessons"
+    if installed.is_dir():
+        return installed
+    return package.parent.parent / "lessons"
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A node whose label or notes contain the query."""
+
+    lesson: str
+    key: str
+    line: int
+    title: str
+    snippet: str
+    in_label: bool
+
+
+class Course:
+    """The manifest, the claims, and the lessons parsed on demand."""
+
+    def __init__(self, manifest: Manifest, claims: dict[str, Claim]) -> None:
+        self.manifest = manifest
+        self.claims = claims
+        self._lessons: dict[str, Lesson] = {}
+
+    @property
+    def title(self) -> str:
+        return self.manifest.title
+
+    @property
+    def entries(self) -> tuple[LessonEntry, ...]:
+        return self.manifest.lessons
+
+    def entry(self, lesson_id: str) -> LessonEntry:
+        """The manifest entry of a lesson; `KeyError` if there is none."""
+        for entry in self.manifest.lessons:
+            if entry.id == lesson_id:
+                return entry
+        raise KeyError(lesson_id)
+
+    def lesson(self, lesson_id: str) -> Lesson:
+        """The parsed lesson; raises `CourseError` if it is broken."""
+        if lesson_id in self._lessons:
+            return self._lessons[lesson_id]
+        try:
+            entry = self.entry(lesson_id)
+        except KeyError:
+            known = ", ".join(e.id for e in self.entries)
+            raise CourseError.at(self.manifest.path, None, f"no lesson {lesson_id!r}",
+                                 f"known lessons: {known}") from None
+        if entry.problems:
+            raise CourseError(entry.problems)
+        lesson = parse_lesson(read_text(entry.path), entry.path, entry.id, self.claims)
+        self._lessons[lesson_id] = lesson
+        return lesson
+
+    def days(self) -> Iterator[tuple[int, list[LessonEntry]]]:
+        """Lessons grouped by plan day, in teaching order."""
+        for day, group in groupby(self.entries, key=lambda e: e.day):
+            yield day, list(group)
+
+    def exercises(self, lesson_id: str | None = None) -> list[ExerciseEntry]:
+        """Every exercise, or those of one lesson, in manifest order."""
+        return [e for e in self.manifest.exercises if lesson_id in (None, e.lesson)]
+
+    def neighbour(self, lesson_id: str, step: int) -> str | None:
+        """The id of the lesson `step` places away in teaching order."""
+        ids = [e.id for e in self.entries]
+        index = ids.index(lesson_id) + step
+        return ids[index] if 0 <= index < len(ids) else None
+
+    def lint(self) -> list[Problem]:
+        """Every problem in the course: manifest, lessons, and their agreement."""
+        problems = list(self.manifest.problems)
+        seen: set[str] = set()
+        for entry in self.entries:
+            if entry.problems:
+                problems.extend(entry.problems)
+                continue
+            if entry.id in seen:
+                continue
+            seen.add(entry.id)
+            try:
+                lesson = self.lesson(entry.id)
+            except CourseError as exc:
+                problems.extend(exc.problems)
+                continue
+            problems.extend(lesson.problems)
+            front = lesson.front
+            if front.title != entry.title:
+                problems.append(Problem(entry.path, front.line + 1,
+                                        f"title {front.title!r} differs from course.toml's "
+                                        f"{entry.title!r}", "make them the same"))
+            if front.day != entry.day:
+                problems.append(Problem(entry.path, front.line + 1,
+                                        f"day {front.day} differs from course.toml's {entry.day}",
+                                        "make them the same"))
+        return problems
+
+    def search(self, query: str, lesson_id: str | None = None) -> list[SearchHit]:
+        """Nodes whose label or notes contain `query` (case-insensitive).
+
+        Searches one lesson, or every lesson that parses when `lesson_id` is
+        None; label matches come before note matches within a lesson.
+        """
+        needle = query.strip().casefold()
+        if not needle:
+            return []
+        ids = [lesson_id] if lesson_id else list(dict.fromkeys(e.id for e in self.entries))
+        hits: list[SearchHit] = []
+        for each in ids:
+            try:
+                lesson = self.lesson(each)
+            except CourseError:
+                continue
+            in_notes: list[SearchHit] = []
+            for node in lesson.nodes:
+                if needle in node.text.casefold():
+                    hits.append(SearchHit(each, node.key, node.line, node.title, node.text, True))
+                    continue
+                for note in node.notes:
+                    if needle in note.markdown.casefold():
+                        snippet = _snippet(note.markdown, needle)
+                        in_notes.append(SearchHit(each, node.key, note.line, node.title,
+                                                  snippet, False))
+                        break
+            hits.extend(in_notes)
+        return hits
+
+    def node(self, lesson_id: str, key: str) -> Node | None:
+        """A node by lesson and key, or None when it no longer exists."""
+        try:
+            return self.lesson(lesson_id).by_key.get(key)
+        except CourseError:
+            return None
+
+
+def load_course(lessons_dir: Path | None = None) -> Course:
+    """Load the course's manifest and claims; raises `CourseError` if unreadable."""
+    folder = lessons_dir or find_course_dir()
+    manifest = load_manifest(folder / "course.toml")
+    claims = load_claims(folder / "claims.toml")
+    return Course(manifest, claims)
+
+
+def _snippet(text: str, needle: str, width: int = 70) -> str:
+    """About `width` characters of `text` around the first `needle`, on one line."""
+    flat = " ".join(text.split())
+    at = max(flat.casefold().find(needle), 0)
+    start = max(0, at - width // 3)
+    end = min(len(flat), start + width)
+    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")

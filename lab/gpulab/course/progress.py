@@ -1,0 +1,140 @@
+"""The learner's progress and reading state, kept as one JSON file.
+
+The file lives in the user's XDG state folder (``~/.local/state/gpulab``), or
+in ``$GPULAB_STATE_DIR`` when that is set. It records the last lesson, and per
+lesson the selected node, the expanded nodes and the nodes visited; per
+exercise the hints revealed. Writes are atomic (a temporary file renamed over
+the old one). A file that cannot be read is moved aside, never overwritten,
+so nothing the learner did is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+__all__ = ["LessonState", "Progress", "ProgressStore", "state_dir"]
+
+VERSION = 1
+
+
+def state_dir() -> Path:
+    """Where gpulab keeps the learner's state."""
+    override = os.environ.get("GPULAB_STATE_DIR")
+    if override:
+        return Path(override).expanduser()
+    return Path(platformdirs.user_state_dir("gpulab", appauthor=False))
+
+
+@dataclass
+class LessonState:
+    """How the learner left one lesson."""
+
+    selected: str | None = None
+    expanded: list[str] | None = None
+    visited: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Progress:
+    """Everything gpulab remembers for the learner."""
+
+    last_lesson: str | None = None
+    theme: str | None = None
+    lessons: dict[str, LessonState] = field(default_factory=dict)
+    hints: dict[str, int] = field(default_factory=dict)
+
+    def lesson(self, lesson_id: str) -> LessonState:
+        """The state of one lesson, created on first use."""
+        return self.lessons.setdefault(lesson_id, LessonState())
+
+    def visit(self, lesson_id: str, key: str) -> None:
+        """Record that the learner has looked at a node."""
+        visited = self.lesson(lesson_id).visited
+        if key not in visited:
+            visited.append(key)
+
+    def fraction(self, lesson_id: str, keys: set[str]) -> float:
+        """Share of the lesson's nodes the learner has visited (0 to 1)."""
+        if not keys:
+            return 0.0
+        visited = set(self.lessons.get(lesson_id, LessonState()).visited)
+        return len(visited & keys) / len(keys)
+
+
+class ProgressStore:
+    """Loads and saves `Progress` at `path` (default: progress.json in `state_dir()`)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or state_dir() / "progress.json"
+        self.warning: str | None = None
+
+    def load(self) -> Progress:
+        """The saved progress, or a fresh one.
+
+        An unreadable file is renamed to ``progress.json.broken-<time>`` and
+        `warning` says so; the learner starts afresh without losing it.
+        """
+        try:
+            raw = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return Progress()
+        except OSError as exc:
+            self.warning = f"could not read {self.path}: {exc.strerror}; progress starts afresh"
+            return Progress()
+        try:
+            return _from_json(json.loads(raw))
+        except (ValueError, TypeError, AttributeError) as exc:
+            kept = self.path.with_name(f"{self.path.name}.broken-{int(time.time())}")
+            os.replace(self.path, kept)
+            self.warning = (f"{self.path} was unreadable ({exc}); it was kept as {kept.name} "
+                            "and progress starts afresh")
+            return Progress()
+
+    def save(self, progress: Progress) -> None:
+        """Write atomically; the old file stays intact if anything fails."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"version": VERSION, **asdict(progress)}
+        fd, tmp = tempfile.mkstemp(prefix=".progress-", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=1, sort_keys=True)
+                handle.write("\n")
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def _from_json(data: Any) -> Progress:
+    if not isinstance(data, dict) or data.get("version") != VERSION:
+        raise ValueError(f"not a gpulab progress file of version {VERSION}")
+    lessons = {
+        str(lesson_id): LessonState(
+            selected=_opt_str(state.get("selected")),
+            expanded=None if state.get("expanded") is None else _strs(state["expanded"]),
+            visited=_strs(state.get("visited", [])),
+        )
+        for lesson_id, state in dict(data.get("lessons", {})).items()
+    }
+    hints = {str(k): int(v) for k, v in dict(data.get("hints", {})).items()}
+    return Progress(_opt_str(data.get("last_lesson")), _opt_str(data.get("theme")), lessons, hints)
+
+
+def _opt_str(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"expected text, got {value!r}")
+
+
+def _strs(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"expected a list of text, got {value!r}")
+    return list(value)

@@ -1,0 +1,130 @@
+"""The command line, run as a learner runs it: a real `gpulab` process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpulab import __version__
+from gpulab.course import load_course
+
+
+def gpulab(*args: str, course: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if course is not None:
+        env["GPULAB_COURSE_DIR"] = str(course)
+    return subprocess.run([sys.executable, "-m", "gpulab", *args], capture_output=True,
+                          text=True, env=env, timeout=60)
+
+
+def test_version() -> None:
+    done = gpulab("--version")
+    assert (done.returncode, done.stdout) == (0, f"gpulab {__version__}\n")
+
+
+@pytest.mark.parametrize("args", [[], ["lessons"], ["show"], ["dev"], ["dev", "lint-lessons"]])
+def test_help_for_each_command(args: list[str]) -> None:
+    done = gpulab(*args, "--help")
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: gpulab")
+
+
+def test_lessons_lists_the_course() -> None:
+    done = gpulab("lessons")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    entries = load_course().entries
+    assert len(lines) == len(entries)
+    for line, entry in zip(lines, entries, strict=True):
+        assert line.split()[:3] == ["day", str(entry.day), entry.id]
+        assert line.endswith(entry.title)
+
+
+def test_show_prints_the_outline() -> None:
+    course = load_course()
+    lesson = course.lesson(course.entries[0].id)
+    done = gpulab("show", lesson.id)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"# {lesson.title}"
+    assert len(lines) == len(lesson.nodes)
+    shallow = gpulab("show", lesson.id, "--depth", "1").stdout.splitlines()
+    assert all(not line.startswith("    ") for line in shallow)
+    assert len(shallow) == 1 + len(lesson.root.children)
+    with_notes = gpulab("show", lesson.id, "--notes").stdout
+    assert len(with_notes.splitlines()) > len(lines)
+
+
+def test_show_unknown_lesson_is_bad_input() -> None:
+    done = gpulab("show", "no-such-lesson")
+    assert done.returncode == 2
+    assert "no lesson 'no-such-lesson'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_lint_real_course_is_clean() -> None:
+    done = gpulab("dev", "lint-lessons")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no problems" in done.stdout
+
+
+BROKEN_LESSONS = {
+    "front": "---\ntitle: [oops\n---\n# X\n",
+    "claim": "---\ntitle: C\nday: 1\nobjectives: [x]\n---\n# C\n\n- n <!-- claim: nope -->\n",
+    "binary": b"---\ntitle: \xfe\n",
+}
+
+
+@pytest.fixture
+def broken_course(tmp_path: Path) -> Path:
+    folder = tmp_path / "lessons"
+    folder.mkdir()
+    manifest = "".join(
+        f'[[lessons]]\nid = "{name}"\nday = 1\ntitle = "{name}"\n\n'
+        for name in ["good", "front", "claim", "binary", "missing", "good"]
+    )
+    (folder / "course.toml").write_text(manifest)
+    (folder / "good.md").write_text("---\ntitle: good\nday: 1\nobjectives: [x]\n---\n# good\n")
+    for name, text in BROKEN_LESSONS.items():
+        path = folder / f"{name}.md"
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text)
+    return folder
+
+
+def test_lint_names_every_broken_lesson(broken_course: Path) -> None:
+    done = gpulab("dev", "lint-lessons", course=broken_course)
+    assert done.returncode == 2
+    out = done.stdout
+    assert "front.md:2: front matter: not valid YAML" in out
+    assert "claim.md:8: unknown claim 'nope'" in out
+    assert "binary.md:2: not valid UTF-8 (byte 0xfe at column 8)" in out
+    assert "course.toml:22: lesson 'missing': its file missing.md does not exist" in out
+    assert "course.toml:27: duplicate lesson id 'good'" in out
+    assert "hint:" in out
+    assert "Traceback" not in done.stderr
+    assert "problem(s) in 6 lesson(s)" in done.stderr
+
+
+def test_broken_lesson_is_bad_input_others_still_show(broken_course: Path) -> None:
+    bad = gpulab("show", "front", course=broken_course)
+    assert bad.returncode == 2 and "front.md:2" in bad.stderr and "Traceback" not in bad.stderr
+    good = gpulab("show", "good", course=broken_course)
+    assert (good.returncode, good.stdout) == (0, "# good\n")
+    listing = gpulab("lessons", course=broken_course)
+    assert listing.returncode == 2
+    assert "missing" in listing.stdout and "(broken:" in listing.stdout
+
+
+def test_broken_manifest_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "course.toml").write_text("[[lessons]\n")
+    done = gpulab("lessons", course=tmp_path)
+    assert done.returncode == 2
+    assert "course.toml:1: TOML syntax error" in done.stderr
+    assert "Traceback" not in done.stderr
