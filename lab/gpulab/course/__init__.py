@@ -1,19 +1,44 @@
 """The course model: manifest, lessons as mindmap trees, claims, progress.
 
 UI-free by design: nothing here imports Textual, CuPy, NVML or Jupyter, so the
-CLI, the TUI, the book and the grader can all use it cheaply.
+CLI, the TUI, the book and the grader can all use it cheaply. The lesson parser
+(markdown-it-py, PyYAML) loads on first use, so the app's first screen, which
+needs only the manifest, does not pay for it.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from gpulab.course.catalog import Course, SearchHit, find_course_dir, load_course
 from gpulab.course.claims import Claim, load_claims
-from gpulab.course.frontmatter import FrontMatter
-from gpulab.course.lesson import Lesson, Node, Note, parse_lesson
 from gpulab.course.manifest import ExerciseEntry, LessonEntry, Manifest, load_manifest
-from gpulab.course.outline import outline
 from gpulab.course.problems import CourseError, Problem
 from gpulab.course.progress import LessonState, Progress, ProgressStore, state_dir
+
+if TYPE_CHECKING:
+    from gpulab.course.frontmatter import FrontMatter
+    from gpulab.course.lesson import Lesson, Node, Note, parse_lesson
+    from gpulab.course.outline import outline
+
+_LAZY = {
+    "FrontMatter": "gpulab.course.frontmatter",
+    "Lesson": "gpulab.course.lesson",
+    "Node": "gpulab.course.lesson",
+    "Note": "gpulab.course.lesson",
+    "parse_lesson": "gpulab.course.lesson",
+    "outline": "gpulab.course.outline",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "Claim",

@@ -12,12 +12,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpulab.course.claims import Claim, load_claims
-from gpulab.course.lesson import Lesson, Node, parse_lesson
 from gpulab.course.manifest import ExerciseEntry, LessonEntry, Manifest, load_manifest
 from gpulab.course.problems import CourseError, Problem
 from gpulab.course.source import read_text
+
+if TYPE_CHECKING:
+    from gpulab.course.lesson import Lesson, Node
 
 __all__ = ["Course", "SearchHit", "find_course_dir", "load_course"]
 
@@ -81,6 +84,8 @@ class Course:
                                  f"known lessons: {known}") from None
         if entry.problems:
             raise CourseError(entry.problems)
+        from gpulab.course.lesson import parse_lesson  # the parser loads on first use
+
         lesson = parse_lesson(read_text(entry.path), entry.path, entry.id, self.claims)
         self._lessons[lesson_id] = lesson
         return lesson
