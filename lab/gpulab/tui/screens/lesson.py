@@ -1,0 +1,159 @@
+"""The lesson screen: the mindmap as a foldable tree, the selected node's notes beside it."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.widgets import Footer, Header, Tree
+
+from gpulab.course import Course, CourseError, Lesson, Node
+from gpulab.tui.messages import ProgressChanged
+from gpulab.tui.screens.base import LabScreen
+from gpulab.tui.state import Keeper
+from gpulab.tui.widgets import ErrorPanel, MindmapTree, NodePane
+
+__all__ = ["LessonScreen"]
+
+
+class LessonScreen(LabScreen):
+    """One lesson; a broken lesson shows what is wrong instead of its tree."""
+
+    HELP_GROUP = "Lesson"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Map"),
+        Binding("slash", "search", "Search"),
+        Binding("n", "step(1)", "Next lesson"),
+        Binding("p", "step(-1)", "Previous lesson", show=False),
+        Binding("minus", "fold_all", "Fold all"),
+        Binding("plus,equals_sign", "unfold_all", "Unfold all", key_display="+"),
+        Binding("r", "reload", "Retry a broken lesson", show=False),
+    ]
+
+    def __init__(
+        self, course: Course, keeper: Keeper, lesson_id: str, key: str | None = None
+    ) -> None:
+        super().__init__()
+        self.course = course
+        self.keeper = keeper
+        self.lesson_id = lesson_id
+        self.start_key = key
+        self.lesson: Lesson | None = None
+        self.error: CourseError | None = None
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            self.lesson, self.error = self.course.lesson(self.lesson_id), None
+        except CourseError as exc:
+            self.lesson, self.error = None, exc
+        entry = self.course.entry(self.lesson_id)
+        self.title = self.lesson.title if self.lesson is not None else entry.title
+        position = self.course.entries.index(entry) + 1
+        day = self.lesson.front.day if self.lesson is not None else entry.day
+        self.sub_title = f"Day {day} · lesson {position} of {len(self.course.entries)}"
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        if self.lesson is not None:
+            state = self.keeper.progress.lesson(self.lesson_id)
+            with Horizontal(id="lesson-body"):
+                yield MindmapTree(self.lesson, state.expanded, id="mindmap")
+                yield NodePane(self.lesson, self.course.claims, id="node-pane")
+        else:
+            assert self.error is not None
+            yield ErrorPanel(
+                "This lesson cannot be opened.",
+                self.error.problems,
+                root=self.course.manifest.path.parent.parent,
+                advice="Fix the file, then press r to reload it. "
+                       "n and p go to the next and previous lessons; escape returns to the map.",
+                id="lesson-error",
+            )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._start()
+
+    def _start(self) -> None:
+        self.keeper.progress.last_lesson = self.lesson_id
+        self.post_message(ProgressChanged())
+        if self.lesson is None:
+            return
+        tree = self.query_one(MindmapTree)
+        state = self.keeper.progress.lesson(self.lesson_id)
+        key = self.start_key or state.selected
+        if key is None or not tree.reveal(key):
+            tree.reveal(self.lesson.root.key)
+        tree.focus()
+
+    def on_unmount(self) -> None:
+        self.app.post_message(ProgressChanged(now=True))
+
+    def on_screen_suspend(self) -> None:
+        self.app.post_message(ProgressChanged(now=True))
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[Node]) -> None:
+        node = event.node.data
+        if node is None:
+            return
+        self.query_one(NodePane).node = node
+        state = self.keeper.progress.lesson(self.lesson_id)
+        state.selected = node.key
+        self.keeper.progress.visit(self.lesson_id, node.key)
+        self.post_message(ProgressChanged())
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded[Node]) -> None:
+        self._remember_folds()
+
+    def on_tree_node_collapsed(self, event: Tree.NodeCollapsed[Node]) -> None:
+        self._remember_folds()
+
+    def _remember_folds(self) -> None:
+        trees = self.query(MindmapTree)
+        if not trees:
+            return
+        state = self.keeper.progress.lesson(self.lesson_id)
+        expanded = trees.first().expanded_keys()
+        if state.expanded != expanded:
+            state.expanded = expanded
+            self.post_message(ProgressChanged())
+
+    def reveal(self, key: str) -> None:
+        """Select a node of this lesson, unfolding its ancestors."""
+        if self.lesson is not None:
+            self.query_one(MindmapTree).reveal(key)
+
+    def action_back(self) -> None:
+        self.lab.show_map(lesson=self.lesson_id)
+
+    def action_search(self) -> None:
+        self.lab.open_search(self.lesson_id)
+
+    def action_step(self, step: int) -> None:
+        target = self.course.neighbour(self.lesson_id, step)
+        if target is None:
+            where = "last" if step > 0 else "first"
+            self.notify(f"This is the {where} lesson.", timeout=3)
+            return
+        self.lab.open_lesson(target)
+
+    def action_fold_all(self) -> None:
+        if self.lesson is not None:
+            self.query_one(MindmapTree).fold_all()
+
+    def action_unfold_all(self) -> None:
+        if self.lesson is not None:
+            self.query_one(MindmapTree).unfold_all()
+
+    async def action_reload(self) -> None:
+        if self.error is None:
+            self.notify("This lesson is not broken: nothing to retry.", timeout=3)
+            return
+        self._load()
+        await self.recompose()
+        self._start()
+        if self.error is not None:
+            self.notify("The lesson is still broken.", severity="warning", timeout=3)

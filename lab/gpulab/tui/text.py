@@ -1,0 +1,99 @@
+"""Small text helpers shared by the screens: labels, bars and problem lists.
+
+Everything here returns Rich `Text`, so widgets can show it directly and
+snapshots stay stable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from rich.text import Text
+
+from gpulab.course import Node, Problem
+
+__all__ = ["inline_markdown", "node_label", "problem_text", "progress_bar", "short_path"]
+
+_INLINE = MarkdownIt("commonmark")
+_STYLES = {"strong": "bold", "em": "italic", "s": "strike", "link": "underline"}
+CLAIM_BADGE = "◆"
+
+
+def inline_markdown(source: str) -> Text:
+    """Rich text for one line of inline Markdown (bold, italic, code, links)."""
+    text = Text()
+    tokens = _INLINE.parseInline(source)
+    children: list[Token] = (tokens[0].children or []) if tokens else []
+    styles: list[str] = []
+    for token in children:
+        kind = token.type
+        if kind.endswith("_open"):
+            styles.append(_STYLES.get(kind[: -len("_open")], ""))
+        elif kind.endswith("_close"):
+            if styles:
+                styles.pop()
+        elif kind == "code_inline":
+            text.append(token.content, style=" ".join([*(s for s in styles if s), "cyan"]))
+        elif kind in ("softbreak", "hardbreak"):
+            text.append(" ")
+        elif kind == "html_inline":
+            continue
+        elif kind == "image":
+            text.append(token.content or "image", style="italic")
+        else:
+            text.append(token.content, style=" ".join(s for s in styles if s))
+    return text
+
+
+def node_label(node: Node) -> Text:
+    """A mindmap node's label: its number, its inline Markdown, its claim badges."""
+    label = Text()
+    if node.ordinal is not None:
+        label.append(f"{node.ordinal}. ")
+    label.append_text(inline_markdown(node.label) if node.label else Text("(empty)", "dim"))
+    if node.kind == "heading" and node.depth > 0:
+        label.stylize("bold")
+    for claim_id in node.claims:
+        label.append("  ")
+        label.append(f"{CLAIM_BADGE} {claim_id}", style="bold magenta")
+    return label
+
+
+def progress_bar(fraction: float, width: int = 8) -> Text:
+    """A bar of `width` cells and a percentage, e.g. ``━━━━──── 50%``."""
+    fraction = min(max(fraction, 0.0), 1.0)
+    done = round(fraction * width)
+    bar = Text()
+    bar.append("━" * done, style="green" if fraction >= 1 else "cyan")
+    bar.append("─" * (width - done), style="dim")
+    bar.append(f" {round(fraction * 100):>3}%", style="bold" if fraction >= 1 else "")
+    return bar
+
+
+def short_path(path: Path, root: Path | None) -> str:
+    """`path` relative to `root` when it lies below it, else as given."""
+    if root is not None:
+        try:
+            return str(path.resolve().relative_to(root.resolve()))
+        except ValueError:
+            pass
+    return str(path)
+
+
+def problem_text(problems: tuple[Problem, ...] | list[Problem], root: Path | None) -> Text:
+    """Each problem as ``file:line`` (bold), its message, and its hint."""
+    text = Text()
+    for index, problem in enumerate(problems):
+        if index:
+            text.append("\n\n")
+        where = short_path(problem.path, root)
+        if problem.line:
+            where += f":{problem.line}"
+        text.append(where, style="bold")
+        text.append(f"  {problem.message}")
+        if problem.hint:
+            text.append("\n  hint: ", style="dim")
+            text.append(problem.hint, style="italic")
+    return text

@@ -1,0 +1,86 @@
+"""The installed `gpulab` command in a real terminal: tmux runs it, we type and read.
+
+This is what `make lab` ends with, so the test drives the console script the
+package installs, not an in-process app.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gpulab.course import load_course
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
+                                reason="tmux is not installed (.ci/run installs it)")
+
+GPULAB = Path(sys.executable).parent / "gpulab"
+
+
+class Terminal:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def screen(self) -> str:
+        done = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name],
+                              capture_output=True, text=True)
+        return done.stdout
+
+    def keys(self, *keys: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+
+    def wait_for(self, text: str, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            time.sleep(0.2)
+        raise AssertionError(f"{text!r} did not appear; the screen shows:\n{self.screen()}")
+
+    def alive(self) -> bool:
+        done = subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True)
+        return done.returncode == 0
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
+    assert GPULAB.exists(), f"{GPULAB} is missing: install the package (make test does)"
+    name = f"gpulab-test-{uuid.uuid4().hex[:8]}"
+    env = {"GPULAB_STATE_DIR": str(tmp_path / "state"), "TERM": "xterm-256color"}
+    command = " ".join(f"{k}={v}" for k, v in env.items()) + f" {GPULAB}"
+    socket_env = {k: v for k, v in os.environ.items() if k != "TMUX"}
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "100", "-y", "30", command],
+                   check=True, env=socket_env)
+    term = Terminal(name)
+    try:
+        yield term
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def test_app_starts_lists_lessons_and_quits(terminal: Terminal) -> None:
+    course = load_course()
+    screen = terminal.wait_for(course.entries[0].title)
+    for entry in course.entries:
+        assert entry.title in screen
+    terminal.keys("?")
+    help_screen = terminal.wait_for("Help")
+    assert "search" in help_screen.lower()
+    terminal.keys("Escape")
+    # Wait for help to close: an Escape followed at once by q reads as alt+q.
+    terminal.wait_for(course.entries[-1].title)
+    time.sleep(0.5)
+    terminal.keys("q")
+    deadline = time.monotonic() + 15
+    while terminal.alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not terminal.alive(), "gpulab did not quit on q"

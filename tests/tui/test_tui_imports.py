@@ -1,0 +1,57 @@
+"""Import boundaries: the course model is UI-free; the app starts without heavy imports."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from tui_helpers import FIXTURE
+
+HEAVY = ("cupy", "pynvml", "nbclient", "jupyter_client", "numpy", "jupyter")
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GPULAB_COURSE_DIR": str(FIXTURE)}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_course_never_imports_textual() -> None:
+    result = _run("""
+        import sys
+        import gpulab.course
+        from gpulab.course import load_course
+        course = load_course()
+        for entry in course.entries:
+            try:
+                course.lesson(entry.id)
+            except gpulab.course.CourseError:
+                pass
+        assert "textual" not in sys.modules, "gpulab.course imported textual"
+    """)
+    assert result.returncode == 0, result.stderr
+
+
+def test_app_imports_nothing_heavy_before_first_paint() -> None:
+    result = _run(f"""
+        import asyncio, sys
+        from gpulab.tui import make_app
+        heavy = {HEAVY!r}
+        def loaded():
+            return sorted(m for m in sys.modules if m.split(".")[0] in heavy)
+        app = make_app()
+        assert not loaded(), loaded()
+        async def main():
+            async with app.run_test(size=(100, 30)) as pilot:
+                await pilot.pause()
+                assert not loaded(), loaded()
+                await pilot.press("enter")
+                await pilot.pause()
+                assert not loaded(), loaded()
+        asyncio.run(main())
+        print("ok")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("ok")

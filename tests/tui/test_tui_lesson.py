@@ -1,0 +1,145 @@
+"""The lesson screen: tree, notes, claim cards, folds, next/previous, errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.pilot import Pilot
+from textual.widgets import Markdown
+from tui_helpers import SIZE, plain, wait_for
+
+from gpulab.course import Course
+from gpulab.tui import GpulabApp
+from gpulab.tui.screens import CourseMapScreen, LessonScreen
+from gpulab.tui.widgets import ClaimCard, MindmapTree, NodePane
+from gpulab.tui.widgets.claim_card import NO_PROBE
+from gpulab.tui.widgets.mindmap import initially_expanded
+
+
+async def _open(app: GpulabApp, pilot: Pilot[None], lesson_id: str) -> LessonScreen:
+    app.open_lesson(lesson_id)
+    await wait_for(pilot, lambda: isinstance(app.screen, LessonScreen) and app.screen.is_mounted)
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, LessonScreen)
+    return screen
+
+
+def _notes(screen: LessonScreen) -> str:
+    return screen.query_one("#notes", Markdown).source
+
+
+async def test_lesson_header_tree_and_notes(new_app: Callable[[], GpulabApp]) -> None:
+    app = new_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(app, pilot, "basics")
+        assert screen.title == "Basics of the lab"
+        assert screen.sub_title == "Day 1 · lesson 1 of 4"
+        tree = screen.query_one(MindmapTree)
+        assert tree.has_focus
+        assert tree.cursor_node is tree.root
+        await pilot.pause()
+        assert "The lab teaches AI infrastructure" in _notes(screen)
+        assert "Find your way around the lab" in _notes(screen)
+        await pilot.press("down", "down")
+        node = tree.cursor_node
+        assert node is not None and node.data is not None
+        assert node.data.claims == ("warp_size",)
+        assert "◆ warp_size" in str(node.label)
+        await pilot.pause()
+        assert "```python" in _notes(screen)
+        card = screen.query_one(ClaimCard)
+        assert card.claim.id == "warp_size"
+        assert card.border_title == "◆ claim warp_size"
+
+
+async def test_claim_card_content(new_app: Callable[[], GpulabApp]) -> None:
+    app = new_app()
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await _open(app, pilot, "memory")
+        screen.reveal("memory-hierarchy/levels/hbm-is-far-away")
+        await pilot.pause()
+        card = screen.query_one(ClaimCard)
+        text = plain(card.render())
+        assert "A load that goes to HBM takes roughly 600-860 cycles" in text
+        assert "600–860 cycles" in text
+        assert "A100, H100, H200" in text
+        assert "https://github.com/te42kyfo/gpu-benches" in text
+        assert "pointer_chase_latency" in text
+        assert NO_PROBE in text
+        assert "| level | latency |" in _notes(screen)
+
+
+async def test_initial_folds(course: Course) -> None:
+    basics = course.lesson("basics")
+    expanded = initially_expanded(basics)
+    assert "basics-of-the-lab/the-machine" in expanded
+    assert "basics-of-the-lab/the-tools" not in expanded  # <!-- markmap: fold -->
+    memory = course.lesson("memory")
+    # initialExpandLevel: 2 shows the root and its children, folded
+    assert initially_expanded(memory) == {"memory-hierarchy"}
+
+
+async def test_fold_and_unfold_all(new_app: Callable[[], GpulabApp]) -> None:
+    app = new_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(app, pilot, "basics")
+        tree = screen.query_one(MindmapTree)
+        await pilot.press("plus")
+        assert set(tree.expanded_keys()) == {
+            "basics-of-the-lab", "basics-of-the-lab/the-machine",
+            "basics-of-the-lab/the-machine/blocks-hold-several-warps",
+            "basics-of-the-lab/the-tools"}
+        await pilot.press("down", "down", "down", "minus")
+        assert tree.expanded_keys() == ["basics-of-the-lab"]
+        assert tree.cursor_node is not None and tree.cursor_node.line >= 0
+        await pilot.press("equals_sign")
+        assert len(tree.expanded_keys()) == 4
+
+
+async def test_next_and_previous_lesson(new_app: Callable[[], GpulabApp]) -> None:
+    app = new_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await _open(app, pilot, "basics")
+        await pilot.press("n")
+        assert isinstance(app.screen, LessonScreen) and app.screen.lesson_id == "memory"
+        await pilot.press("n", "n")
+        assert isinstance(app.screen, LessonScreen) and app.screen.lesson_id == "broken"
+        await pilot.press("n")  # the last lesson: stays, says so
+        assert isinstance(app.screen, LessonScreen) and app.screen.lesson_id == "broken"
+        await pilot.press("p")
+        assert isinstance(app.screen, LessonScreen) and app.screen.lesson_id == "kernels"
+        assert len(app.screen_stack) == 2  # lessons replace each other above the map
+        await pilot.press("p", "p", "p")
+        assert isinstance(app.screen, LessonScreen) and app.screen.lesson_id == "basics"
+        await pilot.press("escape")
+        assert isinstance(app.screen, CourseMapScreen)
+
+
+async def test_broken_lesson_shows_error_and_app_keeps_working(
+    new_app: Callable[[], GpulabApp],
+) -> None:
+    app = new_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(app, pilot, "broken")
+        assert not screen.query(MindmapTree)
+        text = str(screen.query_one("#lesson-error").render())
+        assert "This lesson cannot be opened." in text
+        assert "fixture_course/broken.md:10" in text or "broken.md:10" in text
+        await pilot.press("r")  # retry: still broken, still an error panel
+        assert screen.query("#lesson-error")
+        await pilot.press("minus", "plus", "p")  # fold keys do nothing; p moves on
+        assert isinstance(app.screen, LessonScreen) and app.screen.lesson_id == "kernels"
+        assert app.screen.query_one(MindmapTree)
+
+
+async def test_selecting_nodes_updates_pane(new_app: Callable[[], GpulabApp]) -> None:
+    app = new_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(app, pilot, "kernels")
+        await pilot.press("down", "down")
+        pane = screen.query_one(NodePane)
+        assert pane.node is not None and pane.node.text == "A grid of blocks"
+        await pilot.pause()
+        assert "__global__" in _notes(screen)
+        assert not screen.query(ClaimCard)
