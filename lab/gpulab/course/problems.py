@@ -7,6 +7,7 @@ raising, so an author sees them all at once.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,10 +29,14 @@ class Problem:
     @property
     def where(self) -> str:
         """`file:line` (or just `file`), relative to the working folder when inside it."""
-        try:
-            shown = self.path.resolve().relative_to(Path.cwd())
-        except (ValueError, OSError):
-            shown = self.path
+        return self.place(Path.cwd())
+
+    def place(self, base: Path | None) -> str:
+        """`file:line` (or just `file`), the file relative to `base` when inside it."""
+        shown = self.path
+        if base is not None:
+            with contextlib.suppress(ValueError, OSError):
+                shown = self.path.resolve().relative_to(base.resolve())
         return f"{shown}:{self.line}" if self.line else str(shown)
 
     def __str__(self) -> str:

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from gpulab.course import Node, Problem
 
-__all__ = ["inline_markdown", "node_label", "problem_text", "progress_bar", "short_path"]
+__all__ = ["inline_markdown", "node_label", "problem_text", "progress_bar"]
 
 _INLINE = MarkdownIt("commonmark")
 _STYLES = {"strong": "bold", "em": "italic", "s": "strike", "link": "underline"}
@@ -72,26 +72,13 @@ def progress_bar(fraction: float, width: int = 8) -> Text:
     return bar
 
 
-def short_path(path: Path, root: Path | None) -> str:
-    """`path` relative to `root` when it lies below it, else as given."""
-    if root is not None:
-        try:
-            return str(path.resolve().relative_to(root.resolve()))
-        except ValueError:
-            pass
-    return str(path)
-
-
 def problem_text(problems: tuple[Problem, ...] | list[Problem], root: Path | None) -> Text:
     """Each problem as ``file:line`` (bold), its message, and its hint."""
     text = Text()
     for index, problem in enumerate(problems):
         if index:
             text.append("\n\n")
-        where = short_path(problem.path, root)
-        if problem.line:
-            where += f":{problem.line}"
-        text.append(where, style="bold")
+        text.append(problem.place(root), style="bold")
         text.append(f"  {problem.message}")
         if problem.hint:
             text.append("\n  hint: ", style="dim")
