@@ -22,6 +22,7 @@ test: $(VENV)/.test tests/markmap/node_modules/.installed
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check lab tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/gpulab dev lint-lessons
 
 pytest: $(VENV)/.test
 	$(PY) -m pytest

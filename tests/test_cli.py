@@ -26,7 +26,9 @@ def test_version() -> None:
     assert (done.returncode, done.stdout) == (0, f"gpulab {__version__}\n")
 
 
-@pytest.mark.parametrize("args", [[], ["lessons"], ["show"], ["dev"], ["dev", "lint-lessons"]])
+@pytest.mark.parametrize(
+    "args", [[], ["lessons"], ["show"], ["specs"], ["dev"], ["dev", "lint-lessons"]]
+)
 def test_help_for_each_command(args: list[str]) -> None:
     done = gpulab(*args, "--help")
     assert done.returncode == 0
@@ -127,4 +129,28 @@ def test_broken_manifest_is_bad_input(tmp_path: Path) -> None:
     done = gpulab("lessons", course=tmp_path)
     assert done.returncode == 2
     assert "course.toml:1: TOML syntax error" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_specs_side_by_side_and_in_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "220")
+    done = gpulab("specs", "h100-sxm", "h100-pcie")
+    assert done.returncode == 0, done.stderr
+    rows = {line.split("│")[1].strip(): line for line in done.stdout.splitlines()
+            if line.count("│") > 2}
+    assert "132 SMs" in rows["sms"] and "114 SMs" in rows["sms"]
+    assert "3.35 TB/s" in rows["memory bandwidth"] and "2 TB/s" in rows["memory bandwidth"]
+    one = gpulab("specs", "h100-sxm")
+    assert one.returncode == 0, one.stderr
+    assert "NVIDIA H100 SXM5 (Hopper, compute capability 9.0)" in one.stdout
+    assert "989.4 TFLOPS" in one.stdout and "dense" in one.stdout
+    assert "https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/" in \
+        one.stdout.replace("│", "").replace("\n", "").replace(" ", "")
+
+
+def test_specs_unknown_name_is_bad_input() -> None:
+    done = gpulab("specs", "h300")
+    assert done.returncode == 2
+    assert done.stderr.startswith("gpulab: ")
+    assert "no GPU or topic named 'h300'" in done.stderr and "h200" in done.stderr
     assert "Traceback" not in done.stderr

@@ -58,12 +58,22 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--depth", type=int, metavar="N", help="stop N levels below the root")
     show.set_defaults(handler=_show)
 
+    specs = commands.add_parser(
+        "specs", help="datasheet values of the GPUs the lessons cite, with sources",
+        description="Print the GPUs of lessons/specs.toml side by side; name one GPU or "
+                    "topic to see every value with its note and source.",
+    )
+    specs.add_argument("names", metavar="NAME", nargs="*",
+                       help="GPU or topic ids (e.g. h200 a100-80gb); all GPUs if none")
+    specs.set_defaults(handler=_specs)
+
     dev = commands.add_parser("dev", help="tools for course authors",
                               description="Tools for course authors.")
     dev_commands = dev.add_subparsers(title="commands", metavar="COMMAND", required=True)
     lint = dev_commands.add_parser(
         "lint-lessons", help="check the manifest, claims and every lesson",
-        description="Check course.toml, claims.toml and every lesson; print each problem "
+        description="Check course.toml, specs.toml, the claims and every lesson (markmap parity, "
+                    "unsourced numbers, links); print each problem "
         "as file:line with a hint. Exit status 2 if anything is wrong.",
     )
     lint.set_defaults(handler=_lint)
@@ -99,6 +109,16 @@ def _show(args: argparse.Namespace) -> int:
         return BAD_INPUT
     lesson = load_course().lesson(args.lesson)
     sys.stdout.write(outline(lesson, notes=args.notes, depth=args.depth))
+    return 0
+
+
+def _specs(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from gpulab.course import load_course
+    from gpulab.course.specs_view import specs_view
+
+    Console().print(specs_view(load_course().specs, args.names))
     return 0
 
 

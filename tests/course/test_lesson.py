@@ -102,7 +102,7 @@ def test_unknown_claim_is_an_error_with_its_line() -> None:
         parse("# R\n\n- fine\n- bad <!-- claim: nope -->\n", {"known": 1})
     (problem,) = caught.value.problems
     assert (problem.line, problem.message) == (9, "unknown claim 'nope'")
-    assert "claims.toml" in problem.hint
+    assert "lessons/claims/" in problem.hint
     assert str(caught.value).startswith("x.md:9: unknown claim 'nope'")
 
 

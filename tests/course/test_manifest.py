@@ -193,3 +193,20 @@ def test_bad_claims(tmp_path: Path, edit: object, message: str) -> None:
         load_claims(path)
     assert caught.value.problems[0].message.startswith(message)
     assert caught.value.problems[0].line == 1
+
+
+def test_claims_folder_merges_files_and_names_duplicates(tmp_path: Path) -> None:
+    folder = tmp_path / "claims"
+    folder.mkdir()
+    (folder / "a.toml").write_text(CLAIM.format(id="one"))
+    (folder / "b.toml").write_text(CLAIM.format(id="two"))
+    claims = load_claims(folder)
+    assert sorted(claims) == ["one", "two"]
+    assert claims["two"].path == folder / "b.toml"
+    (folder / "c.toml").write_text("\n" + CLAIM.format(id="one"))
+    with pytest.raises(CourseError) as caught:
+        load_claims(folder)
+    (problem,) = caught.value.problems
+    assert (problem.path, problem.line) == (folder / "c.toml", 2)
+    assert problem.message == "claim 'one' is defined twice"
+    assert problem.hint == "it is already defined in a.toml:1; keep one"

@@ -97,7 +97,7 @@ async def test_broken_lesson_from_map_then_another_opens(new_app: Callable[[], G
         panel = app.screen.query_one("#lesson-error")
         text = str(panel.render())
         assert "broken.md:10" in text and "unknown claim 'no_such_claim'" in text
-        assert "hint: define it in lessons/claims.toml" in text
+        assert "hint: define it in lessons/claims/<lesson>.toml" in text
         await pilot.press("escape")
         app.screen.query_one(CourseTree).select_lesson("kernels")
         await pilot.press("enter")

@@ -21,6 +21,7 @@ from gpulab.course.source import read_text
 
 if TYPE_CHECKING:
     from gpulab.course.lesson import Lesson, Node
+    from gpulab.course.specs import Specs
 
 __all__ = ["Course", "SearchHit", "find_course_dir", "load_course"]
 
@@ -56,6 +57,16 @@ class Course:
         self.manifest = manifest
         self.claims = claims
         self._lessons: dict[str, Lesson] = {}
+        self._specs: Specs | None = None
+
+    @property
+    def specs(self) -> Specs:
+        """specs.toml beside the manifest, read on first use; raises `CourseError`."""
+        if self._specs is None:
+            from gpulab.course.specs import load_specs
+
+            self._specs = load_specs(self.manifest.path.parent / "specs.toml")
+        return self._specs
 
     @property
     def title(self) -> str:
@@ -106,12 +117,25 @@ class Course:
         return ids[index] if 0 <= index < len(ids) else None
 
     def lint(self) -> list[Problem]:
-        """Every problem in the course: manifest, lessons, and their agreement."""
+        """Every problem in the course: manifest, specs, lessons, their agreement,
+        unsourced numbers and links that lead nowhere."""
+        from gpulab.course.facts import check_links, check_numbers
+
         problems = list(self.manifest.problems)
+        specs: Specs | None
+        try:
+            specs = self.specs
+        except CourseError as exc:
+            problems.extend(exc.problems)
+            specs = None
+        lesson_ids = [e.id for e in self.entries]
         seen: set[str] = set()
+        cited: set[str] = set()
+        every_lesson_read = True
         for entry in self.entries:
             if entry.problems:
                 problems.extend(entry.problems)
+                every_lesson_read = False
                 continue
             if entry.id in seen:
                 continue
@@ -120,8 +144,13 @@ class Course:
                 lesson = self.lesson(entry.id)
             except CourseError as exc:
                 problems.extend(exc.problems)
+                every_lesson_read = False
                 continue
+            cited.update(c for node in lesson.nodes for c in node.claims)
             problems.extend(lesson.problems)
+            problems.extend(check_links(lesson, lesson_ids))
+            if specs is not None:
+                problems.extend(check_numbers(lesson, self.claims, specs))
             front = lesson.front
             if front.title != entry.title:
                 problems.append(Problem(entry.path, front.line + 1,
@@ -131,6 +160,12 @@ class Course:
                 problems.append(Problem(entry.path, front.line + 1,
                                         f"day {front.day} differs from course.toml's {entry.day}",
                                         "make them the same"))
+        if every_lesson_read:  # a claim cited only by a broken lesson is not unused
+            for claim in self.claims.values():
+                if claim.id not in cited and claim.path is not None:
+                    problems.append(Problem(claim.path, claim.line,
+                                            f"claim {claim.id!r} is not cited by any lesson",
+                                            f"cite it with <!-- claim: {claim.id} --> or remove it"))
         return problems
 
     def search(self, query: str, lesson_id: str | None = None) -> list[SearchHit]:
@@ -175,7 +210,7 @@ def load_course(lessons_dir: Path | None = None) -> Course:
     """Load the course's manifest and claims; raises `CourseError` if unreadable."""
     folder = lessons_dir or find_course_dir()
     manifest = load_manifest(folder / "course.toml")
-    claims = load_claims(folder / "claims.toml")
+    claims = load_claims(folder / "claims")
     return Course(manifest, claims)
 
 

@@ -1,6 +1,8 @@
 """Claims: statements in lessons that a probe can check on the learner's machine.
 
-`lessons/claims.toml` holds one table per claim, keyed by its id::
+Claims live in `lessons/claims/<lesson>.toml`, one file per lesson that makes
+them; ids are global, so any lesson may cite any claim. Each file holds one
+table per claim, keyed by its id::
 
     [h200_hbm_bandwidth]
     statement = "An H200 SXM's HBM3e delivers up to 4.8 TB/s"
@@ -52,6 +54,7 @@ class Claim:
     max: float | None = None
     convention: str = ""
     line: int | None = None
+    path: Path | None = None
 
     @property
     def expected(self) -> str:
@@ -62,12 +65,38 @@ class Claim:
 
 
 def load_claims(path: Path) -> dict[str, Claim]:
-    """Load and check `claims.toml`; a missing file means no claims.
+    """Load and check the claims in a folder of `.toml` files, or in one file.
 
-    Raises `CourseError` listing every malformed entry.
+    A missing path means no claims. Raises `CourseError` listing every
+    malformed entry and every id defined twice.
     """
+    if path.is_dir():
+        claims: dict[str, Claim] = {}
+        problems: list[Problem] = []
+        for file in sorted(path.glob("*.toml")):
+            try:
+                found = _load_file(file)
+            except CourseError as exc:
+                problems.extend(exc.problems)
+                continue
+            for claim_id, claim in found.items():
+                if claim_id in claims:
+                    first = claims[claim_id]
+                    problems.append(Problem(
+                        file, claim.line, f"claim {claim_id!r} is defined twice",
+                        f"it is already defined in {first.path.name if first.path else '?'}"
+                        f"{f':{first.line}' if first.line else ''}; keep one"))
+                else:
+                    claims[claim_id] = claim
+        if problems:
+            raise CourseError(problems)
+        return claims
     if not path.exists():
         return {}
+    return _load_file(path)
+
+
+def _load_file(path: Path) -> dict[str, Claim]:
     text = read_text(path)
     try:
         data = tomllib.loads(text)
@@ -140,4 +169,5 @@ def _claim(
         max=num("max"),
         convention=entry.get("convention", ""),
         line=line,
+        path=path,
     )

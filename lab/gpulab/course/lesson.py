@@ -30,7 +30,8 @@ from gpulab.course.problems import CourseError, Problem
 
 __all__ = ["Lesson", "Node", "Note", "markdown_parser", "parse_lesson"]
 
-_ANNOTATION = re.compile(r"<!--\s*(claim|markmap)\s*:\s*(.*?)\s*-->", re.DOTALL)
+_ANNOTATION = re.compile(r"<!--\s*(claim|markmap|example)\s*:\s*(.*?)\s*-->", re.DOTALL)
+_EXAMPLE_NUMBER = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
 _LISTS = ("bullet_list", "ordered_list")
 _NOTE_KINDS = {
     "paragraph": "paragraph",
@@ -73,6 +74,7 @@ class Node:
     level: int = 0
     ordinal: int | None = None
     claims: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
     fold: int = 0
     notes: list[Note] = field(default_factory=list)
     children: list[Node] = field(default_factory=list)
@@ -270,9 +272,11 @@ class _Builder:
         node.notes.append(Note(kind, markdown, _line(block), lang))  # type: ignore[arg-type]
 
     def _check_stray_annotations(self, markdown: str, line: int) -> None:
-        if any(m.group(1) == "claim" for m in _ANNOTATION.finditer(markdown)):
-            self.warn(line, "a claim annotation inside a note",
-                      "put <!-- claim: id --> on the node's own line")
+        for match in _ANNOTATION.finditer(markdown):
+            what = match.group(1)
+            if what in ("claim", "example"):
+                self.warn(line, f"a{'n' if what == 'example' else ''} {what} annotation "
+                          "inside a note", f"put <!-- {what}: ... --> on the node's own line")
 
     # -- one node -----------------------------------------------------------
     def _node(
@@ -288,11 +292,14 @@ class _Builder:
     ) -> Node:
         raw = inline.content if inline is not None else ""
         claims: list[str] = []
+        examples: list[str] = []
         fold = 0
         for match in _ANNOTATION.finditer(raw):
             what, value = match.group(1), match.group(2)
             if what == "claim":
                 claims.extend(self._claim_ids(value, line))
+            elif what == "example":
+                examples.extend(self._examples(value, line))
             elif value in ("fold", "foldAll"):
                 if tight:
                     fold = max(fold, 2 if value == "foldAll" else 1)
@@ -304,8 +311,8 @@ class _Builder:
         depth = 0 if parent is None else parent.depth + 1
         node = Node(
             key=self._key(parent, text), label=label, text=text, kind=kind, depth=depth,
-            line=line, level=level, ordinal=ordinal, claims=tuple(claims), fold=fold,
-            parent=parent,
+            line=line, level=level, ordinal=ordinal, claims=tuple(claims),
+            examples=tuple(examples), fold=fold, parent=parent,
         )
         if parent is not None:
             parent.children.append(node)
@@ -321,8 +328,18 @@ class _Builder:
                            "use lowercase letters, digits and underscores")
             elif self.claims is not None and claim_id not in self.claims:
                 self.error(line, f"unknown claim {claim_id!r}",
-                           "define it in lessons/claims.toml or fix the id")
+                           "define it in lessons/claims/<lesson>.toml or fix the id")
         return ids
+
+    def _examples(self, value: str, line: int) -> list[str]:
+        numbers = [part for part in re.split(r"[\s,;]+", value) if part]
+        if not numbers:
+            self.warn(line, "an empty example annotation", "write <!-- example: 64, 0.25 -->")
+        for number in numbers:
+            if not _EXAMPLE_NUMBER.match(number):
+                self.warn(line, f"example {number!r} is not a number",
+                          "list the numbers as written, e.g. <!-- example: 64, 0.25 -->")
+        return [n for n in numbers if _EXAMPLE_NUMBER.match(n)]
 
     def _key(self, parent: Node | None, text: str) -> str:
         slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40].strip("-") or "node"

@@ -29,7 +29,7 @@ def toml_error(path: Path, exc: tomllib.TOMLDecodeError) -> CourseError:
 def line_of_key(text: str, key: str) -> int | None:
     """Line of the `[key]` table header (or `key =` assignment) in TOML text."""
     pattern = re.compile(
-        rf"^\s*(\[\s*\"?{re.escape(key)}\"?\s*\]|\"?{re.escape(key)}\"?\s*=)", re.MULTILINE
+        rf"^[ \t]*(\[\s*\"?{re.escape(key)}\"?\s*\]|\"?{re.escape(key)}\"?\s*=)", re.MULTILINE
     )
     match = pattern.search(text)
     return text.count("\n", 0, match.start()) + 1 if match else None
@@ -38,7 +38,7 @@ def line_of_key(text: str, key: str) -> int | None:
 def line_of_value(text: str, field: str, value: str, occurrence: int = 1) -> int | None:
     """Line of the `occurrence`-th `field = "value"` assignment in TOML text."""
     pattern = re.compile(
-        rf"^\s*{re.escape(field)}\s*=\s*[\"']{re.escape(value)}[\"']", re.MULTILINE
+        rf"^[ \t]*{re.escape(field)}\s*=\s*[\"']{re.escape(value)}[\"']", re.MULTILINE
     )
     for n, match in enumerate(pattern.finditer(text), start=1):
         if n == occurrence:
