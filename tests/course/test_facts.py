@@ -172,3 +172,13 @@ def test_sum_results_are_sourced_and_wrong_sums_reported(tmp_path: Path) -> None
         (9, "the arithmetic in '132 × 4.8 = 600' does not hold: it gives 633.6"),
         (9, "the number '600' has no source"),
     ]
+
+
+def test_sizes_match_in_decimal_or_binary_units() -> None:
+    from gpulab.course.units import conversions, convert
+
+    assert conversions(228, "KB", "bytes") == [228_000, 233_472]
+    assert conversions(1, "GB/s", "MB/s") == [1000]      # rates convert one way only
+    assert conversions(1, "GHz", "bytes") == []
+    assert convert(1410, "MHz", "GHz") == 1.41
+    assert convert(3, "SMs", "SMs") == 3 and convert(3, "SMs", "lanes") is None

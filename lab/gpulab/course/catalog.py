@@ -163,9 +163,9 @@ class Course:
         if every_lesson_read:  # a claim cited only by a broken lesson is not unused
             for claim in self.claims.values():
                 if claim.id not in cited and claim.path is not None:
-                    problems.append(Problem(claim.path, claim.line,
-                                            f"claim {claim.id!r} is not cited by any lesson",
-                                            f"cite it with <!-- claim: {claim.id} --> or remove it"))
+                    problems.append(Problem(
+                        claim.path, claim.line, f"claim {claim.id!r} is not cited by any lesson",
+                        f"cite it with <!-- claim: {claim.id} --> or remove it"))
         return problems
 
     def search(self, query: str, lesson_id: str | None = None) -> list[SearchHit]:

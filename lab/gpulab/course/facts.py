@@ -28,6 +28,8 @@ from gpulab.course.claims import Claim
 from gpulab.course.lesson import Lesson, Node, markdown_parser
 from gpulab.course.problems import Problem
 from gpulab.course.specs import Specs, url_problem
+from gpulab.course.units import UNITS as _UNITS
+from gpulab.course.units import conversions
 
 __all__ = ["Number", "Sum", "check_links", "check_numbers", "numbers_in", "prose", "sums_in"]
 
@@ -43,30 +45,6 @@ NAME_WORDS = frozenset([
     "tier", "phase", "week", "weeks", "rtx", "gtx", "xeon", "epyc", "ryzen",
 ])
 
-# Units a number may carry: name -> (kind, factor to the kind's base unit).
-_UNITS: dict[str, tuple[str, float]] = {
-    "B": ("bytes", 1), "byte": ("bytes", 1), "bytes": ("bytes", 1),
-    "KB": ("bytes", 1e3), "kB": ("bytes", 1e3), "MB": ("bytes", 1e6),
-    "GB": ("bytes", 1e9), "TB": ("bytes", 1e12), "PB": ("bytes", 1e15),
-    "KiB": ("bytes", 2**10), "MiB": ("bytes", 2**20), "GiB": ("bytes", 2**30),
-    "TiB": ("bytes", 2**40),
-    "B/s": ("bytes/s", 1), "KB/s": ("bytes/s", 1e3), "MB/s": ("bytes/s", 1e6),
-    "GB/s": ("bytes/s", 1e9), "TB/s": ("bytes/s", 1e12), "GiB/s": ("bytes/s", 2**30),
-    "MiB/s": ("bytes/s", 2**20), "TiB/s": ("bytes/s", 2**40),
-    "Hz": ("hertz", 1), "kHz": ("hertz", 1e3), "MHz": ("hertz", 1e6), "GHz": ("hertz", 1e9),
-    "s": ("seconds", 1), "ms": ("seconds", 1e-3), "us": ("seconds", 1e-6),
-    "µs": ("seconds", 1e-6), "μs": ("seconds", 1e-6), "ns": ("seconds", 1e-9),
-    "ps": ("seconds", 1e-12),
-    "W": ("watts", 1), "kW": ("watts", 1e3), "mW": ("watts", 1e-3),
-    "FLOPS": ("flops", 1), "GFLOPS": ("flops", 1e9), "TFLOPS": ("flops", 1e12),
-    "PFLOPS": ("flops", 1e15), "TFLOP/s": ("flops", 1e12), "GFLOP/s": ("flops", 1e9),
-    "TOPS": ("ops", 1e12), "GOPS": ("ops", 1e9),
-    "GT/s": ("transfers/s", 1e9), "MT/s": ("transfers/s", 1e6),
-    "%": ("percent", 1), "×": ("ratio", 1), "x": ("ratio", 1),
-    "°C": ("celsius", 1), "C": ("celsius", 1),
-    "cycles": ("cycles", 1), "cycle": ("cycles", 1), "clk": ("cycles", 1),
-    "bit": ("bits", 1), "bits": ("bits", 1),
-}
 _UNIT_RE = re.compile(
     r"\s?(?:-\s?)?(" + "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
     + r")(?![A-Za-z0-9_/])"
@@ -374,9 +352,9 @@ def _matches(number: Number, value: float, unit: str) -> bool:
     candidates = [value]
     mine, theirs = _UNITS.get(number.unit), _UNITS.get(unit.strip())
     if mine and theirs:
-        if mine[0] != theirs[0]:
+        candidates = conversions(value, unit.strip(), number.unit)
+        if not candidates:
             return False
-        candidates = [value * theirs[1] / mine[1]]
     for candidate in candidates:
         if math.isclose(candidate, number.value, rel_tol=1e-9):
             return True
