@@ -67,6 +67,40 @@ def _parser() -> argparse.ArgumentParser:
                        help="GPU or topic ids (e.g. h200 a100-80gb); all GPUs if none")
     specs.set_defaults(handler=_specs)
 
+    probe = commands.add_parser(
+        "probe", help="measure this machine: system, NVML, CUDA, microbenchmarks",
+        description="Run the probes that measure the lessons' claims on this machine.",
+    )
+    probe_commands = probe.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    probe_list = probe_commands.add_parser("list", help="the probes, what each needs and does",
+                                           description="List the probes.")
+    probe_list.set_defaults(handler=_probe_list)
+    probe_run = probe_commands.add_parser(
+        "run", help="run probes by name",
+        description="Run probes and print their results as tables, or as JSON with --json "
+                    "(the format is `gpulab probe schema`).",
+    )
+    probe_run.add_argument("names", metavar="NAME", nargs="*",
+                           help="probe names from `gpulab probe list`")
+    probe_run.add_argument("--all", action="store_true", help="run every probe")
+    probe_run.add_argument("--json", action="store_true", help="print JSON for scripts")
+    probe_run.add_argument("--recorded", action="store_true",
+                           help="show the readings recorded on gpulab's H200 instead of "
+                                "measuring this machine (labelled as such)")
+    probe_run.set_defaults(handler=_probe_run)
+    probe_schema = probe_commands.add_parser(
+        "schema", help="print the JSON schema of `probe run --json`",
+        description="Print the JSON schema that `gpulab probe run --json` output follows.")
+    probe_schema.set_defaults(handler=_probe_schema)
+
+    doctor = commands.add_parser(
+        "doctor", help="check this machine for the course: driver, CUDA, CuPy, cgroups, NUMA",
+        description="The environment check of days 1 and 2 as a checklist, with a fix for "
+                    "each item that fails. Exit status 1 if a check fails.",
+    )
+    doctor.add_argument("--json", action="store_true", help="print JSON for scripts")
+    doctor.set_defaults(handler=_doctor)
+
     dev = commands.add_parser("dev", help="tools for course authors",
                               description="Tools for course authors.")
     dev_commands = dev.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -110,6 +144,107 @@ def _show(args: argparse.Namespace) -> int:
     lesson = load_course().lesson(args.lesson)
     sys.stdout.write(outline(lesson, notes=args.notes, depth=args.depth))
     return 0
+
+
+def _probe_list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from gpulab.probes import PROBES
+
+    table = Table(header_style="bold", box=None)
+    for column in ("probe", "needs", "what it measures"):
+        table.add_column(column)
+    needs = {"host": "Linux", "nvml": "NVIDIA driver", "cuda": "GPU + CuPy"}
+    for info in PROBES:
+        table.add_row(info.name, needs[info.needs], info.summary)
+    Console().print(table)
+    return 0
+
+
+def _probe_run(args: argparse.Namespace) -> int:
+    import json
+
+    from gpulab import __version__
+    from gpulab.probes import PROBES, ProbeResult, get_probe, run_probe
+
+    if args.all == bool(args.names):
+        print("gpulab: name the probes to run, or give --all", file=sys.stderr)
+        return BAD_INPUT
+    names = [p.name for p in PROBES] if args.all else args.names
+    for name in names:
+        get_probe(name)  # an unknown name fails before anything runs
+    measure: Callable[[str], ProbeResult] = run_probe
+    if args.recorded:
+        from gpulab.probes.recorded import recorded_results
+
+        recorded = recorded_results()
+        missing = [name for name in names if name not in recorded]
+        if missing:
+            print(f"gpulab: no recorded readings for {', '.join(missing)}", file=sys.stderr)
+            return BAD_INPUT
+        measure = recorded.__getitem__
+    if args.json:
+        results = [measure(name).to_dict() for name in names]
+        print(json.dumps({"gpulab": __version__, "schema": 1, "results": results}, indent=2))
+        return 1 if any(r["status"] == "error" for r in results) else 0
+    from rich.console import Console
+    from rich.rule import Rule
+
+    from gpulab.probes.render import render_result
+
+    console = Console()
+    failed = False
+    for name in names:
+        with console.status(f"running {name}…"):
+            result = measure(name)
+        console.print(Rule(style="dim"))
+        console.print(render_result(result))
+        failed = failed or result.status == "error"
+    return 1 if failed else 0
+
+
+def _probe_schema(args: argparse.Namespace) -> int:
+    from importlib.resources import files
+
+    sys.stdout.write(files("gpulab.probes").joinpath("result.schema.json").read_text())
+    return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    import json
+
+    from gpulab.probes.doctor import doctor
+
+    if args.json:
+        checks = doctor()
+        print(json.dumps([c.to_dict() for c in checks], indent=2))
+        return 1 if any(c.status == "fail" for c in checks) else 0
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console()
+    with console.status("checking this machine…"):
+        checks = doctor()
+    marks = {"pass": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "bold red"),
+             "skip": ("–", "dim")}
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(width=1)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for check in checks:
+        mark, style = marks[check.status]
+        found = Text(check.found)
+        if check.fix:
+            found.append(f"\nfix: {check.fix}", style="italic")
+        table.add_row(Text(mark, style=style), check.name, found)
+    console.print(table)
+    counts = {status: sum(c.status == status for c in checks) for status in marks}
+    console.print(f"\n{counts['pass']} fine, {counts['warn']} to look at, "
+                  f"{counts['fail']} failed, {counts['skip']} skipped")
+    failed = counts["fail"]
+    return 1 if failed else 0
 
 
 def _specs(args: argparse.Namespace) -> int:

@@ -1,0 +1,153 @@
+"""The probes against their ceilings and against published figures, in one run on one GPU.
+
+Each line is a ratio measured in this run (never against numbers from another
+day), with its target and PASS or MISS:
+
+- the hbm_bandwidth probe's SM copy kernel / cudaMemcpy device-to-device (>= 0.97);
+- the pcie_bandwidth probe's pinned host-to-device copy / 63 GB/s, PCIe Gen5 x16 per
+  direction (>= 0.85);
+- the matmul_throughput probe's BF16 matmul / PyTorch's BF16 matmul of the same size,
+  timed the same way (>= 0.98; skipped with a message where PyTorch is missing);
+- the pointer_chase_latency and smem_latency plateaus, in SM cycles, next to the
+  published ranges in FACTS.md (target: inside the range widened by 10 %).
+
+A missed target is reported, not fatal: the script exits 0 unless the probes
+themselves could not run.
+
+    python bench/probes.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from dataclasses import dataclass
+
+from gpulab.probes.micro_compute import matmul_size
+from gpulab.probes.model import ProbeResult
+from gpulab.probes.registry import run_probe
+
+PCIE_GEN5_X16 = 63.0   # GB/s per direction, FACTS.md
+# Published latencies in SM cycles (FACTS.md: gpu-benches, mt4g): (low, high)
+PUBLISHED = {
+    "smem_latency_cycles": ("shared memory", 30.0, 30.0, "~30"),
+    "l1_latency_cycles": ("L1 hit", 34.0, 40.0, "34-40"),
+    "l2_latency_cycles": ("L2 hit", 219.0, 475.0, "219-281 near, ~475 far"),
+    "hbm_latency_cycles": ("HBM", 650.0, 860.0, "650-860"),
+}
+SLACK = 0.10
+
+
+@dataclass
+class Line:
+    what: str
+    measured: str
+    against: str
+    ratio: str
+    target: str
+    verdict: str
+
+
+def reading(result: ProbeResult, key: str) -> float | None:
+    found = result.reading(key)
+    if found is None or found.status != "ok" or not isinstance(found.value, int | float):
+        return None
+    return float(found.value)
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def torch_bf16_tflops(n: int) -> float | str:
+    """PyTorch's BF16 matmul at n³, CUDA events, median of 5 (or why it cannot run)."""
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch is not installed"
+    if not torch.cuda.is_available():
+        return "PyTorch sees no CUDA device"
+    gen = torch.Generator(device="cuda").manual_seed(20261202)
+    a = torch.rand((n, n), device="cuda", dtype=torch.float32, generator=gen) * 2 - 1
+    b = torch.rand((n, n), device="cuda", dtype=torch.float32, generator=gen) * 2 - 1
+    a, b = a.to(torch.bfloat16), b.to(torch.bfloat16)
+    c = torch.empty_like(a)
+
+    def timed(iters: int) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            torch.matmul(a, b, out=c)
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end)) / iters
+
+    timed(2)                                          # warm-up: cuBLAS picks its kernel
+    iters = max(1, min(50, round(40.0 / max(timed(1), 1e-3))))
+    ms = statistics.median(timed(iters) for _ in range(5))
+    return 2.0 * n**3 / (ms * 1e-3) / 1e12
+
+
+def main() -> int:
+    results = {name: run_probe(name) for name in
+               ("hbm_bandwidth", "pcie_bandwidth", "matmul_throughput",
+                "pointer_chase_latency", "smem_latency")}
+    broken = [r for r in results.values() if r.status not in ("ok", "partial")]
+    for result in broken:
+        print(f"{result.probe}: {result.status}: {result.message}")
+    if len(broken) == len(results):
+        return 1
+    device = next((r.device for r in results.values() if r.device), "this machine")
+    lines: list[Line] = []
+
+    hbm = results["hbm_bandwidth"]
+    copy, memcpy = reading(hbm, "copy_kernel_bandwidth"), reading(hbm, "memcpy_bandwidth")
+    if copy and memcpy:
+        lines.append(Line("SM copy kernel / cudaMemcpy D2D", f"{copy:.0f} GB/s",
+                          f"{memcpy:.0f} GB/s", f"{copy / memcpy:.3f}", ">= 0.97",
+                          verdict(copy / memcpy >= 0.97)))
+
+    h2d = reading(results["pcie_bandwidth"], "h2d_pinned_bandwidth")
+    if h2d:
+        lines.append(Line("pinned host-to-device / PCIe Gen5 x16", f"{h2d:.1f} GB/s",
+                          f"{PCIE_GEN5_X16:.0f} GB/s", f"{h2d / PCIE_GEN5_X16:.3f}", ">= 0.85",
+                          verdict(h2d / PCIE_GEN5_X16 >= 0.85)))
+
+    bf16 = reading(results["matmul_throughput"], "bf16_tflops")
+    if bf16:
+        import cupy
+
+        device_id = cupy.cuda.Device().id
+        n = matmul_size(int(cupy.cuda.runtime.getDeviceProperties(device_id)["totalGlobalMem"]))
+        torch_tflops = torch_bf16_tflops(n)
+        if isinstance(torch_tflops, str):
+            print(f"matmul vs PyTorch skipped: {torch_tflops}")
+        else:
+            lines.append(Line(f"matmul probe BF16 / torch BF16 ({n}³)", f"{bf16:.0f} TFLOPS",
+                              f"{torch_tflops:.0f} TFLOPS", f"{bf16 / torch_tflops:.3f}",
+                              ">= 0.98", verdict(bf16 / torch_tflops >= 0.98)))
+
+    for key, (label, low, high, shown) in PUBLISHED.items():
+        probe = "smem_latency" if key.startswith("smem") else "pointer_chase_latency"
+        value = reading(results[probe], key)
+        if value is None:
+            continue
+        ok = low * (1 - SLACK) <= value <= high * (1 + SLACK)
+        middle = (low + high) / 2
+        lines.append(Line(f"{label} latency", f"{value:.0f} cycles", f"{shown} cycles",
+                          f"{value / middle:.2f}", "in range ±10 %", verdict(ok)))
+
+    print(f"gpulab probe benchmarks on {device}, all measured in this run")
+    header = Line("what", "measured", "against", "ratio", "target", "verdict")
+    rows = [header, *lines]
+    widths = [max(len(getattr(row, field)) for row in rows)
+              for field in ("what", "measured", "against", "ratio", "target", "verdict")]
+    for row in rows:
+        cells = (row.what, row.measured, row.against, row.ratio, row.target, row.verdict)
+        print("  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)))
+    print("(latency ratio: measured / middle of the published range)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""Thin CuPy launchers for the probe kernels, and CUDA-event timing.
+
+Each launcher states its launch configuration in its arguments (grid, block,
+dynamic shared memory) and passes scalars with their exact C types, so what
+runs is what the `.cu` file says. Launchers that return a result synchronise;
+the others only enqueue, so that `time_ms` can put many launches between one
+pair of CUDA events.
+
+NumPy and CuPy are imported inside the functions: importing this module is
+free on a machine without a GPU, and its pure helpers (`cycle_successors`)
+work there too.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gpulab.kernels import function
+
+__all__ = [
+    "LINE_BYTES",
+    "chase",
+    "copy",
+    "cycle_successors",
+    "cycle_table",
+    "divergent_paths",
+    "fma_chains",
+    "read_strided",
+    "smem_bank_access",
+    "smem_chase",
+    "time_ms",
+]
+
+LINE_BYTES = 128          # spacing of the pointer chase: one L1/L2 cache line
+_WORD = 4                 # the chase stores 32-bit word indices
+
+
+def time_ms(run: Callable[[], object], *, iters: int, repeats: int,
+            warmup: int = 1) -> list[float]:
+    """Milliseconds per call of `run`, one value per repeat, timed with CUDA events.
+
+    `warmup` calls run first, untimed (compilation, clocks ramping up, caches);
+    then each repeat records an event, makes `iters` calls, records another,
+    and waits for it. `run` must only enqueue work on the current stream.
+    """
+    cupy = importlib.import_module("cupy")
+
+    for _ in range(warmup):
+        run()
+    stream = cupy.cuda.get_current_stream()
+    stream.synchronize()
+    per_call: list[float] = []
+    for _ in range(repeats):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record(stream)
+        for _ in range(iters):
+            run()
+        end.record(stream)
+        end.synchronize()
+        per_call.append(float(cupy.cuda.get_elapsed_time(start, end)) / iters)
+    return per_call
+
+
+def copy(variant: str, src: Any, dst: Any, *, blocks: int, threads: int,
+         shared_mem: int = 0) -> None:
+    """Enqueue one float4 copy of `src` into `dst` (`copy_float4` or `copy_float4_unrolled`).
+
+    Both arrays must be contiguous, of the same size, a multiple of 16 bytes.
+    """
+    numpy = importlib.import_module("numpy")
+
+    function("copy", variant)((blocks,), (threads,),
+                              (src, dst, numpy.uint64(src.nbytes // 16)),
+                              shared_mem=shared_mem)
+
+
+def read_strided(src: Any, stride: int, partial: Any, *, blocks: int, threads: int) -> None:
+    """Enqueue one strided read of every `stride`-th word of `src` (uint32).
+
+    `partial` (uint32, one per thread of the grid) receives each thread's sum.
+    """
+    numpy = importlib.import_module("numpy")
+
+    function("stride", "read_strided")(
+        (blocks,), (threads,),
+        (src, numpy.uint64(src.size // stride), numpy.uint64(stride), partial))
+
+
+def cycle_successors(order: Sequence[int]) -> list[int]:
+    """The successor table of the cycle that visits `order` in turn and returns.
+
+    `order` is a permutation of 0..n-1; the result `nxt` has
+    `nxt[order[i]] == order[i + 1]` and `nxt[order[-1]] == order[0]`, so
+    following it from `order[0]` visits every element once per lap. This is
+    the plain-Python statement of what `cycle_table` builds on the GPU.
+    """
+    n = len(order)
+    nxt = [0] * n
+    for i, value in enumerate(order):
+        nxt[value] = order[(i + 1) % n]
+    return nxt
+
+
+def cycle_table(table: Any, lines: int, *, seed: int) -> Any:
+    """Fill `table` (uint32 words) with a random cycle through `lines` lines; return the order.
+
+    Line k starts at word k * 32 (128 bytes); the word there holds the word
+    index of the next line of a random permutation (the device form of
+    `cycle_successors`). Words inside a line are left as they are. Returns
+    the permutation (a CuPy array), so a chase of s steps from its first line
+    must end at line `order[s % lines]`.
+    """
+    cupy = importlib.import_module("cupy")
+
+    per_line = LINE_BYTES // _WORD
+    if lines * per_line > table.size:
+        raise ValueError(f"{lines} lines need {lines * per_line} words; the table has "
+                         f"{table.size}")
+    order = cupy.random.RandomState(seed).permutation(lines).astype(cupy.uint32)
+    table[order * per_line] = cupy.roll(order, -1) * per_line
+    return order
+
+
+def chase(table: Any, start_line: int, *, warm_steps: int, steps: int) -> tuple[int, int]:
+    """Run the one-thread pointer chase; return (line reached, cycles for `steps` loads)."""
+    cupy = importlib.import_module("cupy")
+    numpy = importlib.import_module("numpy")
+
+    out_index = cupy.zeros(1, dtype=cupy.uint32)
+    out_cycles = cupy.zeros(1, dtype=cupy.int64)
+    per_line = LINE_BYTES // _WORD
+    function("chase", "pointer_chase")(
+        (1,), (1,),
+        (table, numpy.uint32(start_line * per_line), numpy.uint64(warm_steps),
+         numpy.uint64(steps), out_index, out_cycles))
+    return int(out_index.get()[0]) // per_line, int(out_cycles.get()[0])
+
+
+def smem_chase(table: Any, steps: int) -> tuple[int, int]:
+    """Chase `table` (uint32, at most 4096 words) in shared memory from word 0.
+
+    Returns (word reached, cycles for `steps` loads).
+    """
+    cupy = importlib.import_module("cupy")
+    numpy = importlib.import_module("numpy")
+
+    out_index = cupy.zeros(1, dtype=cupy.uint32)
+    out_cycles = cupy.zeros(1, dtype=cupy.int64)
+    function("smem", "smem_chase")(
+        (1,), (128,),
+        (table, numpy.uint32(table.size), numpy.uint64(steps), out_index, out_cycles))
+    return int(out_index.get()[0]), int(out_cycles.get()[0])
+
+
+def smem_bank_access(table: Any, out: Any, *, stride: int, broadcast: bool, iters: int,
+                     blocks: int, threads: int) -> None:
+    """Enqueue the bank-conflict kernel: lane l loads word l * stride (or 0) `iters` times."""
+    numpy = importlib.import_module("numpy")
+
+    function("smem", "smem_bank_access")(
+        (blocks,), (threads,),
+        (table, numpy.uint32(stride), numpy.uint32(1 if broadcast else 0),
+         numpy.uint32(iters), out))
+
+
+def divergent_paths(out: Any, *, mask: int, iters: int, uniform_iters: int = 0, blocks: int,
+                    threads: int) -> None:
+    """Enqueue the divergence kernel.
+
+    All lanes run `uniform_iters` FMAs of path A, then lanes whose bit of
+    `mask` is set run `iters` of path B and the others `iters` of path A.
+    """
+    numpy = importlib.import_module("numpy")
+
+    function("divergence", "divergent_paths")(
+        (blocks,), (threads,),
+        (out, numpy.uint32(mask), numpy.float32(0.999), numpy.float32(0.001),
+         numpy.uint32(uniform_iters), numpy.uint32(iters)))
+
+
+def fma_chains(out: Any, *, iters: int, blocks: int, threads: int) -> None:
+    """Enqueue the FMA kernel (8 chains per thread, `iters` FMAs each, mul 1, add 0.5)."""
+    numpy = importlib.import_module("numpy")
+
+    function("fma", "fma_chains")(
+        (blocks,), (threads,),
+        (out, numpy.float32(1.0), numpy.float32(0.5), numpy.uint32(iters)))

@@ -1,0 +1,105 @@
+"""The probes gpulab knows, by name, imported only when one runs.
+
+Claims in the lessons name these probes; `gpulab probe list` shows them and
+`gpulab probe run NAME` runs them. A probe that fails unexpectedly becomes an
+`error` result with the reason, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from gpulab.errors import GpulabError
+from gpulab.probes.model import ProbeResult
+
+__all__ = ["PROBES", "ProbeInfo", "UnknownProbe", "get_probe", "run_probe"]
+
+
+class UnknownProbe(GpulabError):
+    """A probe name that does not exist."""
+
+
+@dataclass(frozen=True)
+class ProbeInfo:
+    """A probe's name, what it needs, what it does, and where its code is."""
+
+    name: str
+    title: str
+    needs: Literal["host", "nvml", "cuda"]
+    summary: str
+    target: str  # "module:function", relative to gpulab.probes
+
+    def function(self) -> Callable[[], ProbeResult]:
+        module, _, attr = self.target.partition(":")
+        loaded = importlib.import_module(f"gpulab.probes.{module}")
+        func: Callable[[], ProbeResult] = getattr(loaded, attr)
+        return func
+
+
+PROBES: tuple[ProbeInfo, ...] = (
+    ProbeInfo("system", "System", "host",
+              "kernel and OS, container and namespaces, cgroup limits, NUMA, CPU affinity, "
+              "GPUs in sysfs, NVIDIA container files", "system:system"),
+    ProbeInfo("nvml_inventory", "GPU inventory (NVML)", "nvml",
+              "name, UUID, driver and CUDA versions, memory, BAR1, PCIe, compute mode, "
+              "persistence, MIG, ECC and remapped rows, power limit", "nvml:inventory"),
+    ProbeInfo("nvml_sample", "GPU live sample (NVML)", "nvml",
+              "utilisation, clocks, P-state, power, temperature, clock-event reasons, "
+              "processes", "nvml:sample"),
+    ProbeInfo("cuda_properties", "CUDA device properties", "cuda",
+              "SM count, L2, shared memory, registers, thread limits, clocks",
+              "cuda:properties"),
+    ProbeInfo("hbm_bandwidth", "HBM bandwidth", "cuda",
+              "an SM copy kernel against cudaMemcpy device-to-device, same run",
+              "micro_bandwidth:hbm_bandwidth"),
+    ProbeInfo("stride_sweep", "Access stride sweep", "cuda",
+              "bandwidth of reads at growing strides: what coalescing is worth",
+              "micro_bandwidth:stride_sweep"),
+    ProbeInfo("pcie_bandwidth", "Host-device copies", "cuda",
+              "pinned and pageable host memory, both directions", "micro_bandwidth:pcie_bandwidth"),
+    ProbeInfo("pointer_chase_latency", "Memory latency (pointer chase)", "cuda",
+              "dependent loads over footprints from 16 KB to 1 GB: L1, L2 and HBM plateaus",
+              "micro_latency:pointer_chase_latency"),
+    ProbeInfo("smem_latency", "Shared-memory latency", "cuda",
+              "dependent loads in shared memory", "micro_latency:smem_latency"),
+    ProbeInfo("smem_bank_conflicts", "Shared-memory bank conflicts", "cuda",
+              "time per access at strides 1, 2, 4 ... 32 and padded",
+              "micro_latency:smem_bank_conflicts"),
+    ProbeInfo("warp_divergence", "Warp divergence", "cuda",
+              "the cost of branches that split a warp", "micro_compute:warp_divergence"),
+    ProbeInfo("occupancy_bandwidth", "Occupancy and bandwidth", "cuda",
+              "copy bandwidth as resident warps per SM fall",
+              "micro_bandwidth:occupancy_bandwidth"),
+    ProbeInfo("fp32_peak", "FP32 FMA peak", "cuda",
+              "a kernel of independent FMAs against the datasheet peak", "micro_compute:fp32_peak"),
+    ProbeInfo("matmul_throughput", "Matrix multiply throughput", "cuda",
+              "cuBLAS through CuPy in fp16, bf16, TF32 and fp32",
+              "micro_compute:matmul_throughput"),
+)
+
+_BY_NAME = {probe.name: probe for probe in PROBES}
+
+
+def get_probe(name: str) -> ProbeInfo:
+    """A probe by name; `UnknownProbe` names the ones that exist."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise UnknownProbe(f"no probe named {name!r}\n    hint: gpulab probe list shows "
+                           f"them: {', '.join(_BY_NAME)}") from None
+
+
+def run_probe(name: str) -> ProbeResult:
+    """Run one probe and time it; an unexpected failure becomes an error result."""
+    info = get_probe(name)
+    start = time.perf_counter()
+    try:
+        result = info.function()()
+    except Exception as exc:  # a probe's own bug must not become a traceback
+        result = ProbeResult(info.name, info.title, "error",
+                             f"the probe failed: {type(exc).__name__}: {exc}")
+    return replace(result, seconds=time.perf_counter() - start)
