@@ -72,3 +72,17 @@ def test_failed_write_leaves_the_old_file(tmp_path: Path) -> None:
         store.save(bad)
     assert store.load().last_lesson == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["p.json"]
+
+
+def test_predictions_survive_a_round_trip(tmp_path: Path) -> None:
+    from gpulab.course.progress import Prediction
+
+    store = ProgressStore(tmp_path / "progress.json")
+    progress = store.load()
+    progress.predictions.append(Prediction("h200_hbm_bandwidth", 3.0, "TB/s",
+                                           "2026-12-02T15:00:00+00:00"))
+    progress.predictions.append(Prediction("warp_size", 32, "threads", "2026-12-02T15:01:00+00:00",
+                                           measured=32, verdict="agrees", device="NVIDIA H200"))
+    store.save(progress)
+    again = ProgressStore(tmp_path / "progress.json").load()
+    assert again.predictions == progress.predictions

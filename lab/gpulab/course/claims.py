@@ -13,6 +13,7 @@ table per claim, keyed by its id::
     probe = "hbm_bandwidth"
     tolerance = 0.15           # relative
     convention = "bytes read + bytes written"   # optional
+    reading = "memcpy_bandwidth"               # the probe reading that measures it
 
 A lesson ties a node to a claim with ``<!-- claim: h200_hbm_bandwidth -->``.
 """
@@ -35,7 +36,7 @@ __all__ = ["CLAIM_ID", "Claim", "load_claims"]
 CLAIM_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 _REQUIRED = ("statement", "unit", "device", "source", "probe", "tolerance")
-_KNOWN = {*_REQUIRED, "value", "min", "max", "convention"}
+_KNOWN = {*_REQUIRED, "value", "min", "max", "convention", "reading"}
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class Claim:
     min: float | None = None
     max: float | None = None
     convention: str = ""
+    reading: str = ""  # the key of the probe's reading that measures it
     line: int | None = None
     path: Path | None = None
 
@@ -142,7 +144,8 @@ def _claim(
     for key, number in numbers.items():
         if isinstance(number, bool) or not isinstance(number, int | float):
             bad(f"{key} must be a number, not {number!r}")
-    texts = {k: entry[k] for k in (*_REQUIRED, "convention") if k in entry and k != "tolerance"}
+    texts = {k: entry[k] for k in (*_REQUIRED, "convention", "reading")
+             if k in entry and k != "tolerance"}
     for key, value in texts.items():
         if not isinstance(value, str) or not value.strip():
             bad(f"{key} must be non-empty text")
@@ -168,6 +171,7 @@ def _claim(
         min=num("min"),
         max=num("max"),
         convention=entry.get("convention", ""),
+        reading=entry.get("reading", ""),
         line=line,
         path=path,
     )

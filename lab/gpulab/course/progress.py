@@ -3,7 +3,8 @@
 The file lives in the user's XDG state folder (``~/.local/state/gpulab``), or
 in ``$GPULAB_STATE_DIR`` when that is set. It records the last lesson, and per
 lesson the selected node, the expanded nodes and the nodes visited; per
-exercise the hints revealed. Writes are atomic (a temporary file renamed over
+exercise the hints revealed; and the history of the learner's predictions
+for claims, each with what was then measured. Writes are atomic (a temporary file renamed over
 the old one). A file that cannot be read is moved aside, never overwritten,
 so nothing the learner did is lost.
 """
@@ -20,7 +21,7 @@ from typing import Any
 
 import platformdirs
 
-__all__ = ["LessonState", "Progress", "ProgressStore", "state_dir"]
+__all__ = ["LessonState", "Prediction", "Progress", "ProgressStore", "state_dir"]
 
 VERSION = 1
 
@@ -43,6 +44,19 @@ class LessonState:
 
 
 @dataclass
+class Prediction:
+    """A learner's guess for a claim before measuring it, and what was measured."""
+
+    claim: str
+    predicted: float
+    unit: str
+    at: str                            # ISO time of the prediction
+    measured: float | None = None      # in the claim's unit
+    verdict: str = ""                  # "agrees", "differs", ... once measured
+    device: str = ""
+
+
+@dataclass
 class Progress:
     """Everything gpulab remembers for the learner."""
 
@@ -50,6 +64,7 @@ class Progress:
     theme: str | None = None
     lessons: dict[str, LessonState] = field(default_factory=dict)
     hints: dict[str, int] = field(default_factory=dict)
+    predictions: list[Prediction] = field(default_factory=list)
 
     def lesson(self, lesson_id: str) -> LessonState:
         """The state of one lesson, created on first use."""
@@ -125,7 +140,18 @@ def _from_json(data: Any) -> Progress:
         for lesson_id, state in dict(data.get("lessons", {})).items()
     }
     hints = {str(k): int(v) for k, v in dict(data.get("hints", {})).items()}
-    return Progress(_opt_str(data.get("last_lesson")), _opt_str(data.get("theme")), lessons, hints)
+    predictions = [_prediction(item) for item in list(data.get("predictions", []))]
+    return Progress(_opt_str(data.get("last_lesson")), _opt_str(data.get("theme")), lessons, hints,
+                    predictions)
+
+
+def _prediction(item: Any) -> Prediction:
+    measured = item.get("measured")
+    return Prediction(
+        claim=str(item["claim"]), predicted=float(item["predicted"]), unit=str(item["unit"]),
+        at=str(item["at"]), measured=None if measured is None else float(measured),
+        verdict=str(item.get("verdict", "")), device=str(item.get("device", "")),
+    )
 
 
 def _opt_str(value: Any) -> str | None:
