@@ -1,14 +1,16 @@
-"""Fixtures for the TUI tests: a small fixture course and a private state folder."""
+"""Fixtures for the TUI tests: a small fixture course, a private state folder, recorded GPUs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tui_helpers import FIXTURE
+from tui_helpers import FIXTURE, NVML_REPLAY
 
 from gpulab.course import Course, ProgressStore, load_course
+from gpulab.probes import ProbeResult, nvml, recorded
+from gpulab.probes.nvml_record import Replay
 from gpulab.tui import GpulabApp, make_app
 
 
@@ -39,3 +41,37 @@ def new_app(store_path: Path) -> Callable[[], GpulabApp]:
         return make_app(course=load_course(FIXTURE), store=ProgressStore(store_path))
 
     return build
+
+
+@pytest.fixture
+def recorded_h200() -> Iterator[dict[str, ProbeResult]]:
+    """The recorded H200 results the app shows on a machine without a GPU, as shipped."""
+    recorded.recorded_results.cache_clear()
+    found = recorded.recorded_results()
+    assert {"nvml_inventory", "nvml_sample"} <= set(found)
+    yield found
+    recorded.recorded_results.cache_clear()
+
+
+@pytest.fixture
+def no_recordings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A copy of gpulab that ships no recorded results."""
+    monkeypatch.setattr(recorded, "RECORDED_FILE", str(tmp_path / "absent.json"))
+    recorded.recorded_results.cache_clear()
+    yield
+    recorded.recorded_results.cache_clear()
+
+
+@pytest.fixture
+def no_gpu_here() -> str:
+    """Why NVML finds no GPU on this machine; skips the test where there is one."""
+    found = nvml.inventory()
+    if found.status not in ("no_gpu", "unavailable"):
+        pytest.skip("this machine has an NVIDIA GPU: the no-GPU path cannot be seen here")
+    return found.message
+
+
+@pytest.fixture
+def h200_replay() -> Replay:
+    """An NVML stand-in that answers as gpulab's H200 did."""
+    return Replay.load(NVML_REPLAY)

@@ -20,10 +20,12 @@ async def test_help_opens_and_closes(new_app: Callable[[], GpulabApp], key: str)
         await pilot.press(key)
         assert isinstance(app.screen, HelpScreen)
         text = "\n".join(plain(s.content) for s in app.screen.query(".help-group").results())
-        for group in ("Everywhere", "Course map", "Lesson", "Exercise", "Search", "Help"):
+        for group in ("Everywhere", "Course map", "Lesson", "Exercise", "GPU",
+                      "Predicting a claim", "Search", "Help"):
             assert group in text
         for description in ("Fold all", "Unfold all", "Next lesson", "Previous lesson",
-                            "Reveal a hint", "Command palette", "Search", "Open"):
+                            "Reveal a hint", "Command palette", "Search", "Open", "Measure",
+                            "Measure without predicting"):
             assert description in text
         await pilot.press("escape")
         assert isinstance(app.screen, CourseMapScreen)
@@ -51,7 +53,7 @@ def test_help_lists_every_binding_of_every_screen(new_app: Callable[[], GpulabAp
     for binding in bindings_of(type(app)):
         assert binding.key in listed, binding
     own = {b.key for b in groups["Lesson"]}
-    assert {"escape", "slash", "n", "p", "minus", "plus", "equals_sign", "r"} <= own
+    assert {"escape", "slash", "n", "p", "m", "g", "minus", "plus", "equals_sign", "r"} <= own
 
 
 async def test_footers_show_at_most_six_keys(new_app: Callable[[], GpulabApp]) -> None:
@@ -62,10 +64,13 @@ async def test_footers_show_at_most_six_keys(new_app: Callable[[], GpulabApp]) -
             return {b.binding.description for b in app.screen.active_bindings.values()
                     if b.binding.show}
 
-        assert shown() == {"Open", "Search", "Quit", "Help"}
+        assert shown() == {"Open", "Search", "GPU", "Quit", "Help"}
         await pilot.press("enter")
         await on_screen(pilot, app, LessonScreen)
-        assert shown() == {"Map", "Search", "Next lesson", "Fold all", "Unfold all", "Help"}
+        assert shown() == {"Map", "Search", "Next lesson", "GPU", "Help"}
+        await pilot.press("down", "down")  # a node with a claim: m measures it
+        await pilot.pause()
+        assert shown() == {"Map", "Search", "Next lesson", "Measure", "GPU", "Help"}
         app.open_exercise("vector-add")
         await pilot.pause()
         assert shown() == {"Map", "Reveal a hint", "Open its lesson", "Help"}

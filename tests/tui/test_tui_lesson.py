@@ -12,7 +12,7 @@ from gpulab.course import Course
 from gpulab.tui import GpulabApp
 from gpulab.tui.screens import CourseMapScreen, LessonScreen
 from gpulab.tui.widgets import ClaimCard, MindmapTree, NodePane
-from gpulab.tui.widgets.claim_card import NO_PROBE
+from gpulab.tui.widgets.claim_card import NOT_MEASURED
 from gpulab.tui.widgets.mindmap import initially_expanded
 
 
@@ -66,7 +66,7 @@ async def test_claim_card_content(new_app: Callable[[], GpulabApp]) -> None:
         assert "A100, H100, H200" in text
         assert "https://github.com/te42kyfo/gpu-benches" in text
         assert "pointer_chase_latency" in text
-        assert NO_PROBE in text
+        assert NOT_MEASURED in text
         assert "| level | latency |" in _notes(screen)
 
 

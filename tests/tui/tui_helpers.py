@@ -13,6 +13,8 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 
 FIXTURE = Path(__file__).parent / "fixture_course"
+NVML_REPLAY = Path(__file__).resolve().parents[1] / "fixtures" / "nvml" / "h200.json"
+"""NVML's answers on gpulab's H200, recorded there, replayed where there is no GPU."""
 SIZE = (100, 30)
 
 

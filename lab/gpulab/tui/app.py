@@ -2,34 +2,54 @@
 
 The app owns the course and the learner's progress; screens get both when they
 are made and send `ProgressChanged` up when they change the progress. The app
-saves a second after the last change, at once when a screen is left or a hint
-is revealed, and on exit.
+saves a second after the last change, at once when a screen is left, a hint
+is revealed or a prediction is measured, and on exit.
+
+It also owns this session's claim measurements (`board`): a probe runs in a
+thread worker of the app, so leaving the lesson does not lose its result, and
+every claim card on screen is told when its claim changes.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+import datetime as dt
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
+from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.timer import Timer
 
-from gpulab.course import Course, CourseError, ProgressStore, SearchHit, load_course
-from gpulab.tui.commands import DayCommands, ExerciseCommands, LessonCommands, ThemeCommands
+from gpulab.course import Claim, Course, CourseError, ProgressStore, SearchHit, load_course
+from gpulab.course.progress import Prediction
+from gpulab.tui.commands import (
+    DayCommands,
+    ExerciseCommands,
+    GpuCommands,
+    LessonCommands,
+    ThemeCommands,
+)
+from gpulab.tui.measure import ClaimBoard, run_probe_for
 from gpulab.tui.messages import ProgressChanged
 from gpulab.tui.screens import (
     CourseMapScreen,
     ExerciseScreen,
     FatalScreen,
+    GpuScreen,
     HelpScreen,
     LessonScreen,
+    PredictionScreen,
     SearchScreen,
 )
 from gpulab.tui.state import Keeper
-from gpulab.tui.widgets import CourseTree, MindmapTree
+from gpulab.tui.widgets import ClaimCard, CourseTree, MindmapTree
+
+if TYPE_CHECKING:
+    from gpulab.probes.model import ProbeResult
 
 __all__ = ["GpulabApp", "make_app", "run_app"]
 
@@ -41,6 +61,8 @@ HELP_GROUPS: list[tuple[str, list[type[DOMNode]]]] = [
     ("Course map", [CourseMapScreen, CourseTree]),
     ("Lesson", [LessonScreen, MindmapTree]),
     ("Exercise", [ExerciseScreen]),
+    ("GPU", [GpuScreen]),
+    ("Predicting a claim", [PredictionScreen]),
     ("Search", [SearchScreen]),
     ("Help", [HelpScreen]),
     ("Course error", [FatalScreen]),
@@ -49,16 +71,28 @@ HELP_GROUPS: list[tuple[str, list[type[DOMNode]]]] = [
 
 
 class GpulabApp(App[None]):
-    """The course map, lessons, exercises, search and help, over one course."""
+    """The course map, lessons, exercises, the GPU, search and help, over one course."""
 
     CSS_PATH = "gpulab.tcss"
     TITLE = "gpulab"
-    COMMANDS = App.COMMANDS | {LessonCommands, DayCommands, ExerciseCommands, ThemeCommands}
+    COMMANDS = App.COMMANDS | {LessonCommands, DayCommands, ExerciseCommands, GpuCommands,
+                               ThemeCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (96, "-wide")]  # noqa: RUF012 - App's type
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help"),
         Binding("f1", "help", "Help", show=False),
     ]
+
+    class ClaimMeasured(Message):
+        """A claim's probe finished (posted from the probe's thread)."""
+
+        def __init__(self, claim: Claim, result: ProbeResult, predicted: float | None,
+                     at: str) -> None:
+            super().__init__()
+            self.claim = claim
+            self.result = result
+            self.predicted = predicted
+            self.at = at
 
     def __init__(
         self,
@@ -67,6 +101,7 @@ class GpulabApp(App[None]):
         *,
         error: CourseError | None = None,
         gpu: object | None = None,
+        nvml_backend: Any = None,
     ) -> None:
         super().__init__()
         self.course = course
@@ -74,6 +109,10 @@ class GpulabApp(App[None]):
         self.error = error
         self.gpu = gpu
         """The GPU to probe; kept for the probes issue, not shown yet."""
+        self.nvml_backend = nvml_backend
+        """What NVML calls go through: None for the real library, or a stand-in with
+        pynvml's functions (a `gpulab.probes.nvml_record.Replay` in tests)."""
+        self.board = ClaimBoard()
         self._save_timer: Timer | None = None
 
     def get_default_screen(self) -> Screen[None]:
@@ -114,16 +153,74 @@ class GpulabApp(App[None]):
         if problem is not None and self.is_running:
             self.notify(problem, title="Progress", severity="error", timeout=10)
 
+    def on_claim_card_shown(self, event: ClaimCard.Shown) -> None:
+        event.card.state = self.board.state(event.card.claim, self.keeper.progress.predictions)
+
+    def on_gpulab_app_claim_measured(self, event: ClaimMeasured) -> None:
+        claim, predicted = event.claim, event.predicted
+        outcome = self.board.finish(claim, event.result, predicted)
+        if predicted is not None:
+            verdict = outcome.verdict.kind if outcome.verdict is not None else "not_measured"
+            self.keeper.progress.predictions.append(Prediction(
+                claim=claim.id, predicted=predicted, unit=claim.unit, at=event.at,
+                measured=outcome.measured, verdict=verdict, device=event.result.device))
+            self.post_message(ProgressChanged(now=True))
+        self._refresh_cards(claim)
+        if outcome.verdict is not None:
+            self.notify(outcome.verdict.text, title=f"Measured {claim.id}", timeout=5,
+                        severity="warning" if outcome.verdict.kind == "differs" else "information")
+        else:
+            self.notify(outcome.problem, title=f"{claim.id}: not measured", timeout=5,
+                        severity="warning")
+
+    def _refresh_cards(self, claim: Claim) -> None:
+        state = self.board.state(claim, self.keeper.progress.predictions)
+        for screen in self.screen_stack:
+            for card in screen.query(ClaimCard):
+                if card.claim.id == claim.id:
+                    card.state = state
+
     def _remember_theme(self, theme: Theme) -> None:
         if self.keeper.progress.theme != theme.name:
             self.keeper.progress.theme = theme.name
             self.post_message(ProgressChanged(now=True))
 
+    # -- measuring claims ------------------------------------------------------
+    def measure(self, claim: Claim, predicted: float | None) -> None:
+        """Run a claim's probe in a thread; its card shows "measuring…" until it is done.
+
+        `predicted` is the learner's prediction in the claim's unit (None: no
+        prediction); with one, the outcome is saved to the progress.
+        """
+        if self.board.is_measuring(claim.id):
+            self.notify(f"{claim.id} is being measured already.", timeout=3)
+            return
+        at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        self.board.start(claim.id)
+        self._refresh_cards(claim)
+        self.run_worker(partial(self._run_claim_probe, claim, predicted, at), thread=True,
+                        group="measure", exit_on_error=False,
+                        description=f"measure {claim.id} with {claim.probe}")
+
+    def _run_claim_probe(self, claim: Claim, predicted: float | None, at: str) -> None:
+        result = run_probe_for(claim.probe, self.nvml_backend)
+        self.post_message(self.ClaimMeasured(claim, result, predicted, at))
+
     # -- navigation, used by screens and the command palette -----------------
+    def open_gpu(self) -> None:
+        """Show the GPU screen above the current one."""
+        if not isinstance(self.screen, GpuScreen):
+            self.push_screen(GpuScreen(self.nvml_backend))
+
+    def _leave_gpu(self) -> None:
+        while isinstance(self.screen, GpuScreen) and len(self.screen_stack) > 1:
+            self.pop_screen()
+
     def open_lesson(self, lesson_id: str, key: str | None = None) -> None:
         """Show a lesson (at a node, if given) above the course map."""
         if self.course is None:
             return
+        self._leave_gpu()
         top = self.screen
         if isinstance(top, LessonScreen) and top.lesson_id == lesson_id:
             if key is not None:
@@ -135,6 +232,7 @@ class GpulabApp(App[None]):
         """Show an exercise above the course map."""
         if self.course is None:
             return
+        self._leave_gpu()
         for exercise in self.course.exercises():
             if exercise.name == name:
                 self._show(ExerciseScreen(self.course, self.keeper, exercise))
@@ -186,10 +284,12 @@ def make_app(
     course: Course | None = None,
     store: ProgressStore | None = None,
     gpu: object | None = None,
+    nvml_backend: Any = None,
 ) -> GpulabApp:
     """Build the app over a course (default: the installed one) and a progress store.
 
     A course that cannot be read gives an app that shows why, instead of raising.
+    `nvml_backend` replaces the NVML library (a recorded `Replay` in tests).
     """
     error: CourseError | None = None
     if course is None:
@@ -197,7 +297,8 @@ def make_app(
             course = load_course()
         except CourseError as exc:
             error = exc
-    return GpulabApp(course, Keeper(store or ProgressStore()), error=error, gpu=gpu)
+    return GpulabApp(course, Keeper(store or ProgressStore()), error=error, gpu=gpu,
+                     nvml_backend=nvml_backend)
 
 
 def run_app() -> None:

@@ -1,4 +1,4 @@
-"""Command palette (ctrl+p) providers: lessons, days, exercises and the theme."""
+"""Command palette (ctrl+p) providers: lessons, days, exercises, the GPU and the theme."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 if TYPE_CHECKING:
     from gpulab.tui.app import GpulabApp
 
-__all__ = ["DayCommands", "ExerciseCommands", "LessonCommands", "ThemeCommands"]
+__all__ = ["DayCommands", "ExerciseCommands", "GpuCommands", "LessonCommands", "ThemeCommands"]
 
 Command = tuple[str, str, Callable[[], object]]
 """A palette entry: its text, its help line, and what it does."""
@@ -74,6 +74,15 @@ class ExerciseCommands(_LabProvider):
             where = "needs GPU" if exercise.gpu else "CPU"
             yield (f"Open exercise: {exercise.name}", f"{exercise.lesson} · {where}",
                    partial(lab.open_exercise, exercise.name))
+
+
+class GpuCommands(_LabProvider):
+    """Open the GPU screen."""
+
+    def commands(self) -> Iterator[Command]:
+        lab = self.lab
+        yield ("GPU", "the GPU's inventory and its clocks, power and load, live (key g)",
+               lab.open_gpu)
 
 
 class ThemeCommands(_LabProvider):

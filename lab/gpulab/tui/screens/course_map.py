@@ -25,6 +25,7 @@ class CourseMapScreen(LabScreen):
     HELP_GROUP = "Course map"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "search", "Search"),
+        Binding("g", "gpu", "GPU"),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -122,3 +123,6 @@ class CourseMapScreen(LabScreen):
 
     def action_search(self) -> None:
         self.lab.open_search(None)
+
+    def action_gpu(self) -> None:
+        self.lab.open_gpu()

@@ -1,4 +1,8 @@
-"""The lesson screen: the mindmap as a foldable tree, the selected node's notes beside it."""
+"""The lesson screen: the mindmap as a foldable tree, the selected node's notes beside it.
+
+`m` on a node that carries a claim asks for a prediction, then measures the
+claim with its probe (the app runs the probe; the claim card shows the outcome).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Footer, Header, Tree
 
-from gpulab.course import Course, CourseError, Lesson, Node
+from gpulab.course import Claim, Course, CourseError, Lesson, Node
 from gpulab.tui.messages import ProgressChanged
 from gpulab.tui.screens.base import LabScreen
+from gpulab.tui.screens.prediction import PredictionScreen
 from gpulab.tui.state import Keeper
 from gpulab.tui.widgets import ErrorPanel, MindmapTree, NodePane
 
@@ -27,8 +32,10 @@ class LessonScreen(LabScreen):
         Binding("slash", "search", "Search"),
         Binding("n", "step(1)", "Next lesson"),
         Binding("p", "step(-1)", "Previous lesson", show=False),
-        Binding("minus", "fold_all", "Fold all"),
-        Binding("plus,equals_sign", "unfold_all", "Unfold all", key_display="+"),
+        Binding("m", "measure", "Measure"),
+        Binding("g", "gpu", "GPU"),
+        Binding("minus", "fold_all", "Fold all", show=False),
+        Binding("plus,equals_sign", "unfold_all", "Unfold all", key_display="+", show=False),
         Binding("r", "reload", "Retry a broken lesson", show=False),
     ]
 
@@ -42,6 +49,7 @@ class LessonScreen(LabScreen):
         self.start_key = key
         self.lesson: Lesson | None = None
         self.error: CourseError | None = None
+        self._to_measure: list[Claim] = []
         self._load()
 
     def _load(self) -> None:
@@ -100,6 +108,7 @@ class LessonScreen(LabScreen):
         if node is None:
             return
         self.query_one(NodePane).node = node
+        self.refresh_bindings()
         state = self.keeper.progress.lesson(self.lesson_id)
         state.selected = node.key
         self.keeper.progress.visit(self.lesson_id, node.key)
@@ -121,6 +130,19 @@ class LessonScreen(LabScreen):
             state.expanded = expanded
             self.post_message(ProgressChanged())
 
+    def selected_claims(self) -> list[Claim]:
+        """The claims of the selected node that the course defines."""
+        panes = self.query(NodePane)
+        node = panes.first().node if panes else None
+        if node is None:
+            return []
+        return [self.course.claims[c] for c in node.claims if c in self.course.claims]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "measure":
+            return bool(self.selected_claims())  # shown in the footer only on a claim
+        return True
+
     def reveal(self, key: str) -> None:
         """Select a node of this lesson, unfolding its ancestors."""
         if self.lesson is not None:
@@ -139,6 +161,29 @@ class LessonScreen(LabScreen):
             self.notify(f"This is the {where} lesson.", timeout=3)
             return
         self.lab.open_lesson(target)
+
+    def action_measure(self) -> None:
+        """Ask for a prediction of each claim of the node, then measure it."""
+        self._to_measure = self.selected_claims()
+        self._ask_next()
+
+    def _ask_next(self) -> None:
+        if not self._to_measure:
+            return
+        claim = self._to_measure.pop(0)
+        if self.lab.board.is_measuring(claim.id):
+            self.notify(f"{claim.id} is being measured already.", timeout=3)
+            self._ask_next()
+            return
+
+        def measure(predicted: float | None) -> None:
+            self.lab.measure(claim, predicted)
+            self._ask_next()
+
+        self.app.push_screen(PredictionScreen(claim), measure)
+
+    def action_gpu(self) -> None:
+        self.lab.open_gpu()
 
     def action_fold_all(self) -> None:
         if self.lesson is not None:

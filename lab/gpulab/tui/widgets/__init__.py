@@ -9,6 +9,7 @@ from gpulab.tui.widgets.hint_list import HintList
 from gpulab.tui.widgets.item_summary import ItemSummary
 from gpulab.tui.widgets.mindmap import MindmapTree
 from gpulab.tui.widgets.node_pane import NodePane
+from gpulab.tui.widgets.sensor_panel import SensorPanel
 
 __all__ = [
     "ClaimCard",
@@ -18,4 +19,5 @@ __all__ = [
     "ItemSummary",
     "MindmapTree",
     "NodePane",
+    "SensorPanel",
 ]

@@ -1,4 +1,4 @@
-"""A card for one claim: what it states, the expected value, and its source."""
+"""A card for one claim: what it states, the spec, what was measured, and the verdict."""
 
 from __future__ import annotations
 
@@ -6,43 +6,137 @@ from rich.console import RenderableType
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
+from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Static
 
 from gpulab.course import Claim
+from gpulab.course.verdict import Verdict, judge
+from gpulab.tui.measure import ClaimState, Outcome, distance_text
 from gpulab.tui.text import CLAIM_BADGE
 
-__all__ = ["ClaimCard"]
+__all__ = ["NOT_MEASURED", "VERDICT_STYLES", "ClaimCard"]
 
-NO_PROBE = "no probe yet — measurement comes with the probes issue"
+NOT_MEASURED = "not measured yet — press m"
+VERDICT_STYLES = {"agrees": "bold green", "differs": "bold red", "other_device": "yellow",
+                  "not_comparable": "yellow", "not_measured": "dim"}
+"""How each kind of verdict is coloured."""
 
 
 class ClaimCard(Static):
-    """The claim's statement, expected value, device, source and probe.
+    """The claim's statement, spec, device and source; then measured, verdict, prediction.
 
-    There is no measured value yet: the probes do not exist, and a card never
-    shows a number that was not measured.
+    "measured" only ever shows a value measured on this machine (this session,
+    or the learner's last saved measurement, with its device and date). A
+    reading recorded on gpulab's own H200 appears on its own, labelled line,
+    and only when the probe cannot run here.
     """
+
+    state: reactive[ClaimState] = reactive(ClaimState, always_update=True, layout=True)
+
+    class Shown(Message):
+        """A card was mounted and wants its state (the app answers)."""
+
+        def __init__(self, card: ClaimCard) -> None:
+            super().__init__()
+            self.card = card
 
     def __init__(self, claim: Claim, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.claim = claim
         self.border_title = f"{CLAIM_BADGE} claim {claim.id}"
 
+    def on_mount(self) -> None:
+        self.post_message(self.Shown(self))
+
     def render(self) -> RenderableType:
-        claim = self.claim
+        claim, state = self.claim, self.state
         grid = Table.grid(padding=(0, 1), expand=True)
         grid.add_column(style="dim", no_wrap=True)
         grid.add_column(ratio=1)
         grid.add_row(Text("states"), Text(claim.statement, style="bold"))
-        expected = Text(claim.expected, style="bold green")
+        spec = Text(claim.expected, style="bold")
         if claim.tolerance:
-            expected.append(f"  (agrees within ±{claim.tolerance * 100:g} %)", style="dim")
-        grid.add_row(Text("expected"), expected)
+            spec.append(f"  (agrees within ±{claim.tolerance * 100:g} %)", style="dim")
+        grid.add_row(Text("spec"), spec)
         grid.add_row(Text("device"), Text(claim.device))
         if claim.convention:
             grid.add_row(Text("counts"), Text(claim.convention, style="italic"))
         grid.add_row(Text("source"),
                      Text(claim.source, style=Style(underline=True, link=claim.source)))
         grid.add_row(Text("probe"), Text(claim.probe, style="bold"))
-        grid.add_row(Text("measured"), Text(NO_PROBE, style="dim italic"))
+        for label, text in self._rows(state):
+            grid.add_row(Text(label), text)
         return grid
+
+    def _rows(self, state: ClaimState) -> list[tuple[str, Text]]:
+        rows: list[tuple[str, Text]] = []
+        outcome = state.outcome
+        if state.measuring:
+            rows.append(("measured", Text(f"measuring… ({self.claim.probe} is running)",
+                                          style="bold yellow italic")))
+        elif outcome is not None:
+            rows += self._outcome_rows(outcome, state.predicted)
+        elif state.missing:
+            rows.append(("measured", Text(f"cannot be measured here: {state.missing}",
+                                          style="yellow")))
+        elif state.last is not None:
+            rows += self._last_rows(state)
+        else:
+            rows.append(("measured", Text(NOT_MEASURED, style="dim italic")))
+        if state.missing:
+            rows.append(("recorded", self._recorded(state.recorded)))
+        return rows
+
+    def _outcome_rows(self, outcome: Outcome, predicted: float | None
+                      ) -> list[tuple[str, Text]]:
+        result = outcome.result
+        rows: list[tuple[str, Text]] = []
+        if outcome.verdict is None:
+            style = "bold red" if result.status == "error" else "yellow"
+            rows.append(("measured", Text(outcome.problem, style=style)))
+        else:
+            assert outcome.reading is not None
+            measured = Text(outcome.reading.shown, style="bold")
+            measured.append(f"  on {result.device or 'this machine'}, just now", style="dim")
+            rows.append(("measured", measured))
+            rows.append(("verdict", _verdict(outcome.verdict)))
+        if predicted is not None:
+            rows.append(("predicted", self._prediction(predicted, outcome.measured)))
+        return rows
+
+    def _last_rows(self, state: ClaimState) -> list[tuple[str, Text]]:
+        last = state.last
+        assert last is not None and last.measured is not None
+        unit = self.claim.unit
+        measured = Text(f"{last.measured:.4g} {unit}", style="bold")
+        measured.append(f"  on {last.device or 'this machine'}, {last.at[:10]} "
+                        "(your last measurement; m measures again)", style="dim")
+        verdict = judge(self.claim, last.measured, unit, last.device)
+        return [("measured", measured), ("verdict", _verdict(verdict)),
+                ("predicted", self._prediction(last.predicted, last.measured))]
+
+    def _prediction(self, predicted: float, measured: float | None) -> Text:
+        text = Text(f"{predicted:g} {self.claim.unit}", style="bold cyan")
+        if measured is None:
+            text.append("  (nothing measured to compare it with)", style="dim")
+        else:
+            text.append(f"  {distance_text(predicted, measured, self.claim.unit)}")
+        return text
+
+    def _recorded(self, recorded: Outcome | None) -> Text:
+        if recorded is None:
+            return Text("no recorded reading for this probe in this copy", style="dim italic")
+        label = recorded.result.recorded.label if recorded.result.recorded else "recorded"
+        text = Text(f"{label}: ", style="italic")
+        if recorded.verdict is None or recorded.reading is None:
+            text.append(recorded.problem, style="dim")
+            return text
+        text.append(recorded.reading.shown, style="bold")
+        text.append(" — ")
+        text.append_text(_verdict(recorded.verdict))
+        return text
+
+
+def _verdict(verdict: Verdict) -> Text:
+    return Text(verdict.text, style=VERDICT_STYLES.get(verdict.kind, ""))

@@ -1,0 +1,334 @@
+"""`m` on a claim: predict, measure with the claim's probe, see the verdict, keep the guess.
+
+The host claim runs the real `system` probe; the H200 claim runs the real NVML
+inventory, either on this machine (no GPU: the card says so) or against the
+replayed H200.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, Static
+from tui_helpers import FIXTURE, SIZE, on_screen, plain, wait_for
+
+from gpulab.course import Course, ProgressStore, load_course
+from gpulab.probes import ProbeResult, run_probe
+from gpulab.probes.nvml_record import FORMAT, Replay
+from gpulab.tui import GpulabApp, make_app
+from gpulab.tui.measure import ClaimState, distance_text, outcome_of
+from gpulab.tui.screens import GpuScreen, LessonScreen, PredictionScreen
+from gpulab.tui.screens.prediction import parse_prediction
+from gpulab.tui.widgets import ClaimCard
+from gpulab.tui.widgets.claim_card import NOT_MEASURED
+
+HOST = "writing-kernels/where-it-runs/the-host-launches-the-kernels"
+H200 = "writing-kernels/where-it-runs/an-h200-holds-141-gb-of-hbm3e"
+SIZE_TALL = (120, 45)
+
+
+def _app(store_path: Path, backend: Replay | None = None) -> GpulabApp:
+    return make_app(course=load_course(FIXTURE), store=ProgressStore(store_path),
+                    nvml_backend=backend)
+
+
+async def _open_at(app: GpulabApp, pilot: Pilot[None], key: str) -> ClaimCard:
+    app.open_lesson("kernels", key)
+    await on_screen(pilot, app, LessonScreen)
+    await wait_for(pilot, lambda: app.screen.query(ClaimCard))
+    await pilot.pause()
+    return app.screen.query_one(ClaimCard)
+
+
+def _card_text(app: GpulabApp) -> str:
+    return plain(app.screen.query_one(ClaimCard).render())
+
+
+def _row(text: str, label: str) -> str:
+    """One labelled row of a card, with its wrapped continuation lines."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(label))
+    row = [lines[start]]
+    for line in lines[start + 1:]:
+        if line[:1].strip():
+            break
+        row.append(line.strip())
+    return " ".join(" ".join(row).split())
+
+
+async def _measured(app: GpulabApp, pilot: Pilot[None], claim: str) -> None:
+    """Wait until the claim's probe has finished and its card shows it."""
+    await wait_for(pilot, lambda: not app.board.is_measuring(claim)
+                   and app.screen.query_one(ClaimCard).state.outcome is not None, timeout=30)
+    await pilot.pause()
+
+
+def _predictions(store_path: Path) -> list[dict[str, Any]]:
+    if not store_path.exists():
+        return []
+    predictions: list[dict[str, Any]] = json.loads(store_path.read_text())["predictions"]
+    return predictions
+
+
+def _cpus_online() -> float:
+    reading = run_probe("system").reading("cpus_online")
+    assert reading is not None and isinstance(reading.value, int)
+    return float(reading.value)
+
+
+async def test_predict_measure_and_save(store_path: Path) -> None:
+    app = _app(store_path)
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        card = await _open_at(app, pilot, HOST)
+        assert NOT_MEASURED in _card_text(app)
+        before = card.size.height
+        await pilot.press("m")
+        await on_screen(pilot, app, PredictionScreen)
+        assert "CPUs" in plain(app.screen.query_one("#prediction-question", Static).content)
+        await pilot.press("4", "enter")
+        await on_screen(pilot, app, LessonScreen)
+        await _measured(app, pilot, "host_cpus")
+        text = _card_text(app)
+        assert card.size.height >= before + 2  # the card grew to show verdict and prediction
+    cpus = _cpus_online()
+    assert f"{cpus:g} CPUs on this machine, just now" in _row(text, "measured")
+    assert "agrees with 1–4096 CPUs" in _row(text, "verdict")
+    assert distance_text(4.0, cpus, "CPUs") in _row(text, "predicted")
+    saved = _predictions(store_path)
+    assert len(saved) == 1
+    entry = saved[0]
+    assert entry["claim"] == "host_cpus" and entry["predicted"] == 4.0
+    assert entry["unit"] == "CPUs" and entry["measured"] == cpus
+    assert entry["verdict"] == "agrees" and entry["device"] == ""
+    assert dt.datetime.fromisoformat(entry["at"]).tzinfo is not None
+
+    again = _app(store_path)  # the next session shows the last measurement, dated
+    async with again.run_test(size=SIZE_TALL) as pilot:
+        await _open_at(again, pilot, HOST)
+        await wait_for(pilot, lambda: again.screen.query_one(ClaimCard).state.last is not None)
+        text = _card_text(again)
+        assert "your last measurement" in _row(text, "measured")
+        assert entry["at"][:10] in _row(text, "measured")
+        assert "agrees" in _row(text, "verdict")
+
+
+async def test_escape_skips_predicting_but_measures(store_path: Path) -> None:
+    app = _app(store_path)
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        await _open_at(app, pilot, HOST)
+        await pilot.press("m")
+        await on_screen(pilot, app, PredictionScreen)
+        await pilot.press("escape")
+        await on_screen(pilot, app, LessonScreen)
+        await _measured(app, pilot, "host_cpus")
+        text = _card_text(app)
+        assert "agrees" in _row(text, "verdict")
+        assert "predicted" not in text
+    assert _predictions(store_path) == []
+
+
+async def test_invalid_prediction_keeps_the_input(store_path: Path) -> None:
+    app = _app(store_path)
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        await _open_at(app, pilot, HOST)
+        await pilot.press("m")
+        await on_screen(pilot, app, PredictionScreen)
+        await pilot.press("a", "b", "c", "enter")
+        screen = app.screen
+        assert isinstance(screen, PredictionScreen)  # still asking
+        error = plain(screen.query_one("#prediction-error", Static).content)
+        assert "'abc' is not a number" in error and "CPUs" in error
+        field = screen.query_one(Input)
+        assert field.value == "abc" and field.has_class("-invalid")
+        await pilot.press("enter")  # still wrong: still asking, still typed
+        assert isinstance(app.screen, PredictionScreen) and field.value == "abc"
+        await pilot.press("backspace", "backspace", "backspace")
+        assert not plain(screen.query_one("#prediction-error", Static).content).strip()
+        await pilot.press("2", ".", "5", "enter")
+        await on_screen(pilot, app, LessonScreen)
+        await _measured(app, pilot, "host_cpus")
+    assert [p["predicted"] for p in _predictions(store_path)] == [2.5]
+
+
+def test_parse_prediction() -> None:
+    assert parse_prediction(" 650 ", "cycles") == 650.0
+    assert parse_prediction("650 cycles", "cycles") == 650.0
+    assert parse_prediction("4.8", "TB/s") == 4.8
+    assert parse_prediction("1e3", "MHz") == 1000.0
+    for wrong, message in (("", "Type a number first"), ("abc", "not a number"),
+                           ("nan", "finite"), ("4,8", "not a number")):
+        try:
+            parse_prediction(wrong, "GB")
+        except ValueError as exc:
+            assert message in str(exc)
+        else:
+            raise AssertionError(f"{wrong!r} was accepted")
+
+
+async def test_m_only_on_a_claim(store_path: Path) -> None:
+    app = _app(store_path)
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_lesson("kernels")
+        await on_screen(pilot, app, LessonScreen)
+
+        def footer() -> set[str]:
+            return {b.binding.description for b in app.screen.active_bindings.values()
+                    if b.binding.show}
+
+        assert "Measure" not in footer()
+        await pilot.press("m")  # the root has no claim: nothing to predict
+        assert isinstance(app.screen, LessonScreen)
+        app.screen.reveal(HOST)
+        await pilot.pause()
+        assert "Measure" in footer() and len(footer()) <= 6
+
+
+async def test_measuring_state_on_the_card(store_path: Path) -> None:
+    app = _app(store_path)
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        card = await _open_at(app, pilot, HOST)
+        card.state = ClaimState(measuring=True)
+        await pilot.pause()
+        assert "measuring… (system is running)" in _row(_card_text(app), "measured")
+
+
+async def test_no_gpu_here_says_so(
+    store_path: Path, no_gpu_here: str, recorded_h200: dict[str, ProbeResult]
+) -> None:
+    app = _app(store_path)  # the real NVML: no NVIDIA driver on this machine
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        await _open_at(app, pilot, H200)
+        await pilot.press("m")
+        await on_screen(pilot, app, PredictionScreen)
+        await pilot.press("1", "4", "1", "enter")
+        await on_screen(pilot, app, LessonScreen)
+        await _measured(app, pilot, "h200_memory")
+        text = _card_text(app)
+    measured = _row(text, "measured")
+    assert " ".join(no_gpu_here.split()) in measured
+    assert "MiB" not in measured  # the recorded value is never shown as measured
+    inventory = recorded_h200["nvml_inventory"]
+    assert inventory.recorded is not None
+    recorded_row = _row(text, "recorded")
+    assert inventory.recorded.label in recorded_row
+    memory = inventory.reading("memory_total_mib")
+    assert memory is not None and memory.shown in recorded_row
+    assert "agrees with 141 GB" in recorded_row
+    assert "nothing measured to compare it with" in _row(text, "predicted")
+    saved = _predictions(store_path)
+    assert len(saved) == 1 and saved[0]["measured"] is None
+    assert saved[0]["verdict"] == "not_measured" and saved[0]["predicted"] == 141.0
+
+
+async def test_no_gpu_known_from_the_gpu_screen(
+    store_path: Path, no_gpu_here: str, recorded_h200: dict[str, ProbeResult]
+) -> None:
+    app = _app(store_path)
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        await _open_at(app, pilot, H200)
+        assert NOT_MEASURED in _card_text(app)
+        await pilot.press("g")
+        await on_screen(pilot, app, GpuScreen)
+        gpu = app.screen
+        assert isinstance(gpu, GpuScreen)
+        await wait_for(pilot, gpu.sampler_done.is_set)
+        await pilot.pause()
+        await pilot.press("escape")
+        await on_screen(pilot, app, LessonScreen)
+        app.screen.reveal(HOST)
+        await pilot.pause()
+        app.screen.reveal(H200)  # the card is made afresh: the app now knows
+        await wait_for(pilot, lambda: app.screen.query_one(ClaimCard).state.missing != "")
+        text = _card_text(app)
+        assert "cannot be measured here" in _row(text, "measured")
+        assert "recorded on NVIDIA H200" in _row(text, "recorded")
+
+
+async def test_no_gpu_and_no_recordings(
+    store_path: Path, no_gpu_here: str, no_recordings: None
+) -> None:
+    app = _app(store_path)
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        await _open_at(app, pilot, H200)
+        await pilot.press("m", "escape")
+        await _measured(app, pilot, "h200_memory")
+        text = _card_text(app)
+        assert "no NVIDIA GPU found" in _row(text, "measured")
+        assert "no recorded reading for this probe in this copy" in _row(text, "recorded")
+
+
+async def test_replayed_h200_measures_the_claim(store_path: Path, h200_replay: Replay) -> None:
+    app = _app(store_path, h200_replay)
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        await _open_at(app, pilot, H200)
+        await pilot.press("m")
+        await on_screen(pilot, app, PredictionScreen)
+        await pilot.press("1", "2", "0", "enter")
+        await on_screen(pilot, app, LessonScreen)
+        await _measured(app, pilot, "h200_memory")
+        text = _card_text(app)
+    assert "143771 MiB on NVIDIA H200, just now" in _row(text, "measured")
+    assert "140.4 GB: agrees with 141 GB" in _row(text, "verdict")
+    assert "15 % below the measured 140.4 GB" in _row(text, "predicted")
+    assert "recorded" not in text
+    (entry,) = _predictions(store_path)
+    assert entry["device"] == "NVIDIA H200" and entry["verdict"] == "agrees"
+    assert abs(entry["measured"] - 143771 / 1024) < 1e-9
+
+
+async def test_probe_error_shows_its_message(store_path: Path) -> None:
+    empty = Replay({"format": FORMAT, "calls": []}, "an empty recording")
+    app = _app(store_path, empty)
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        await _open_at(app, pilot, H200)
+        await pilot.press("m", "escape")
+        await _measured(app, pilot, "h200_memory")
+        text = _card_text(app)
+    measured = _row(text, "measured")
+    assert "the probe failed: ReplayMismatch" in measured and "nvmlInit" in measured
+    assert "Traceback" not in text
+
+
+def test_a_claim_without_a_reading_key(course: Course) -> None:
+    claim = replace(course.claims["host_cpus"], reading="")
+    outcome = outcome_of(claim, run_probe("system"))
+    assert outcome.verdict is None
+    assert outcome.problem == "the system probe's result has no reading for this claim yet"
+    missing = outcome_of(replace(claim, reading="no_such_key"), run_probe("system"))
+    assert missing.problem == "the system probe returned no reading 'no_such_key'"
+
+
+def test_distance_text() -> None:
+    assert distance_text(4, 2, "CPUs") == "100 % above the measured 2 CPUs"
+    assert distance_text(120, 140.4, "GB") == "15 % below the measured 140.4 GB"
+    assert distance_text(141, 140.4, "GB") == "within 0.5 % of the measured 140.4 GB"
+    assert distance_text(2, 2, "CPUs") == "exactly the measured value"
+    assert distance_text(3, 0, "W") == "3 W above the measured 0 W"
+
+
+
+@pytest.mark.gpu
+async def test_real_nvml_measures_the_claim(store_path: Path) -> None:
+    from gpulab.probes import nvml
+
+    inventory = nvml.inventory()
+    if inventory.status not in ("ok", "partial"):
+        pytest.skip(f"no NVIDIA GPU here: {inventory.message}")
+    name = inventory.reading("name")
+    assert name is not None
+    app = _app(store_path)
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        await _open_at(app, pilot, H200)
+        await pilot.press("m", "escape")
+        await _measured(app, pilot, "h200_memory")
+        text = _card_text(app)
+    assert f"on {name.value}, just now" in _row(text, "measured")
+    expected = "agrees" if "H200" in str(name.value) else "the claim is about"
+    assert expected in _row(text, "verdict")
+    assert "recorded" not in text
