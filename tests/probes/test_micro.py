@@ -201,7 +201,7 @@ def test_cycle_successors_exact() -> None:
 # ---- kernels as package data ----------------------------------------------------------------
 
 EXPECTED_KERNELS = {
-    "copy": ("copy_float4", "copy_float4_unrolled"),
+    "copy": ("copy_float4", "copy_float4_unrolled", "copy_float4_ilp", "copy_float4_chunked"),
     "stride": ("read_strided",),
     "chase": ("pointer_chase",),
     "smem": ("smem_chase", "smem_bank_access"),
@@ -228,7 +228,8 @@ def test_kernel_sources_define_the_expected_entry_points(topic: str) -> None:
 def test_unknown_topics_and_kernels_are_clear_errors() -> None:
     with pytest.raises(KernelError, match="topics are copy, stride"):
         kernels.source("nope")
-    with pytest.raises(KernelError, match="defines copy_float4, copy_float4_unrolled"):
+    with pytest.raises(KernelError,
+                       match="defines copy_float4, copy_float4_unrolled, copy_float4_ilp"):
         kernels.function("copy", "copy_float8")
 
 
@@ -396,7 +397,8 @@ def test_tensor_core_matmul_beats_fp32(probe: Callable[[str], ProbeResult]) -> N
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", ["copy_float4", "copy_float4_unrolled"])
+@pytest.mark.parametrize("variant", ["copy_float4", "copy_float4_unrolled", "copy_float4_ilp",
+                                     "copy_float4_chunked"])
 @pytest.mark.parametrize("count", [1, 31, 33, 1000, 65_537])
 def test_copy_kernels_copy_every_element(variant: str, count: int) -> None:
     cupy = cuda()

@@ -65,7 +65,7 @@ def time_ms(run: Callable[[], object], *, iters: int, repeats: int,
 
 def copy(variant: str, src: Any, dst: Any, *, blocks: int, threads: int,
          shared_mem: int = 0) -> None:
-    """Enqueue one float4 copy of `src` into `dst` (`copy_float4` or `copy_float4_unrolled`).
+    """Enqueue one float4 copy of `src` into `dst` with a kernel of copy.cu.
 
     Both arrays must be contiguous, of the same size, a multiple of 16 bytes.
     """

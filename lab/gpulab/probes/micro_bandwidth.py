@@ -139,7 +139,7 @@ def hbm_bandwidth() -> ProbeResult:
 
 
 def _copy_configs(device: CudaDevice) -> list[tuple[str, int, int]]:
-    """(kernel, threads per block, blocks per SM): the simple copy and the unrolled one.
+    """(kernel, threads per block, blocks per SM): the simple copy and three unrolled ones.
 
     Every configuration fills each SM to its thread limit in a single wave;
     the baseline's naive kernel reached 0.93 of cudaMemcpy at 8-32 blocks per
@@ -148,9 +148,10 @@ def _copy_configs(device: CudaDevice) -> list[tuple[str, int, int]]:
     """
     per_sm = _prop(device, "maxThreadsPerMultiProcessor")
     configs = [("copy_float4", 256, per_sm // 256)]
-    for threads in (256, 512, 1024):
-        if threads <= min(per_sm, _prop(device, "maxThreadsPerBlock")):
-            configs.append(("copy_float4_unrolled", threads, per_sm // threads))
+    for variant in ("copy_float4_unrolled", "copy_float4_ilp", "copy_float4_chunked"):
+        for threads in (256, 512, 1024):
+            if threads <= min(per_sm, _prop(device, "maxThreadsPerBlock")):
+                configs.append((variant, threads, per_sm // threads))
     return configs
 
 
