@@ -20,9 +20,10 @@ test: $(VENV)/.test tests/markmap/node_modules/.installed
 	$(MAKE) --no-print-directory lint pytest
 
 lint: $(VENV)/.test
-	$(VENV)/bin/ruff check lab tests bench
+	$(VENV)/bin/ruff check lab tests bench solutions exercises
 	$(VENV)/bin/mypy
 	$(VENV)/bin/gpulab dev lint-lessons
+	$(VENV)/bin/gpulab dev check
 
 pytest: $(VENV)/.test
 	$(PY) -m pytest

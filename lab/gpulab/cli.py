@@ -101,6 +101,16 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="print JSON for scripts")
     doctor.set_defaults(handler=_doctor)
 
+    check = commands.add_parser(
+        "check", help="run an exercise's checks on your notebook",
+        description="Run an exercise's checks on the saved notebook and print each check with "
+                    "its points. Exit status 1 if a check fails.",
+    )
+    check.add_argument("exercise", metavar="EXERCISE", help="exercise name, e.g. namespaces")
+    check.add_argument("--notebook", metavar="PATH",
+                       help="the notebook to check (default: the exercise's own)")
+    check.set_defaults(handler=_check)
+
     dev = commands.add_parser("dev", help="tools for course authors",
                               description="Tools for course authors.")
     dev_commands = dev.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -111,6 +121,18 @@ def _parser() -> argparse.ArgumentParser:
         "as file:line with a hint. Exit status 2 if anything is wrong.",
     )
     lint.set_defaults(handler=_lint)
+    build = dev_commands.add_parser(
+        "build", help="generate exercises/ from solutions/",
+        description="Generate every exercises/<lesson>/<name>.ipynb from its solution: answers "
+                    "replaced by stubs, outputs cleared.")
+    build.set_defaults(handler=_build)
+    dev_check = dev_commands.add_parser(
+        "check", help="prove every exercise sound: built, failing as shipped, solved",
+        description="For every exercise: the generated notebook matches its solution, its "
+                    "checks fail as shipped, and the solution passes them (hidden checks too). "
+                    "GPU exercises run only with --gpu.")
+    dev_check.add_argument("--gpu", action="store_true", help="also check the GPU exercises")
+    dev_check.set_defaults(handler=_dev_check)
     return parser
 
 
@@ -245,6 +267,39 @@ def _doctor(args: argparse.Namespace) -> int:
                   f"{counts['fail']} failed, {counts['skip']} skipped")
     failed = counts["fail"]
     return 1 if failed else 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from gpulab.grading.panel import find_exercise, report_text
+    from gpulab.grading.runner import run_checks
+
+    entry = find_exercise(args.exercise)
+    report = run_checks(entry, Path(args.notebook) if args.notebook else None)
+    print(report_text(report))
+    if report.status in ("invalid", "error"):
+        return BAD_INPUT
+    return 0 if report.status in ("passed", "skipped") else 1
+
+
+def _build(args: argparse.Namespace) -> int:
+    from gpulab.course import load_course
+    from gpulab.grading.build import build_all
+
+    for path in build_all(load_course()):
+        print(f"wrote {path}")
+    return 0
+
+
+def _dev_check(args: argparse.Namespace) -> int:
+    from gpulab.course import load_course
+    from gpulab.grading.build import check_all
+
+    problems = check_all(load_course(), gpu=args.gpu, report=print)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return BAD_INPUT if problems else 0
 
 
 def _specs(args: argparse.Namespace) -> int:

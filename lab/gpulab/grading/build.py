@@ -1,0 +1,91 @@
+"""`gpulab dev build` and `gpulab dev check`: exercises generated from solutions, and proof.
+
+`build_all` writes every ``exercises/<lesson>/<name>.ipynb`` from its
+solution. `check_all` proves each exercise sound: the shipped notebook is
+exactly what its solution generates, its checks fail on it as shipped (every
+check that is not skipped), and the solution passes every check, hidden ones
+too. GPU exercises are checked only when asked (on a machine with a GPU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from gpulab.course.catalog import Course
+from gpulab.course.manifest import ExerciseEntry
+from gpulab.course.problems import Problem
+from gpulab.grading.notebook import (
+    NotebookError,
+    notebook_text,
+    read_notebook,
+    to_exercise,
+    write_notebook,
+)
+from gpulab.grading.runner import run_checks
+
+__all__ = ["build_all", "build_text", "check_all", "solution_path"]
+
+
+def solution_path(entry: ExerciseEntry) -> Path:
+    """solutions/<lesson>/<name>.ipynb beside exercises/."""
+    root = entry.notebook.parent.parent.parent
+    return root / "solutions" / entry.lesson / entry.notebook.name
+
+
+def build_text(entry: ExerciseEntry) -> str:
+    """The exercise notebook, as text, that the solution generates."""
+    source = solution_path(entry)
+    return notebook_text(to_exercise(read_notebook(source), source))
+
+
+def build_all(course: Course) -> list[Path]:
+    """Write every exercise notebook from its solution; the paths written."""
+    written = []
+    for entry in course.exercises():
+        source = solution_path(entry)
+        write_notebook(to_exercise(read_notebook(source), source), entry.notebook)
+        written.append(entry.notebook)
+    return written
+
+
+def check_all(course: Course, *, gpu: bool = False,
+              report: Callable[[str], object] = print) -> list[Problem]:
+    """Every exercise built, failing as shipped and solved; the problems found."""
+    problems: list[Problem] = []
+    for entry in course.exercises():
+        if entry.gpu and not gpu:
+            report(f"– {entry.name}: a GPU exercise, not checked here (use --gpu on a GPU)")
+            continue
+        found = _check_one(entry)
+        problems.extend(found)
+        report(f"{'✓' if not found else '✗'} {entry.name}")
+    return problems
+
+
+def _check_one(entry: ExerciseEntry) -> list[Problem]:
+    source = solution_path(entry)
+    try:
+        expected = build_text(entry)
+    except NotebookError as exc:
+        return [Problem(source, None, str(exc))]
+    if not entry.notebook.is_file() or entry.notebook.read_text(encoding="utf-8") != expected:
+        return [Problem(entry.notebook, None, "differs from what its solution generates",
+                        "run gpulab dev build and commit the result")]
+    problems = []
+    shipped = run_checks(entry, entry.notebook, hidden=True)
+    if shipped.status in ("invalid", "error"):
+        problems.append(Problem(entry.notebook, None, f"the checks could not run on the "
+                                f"exercise: {shipped.message}"))
+    else:
+        passing = [r.check for r in shipped.results if r.outcome == "passed"]
+        if passing:
+            problems.append(Problem(entry.notebook, None,
+                                    f"checks pass on the unsolved exercise: {', '.join(passing)}",
+                                    "a check must fail until the learner answers"))
+    solved = run_checks(entry, source, hidden=True)
+    if solved.status != "passed":
+        failing = [f"{r.check}: {r.message}" for r in solved.results if r.outcome == "failed"]
+        detail = "; ".join(failing) or solved.message
+        problems.append(Problem(source, None, f"the solution does not pass: {detail}"))
+    return problems

@@ -1,0 +1,189 @@
+"""The trusted side's handle on a learner's answers: a worker process behind a pipe.
+
+`Learner` starts `gpulab.grading.worker` in its own session and temporary
+folder, loads the released setup cells and the learner's answer cells into
+it, and calls the learner's functions with plain JSON arguments. Replies are
+capped in size and time; a worker that overruns is killed with its whole
+process group. Whatever goes wrong on the learner's side becomes a
+`LearnerError` whose message says what, in the learner's terms.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gpulab.errors import GpulabError
+from gpulab.grading.notebook import Cell
+
+__all__ = ["MAX_REPLY_BYTES", "Learner", "LearnerError", "released_cells"]
+
+MAX_REPLY_BYTES = 2**20
+
+
+class LearnerError(GpulabError):
+    """The learner's code did not give an answer: why, in words the learner can use."""
+
+
+class Learner:
+    """The learner's functions, run in a worker process; use as a context manager."""
+
+    def __init__(self, cells: Sequence[Cell], *, timeout: float = 30.0) -> None:
+        self.cells = list(cells)
+        self.timeout = timeout
+        self._process: subprocess.Popen[bytes] | None = None
+        self._reader: int | None = None
+        self._buffer = b""
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self._loaded: LearnerError | None = None
+
+    def __enter__(self) -> Learner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id once it runs (a check may inspect the process)."""
+        self._start()
+        return self._process.pid if self._process is not None else None
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Call the learner's function `name`; its result as plain data."""
+        self._start()
+        if self._loaded is not None:
+            raise self._loaded
+        reply = self._ask({"op": "call", "name": name, "args": list(args), "kwargs": kwargs},
+                          f"calling {name}()")
+        return reply
+
+    def close(self) -> None:
+        """Stop the worker and everything it started."""
+        if self._process is not None:
+            _kill(self._process)
+            self._process = None
+        if self._reader is not None:
+            os.close(self._reader)
+            self._reader = None
+        if self._folder is not None:
+            self._folder.cleanup()
+            self._folder = None
+
+    # -- the worker ----------------------------------------------------------------
+    def _start(self) -> None:
+        if self._process is not None:
+            return
+        self._folder = tempfile.TemporaryDirectory(prefix="gpulab-learner-")
+        reader, writer = os.pipe()
+        env = {key: value for key, value in os.environ.items()
+               if key in ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES",
+                          "GPULAB_COURSE_DIR",
+                          "CUPY_CACHE_DIR", "LD_LIBRARY_PATH", "VIRTUAL_ENV")}
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "gpulab.grading.worker", str(writer)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            pass_fds=(writer,), cwd=self._folder.name, env=env, start_new_session=True,
+        )
+        os.close(writer)
+        self._reader = reader
+        try:
+            self._ask({"op": "load", "cells": [{"name": c.name, "source": c.source}
+                                               for c in self.cells]}, "running your cells")
+        except LearnerError as exc:
+            self._loaded = exc
+
+    def _ask(self, request: dict[str, Any], doing: str) -> Any:
+        process = self._process
+        assert process is not None and process.stdin is not None and self._reader is not None
+        try:
+            process.stdin.write(json.dumps(request).encode() + b"\n")
+            process.stdin.flush()
+        except BrokenPipeError:
+            raise self._died(doing) from None
+        line = self._read_line(doing)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise LearnerError(f"while {doing}, the worker sent something that is not an "
+                               "answer (did your code write to its file descriptors?)") from None
+        if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+            raise LearnerError(f"while {doing}, the worker sent a malformed answer")
+        if reply["ok"]:
+            return reply.get("value")
+        error = reply.get("error") or {}
+        where = "\n".join(f"    {line}" for line in error.get("traceback", []) if
+                          isinstance(line, str))
+        raise LearnerError(f"while {doing}: {error.get('type', 'Error')}: "
+                           f"{error.get('message', '')}" + (f"\n{where}" if where else ""))
+
+    def _read_line(self, doing: str) -> bytes:
+        assert self._reader is not None
+        deadline = time.monotonic() + self.timeout
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._reader, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    self.close()
+                    raise LearnerError(f"while {doing}, your code ran longer than "
+                                       f"{self.timeout:g} s and was stopped: is there an "
+                                       "endless loop, or a wait for input?")
+                chunk = os.read(self._reader, 65536)
+                if not chunk:
+                    raise self._died(doing)
+                self._buffer += chunk
+                if len(self._buffer) > MAX_REPLY_BYTES:
+                    self.close()
+                    raise LearnerError(f"while {doing}, the result was larger than "
+                                       f"{MAX_REPLY_BYTES // 2**20} MiB: return a summary, "
+                                       "not the data itself")
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def _died(self, doing: str) -> LearnerError:
+        process = self._process
+        code = process.wait(timeout=5) if process is not None else None
+        self.close()
+        how = f"exit status {code}" if code is not None and code >= 0 else \
+            f"signal {signal.Signals(-code).name}" if code is not None else "unknown"
+        return LearnerError(f"while {doing}, the worker process ended ({how}): your code "
+                            "ended the process (os._exit, a crash, or the memory limit)")
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """End the worker's whole process group: the learner's children too."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=5)
+    if process.stdin is not None:
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+
+
+def released_cells(exercise: Path, learner: Path) -> list[Cell]:
+    """Setup cells from the released exercise, then the learner's answer cells."""
+    from gpulab.grading.notebook import answer_cells, read_notebook, setup_cells
+
+    released = read_notebook(exercise)
+    mine = read_notebook(learner)
+    expected = answer_cells(released, exercise)
+    answers = answer_cells(mine, learner)
+    missing = [part for part in expected if part not in answers]
+    if missing:
+        raise LearnerError(f"{learner}: the answer cell for {', '.join(missing)} is missing "
+                           "(deleted, or its metadata changed): copy it back from a fresh "
+                           "copy of the exercise")
+    return [*setup_cells(released), *(answers[part] for part in expected)]

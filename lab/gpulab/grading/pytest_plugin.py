@@ -1,0 +1,75 @@
+"""The pytest side of the checks: the `learner` fixture, points, and the report.
+
+`gpulab.grading.runner` runs pytest in a process of its own with this plugin
+(``-p gpulab.grading.pytest_plugin``) and these variables set:
+GPULAB_RELEASED (the released exercise notebook), GPULAB_NOTEBOOK (the one to
+judge), GPULAB_REPORT (where to write the JSON report) and
+GPULAB_CALL_TIMEOUT (seconds per call). The report lists each check with its
+outcome, points and message; the runner reads it, never pytest's output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpulab.grading.learner import Learner, LearnerError, released_cells
+from gpulab.grading.notebook import NotebookError
+
+_RESULTS: list[dict[str, Any]] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "points(n): what the check is worth (default 1)")
+    config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU")
+
+
+@pytest.fixture(scope="session")
+def learner() -> Iterator[Learner]:
+    """The learner's answers, in a worker process: ``learner.call("name", *args)``."""
+    try:
+        cells = released_cells(Path(os.environ["GPULAB_RELEASED"]),
+                               Path(os.environ["GPULAB_NOTEBOOK"]))
+    except (NotebookError, LearnerError) as exc:
+        raise LearnerError(str(exc)) from None
+    with Learner(cells, timeout=float(os.environ.get("GPULAB_CALL_TIMEOUT", "30"))) as handle:
+        yield handle
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        marker = item.get_closest_marker("points")
+        points = float(marker.args[0]) if marker and marker.args else 1.0
+        message = ""
+        if call.excinfo is not None:
+            exc = call.excinfo.value
+            if isinstance(exc, LearnerError):
+                message = str(exc)
+            elif isinstance(exc, AssertionError):
+                message = str(exc).split("\nassert ")[0].strip() or "the check failed"
+            elif report.skipped:
+                message = str(getattr(exc, "msg", exc))
+            else:
+                message = f"the check itself failed: {type(exc).__name__}: {exc}"
+        outcome = report.outcome if report.when == "call" else (
+            "skipped" if report.skipped else "failed")
+        doc = (item.obj.__doc__ or "").strip().splitlines()[0] if isinstance(
+            item, pytest.Function) and item.obj.__doc__ else ""
+        _RESULTS.append({"check": item.name, "title": doc, "outcome": outcome,
+                         "points": points, "message": message,
+                         "hidden": "_hidden" in item.path.name})
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    target = os.environ.get("GPULAB_REPORT")
+    if target:
+        Path(target).write_text(json.dumps({"checks": _RESULTS}, indent=1), encoding="utf-8")

@@ -1,0 +1,122 @@
+"""Run an exercise's checks against a notebook and report per check, with points.
+
+The checks run in a pytest process of their own, in an empty folder, with
+gpulab's plugin and no other configuration; the learner's code runs in yet
+another process (see `gpulab.grading.learner`). The runner reads only the
+plugin's JSON report: nothing the learner prints is parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from gpulab.course.manifest import ExerciseEntry
+from gpulab.grading.notebook import NotebookError, read_notebook
+
+__all__ = ["CheckReport", "CheckResult", "check_files", "run_checks"]
+
+Outcome = Literal["passed", "failed", "skipped"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check: did it pass, what it is worth, and what it says."""
+
+    check: str
+    title: str
+    outcome: Outcome
+    points: float
+    message: str = ""
+    hidden: bool = False
+
+    @property
+    def earned(self) -> float:
+        return self.points if self.outcome == "passed" else 0.0
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """All checks of one exercise on one notebook."""
+
+    exercise: str
+    notebook: Path
+    status: Literal["passed", "failed", "invalid", "error", "skipped"]
+    message: str = ""
+    results: tuple[CheckResult, ...] = field(default_factory=tuple)
+
+    @property
+    def earned(self) -> float:
+        return sum(r.earned for r in self.results)
+
+    @property
+    def possible(self) -> float:
+        return sum(r.points for r in self.results if r.outcome != "skipped")
+
+
+def check_files(exercise: ExerciseEntry, *, hidden: bool = False) -> list[Path]:
+    """The visible check file beside the exercise, and the hidden one if asked for."""
+    root = exercise.notebook.parent.parent.parent
+    files = [exercise.notebook.parent / f"test_{exercise.name.replace('-', '_')}.py"]
+    if hidden:
+        files.append(root / "solutions" / exercise.lesson /
+                     f"test_{exercise.name.replace('-', '_')}_hidden.py")
+    return files
+
+
+def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden: bool = False,
+               call_timeout: float = 30.0, timeout: float | None = None) -> CheckReport:
+    """Judge `notebook` (default: the learner's copy of the exercise) by its checks."""
+    notebook = notebook or exercise.notebook
+    try:
+        read_notebook(notebook)
+        read_notebook(exercise.notebook)
+    except NotebookError as exc:
+        return CheckReport(exercise.name, notebook, "invalid", str(exc))
+    files = check_files(exercise, hidden=hidden)
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        return CheckReport(exercise.name, notebook, "error",
+                           f"the checks are missing: {', '.join(missing)}")
+    with tempfile.TemporaryDirectory(prefix="gpulab-check-") as folder:
+        report_path = Path(folder) / "report.json"
+        (Path(folder) / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+        env = dict(os.environ)
+        env.update(GPULAB_RELEASED=str(exercise.notebook.resolve()),
+                   GPULAB_NOTEBOOK=str(notebook.resolve()), GPULAB_REPORT=str(report_path),
+                   GPULAB_CALL_TIMEOUT=str(call_timeout), PYTHONDONTWRITEBYTECODE="1")
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "gpulab.grading.pytest_plugin",
+                   "-p", "no:cacheprovider", "-c", str(Path(folder) / "pytest.ini"),
+                   "--rootdir", folder, "-o", "console_output_style=classic",
+                   *(str(f.resolve()) for f in files)]
+        limit = timeout or max(60.0, call_timeout * 10)
+        try:
+            done = subprocess.run(command, cwd=folder, env=env, capture_output=True,
+                                  text=True, timeout=limit)
+        except subprocess.TimeoutExpired:
+            return CheckReport(exercise.name, notebook, "error",
+                               f"the checks took longer than {limit:g} s and were stopped")
+        if not report_path.is_file():
+            tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+            return CheckReport(exercise.name, notebook, "error",
+                               "the checks did not run: " + " / ".join(tail))
+        data = json.loads(report_path.read_text(encoding="utf-8"))
+    results = tuple(CheckResult(r["check"], r.get("title", ""), r["outcome"],
+                                float(r["points"]), r.get("message", ""),
+                                bool(r.get("hidden", False)))
+                    for r in data.get("checks", []))
+    if not results:
+        return CheckReport(exercise.name, notebook, "error", "no checks were collected")
+    if all(r.outcome == "skipped" for r in results):
+        status: Literal["passed", "failed", "skipped"] = "skipped"
+        message = results[0].message
+    else:
+        status = "passed" if all(r.outcome != "failed" for r in results) else "failed"
+        message = ""
+    return CheckReport(exercise.name, notebook, status, message, results)

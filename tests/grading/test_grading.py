@@ -1,0 +1,229 @@
+"""Exercises end to end on a small course: build, check, and broken learner notebooks.
+
+Everything here is real: nbformat notebooks on disk, the worker process that
+runs the learner's cells, pytest running the checks in a process of its own,
+and the `gpulab` command.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gpulab.course import load_course
+from gpulab.grading.build import build_all, check_all, solution_path
+from gpulab.grading.notebook import NotebookError, read_notebook, strip_solution
+from gpulab.grading.runner import run_checks
+
+MANIFEST = """\
+[course]
+title = "t"
+
+[[lessons]]
+id = "basics"
+day = 1
+title = "Basics"
+
+[[exercises]]
+name = "squares"
+lesson = "basics"
+gpu = false
+time_limit = 30
+hints = ["multiply"]
+"""
+LESSON = "---\ntitle: Basics\nday: 1\nobjectives: [x]\n---\n# Basics\n\n- a node\n"
+
+SETUP = "import math\nSCALE = 1\n"
+ANSWER = '''def square(x):
+    """x times x."""
+    ### BEGIN SOLUTION
+    return x * x * SCALE
+    ### END SOLUTION
+'''
+CHECKS = '''import pytest
+
+
+@pytest.mark.points(2)
+def test_square(learner):
+    """squares small numbers"""
+    for x in (0, 3, -4):
+        got = learner.call("square", x)
+        assert got == x * x, f"square({x}) gave {got!r}, not {x * x}: multiply x by itself"
+
+
+def test_square_float(learner):
+    """squares a float"""
+    assert learner.call("square", 1.5) == 2.25, "1.5 squared is 2.25"
+'''
+HIDDEN = '''def test_square_large(learner):
+    """squares a large number"""
+    assert learner.call("square", 10**6) == 10**12, "large numbers too"
+'''
+
+
+def code(source: str, role: str, part: str | None = None) -> nbformat.NotebookNode:
+    meta: dict[str, object] = {"role": role}
+    if part:
+        meta["part"] = part
+    return nbformat.v4.new_code_cell(source, metadata={"gpulab": meta})
+
+
+def solution(answer: str = ANSWER) -> nbformat.NotebookNode:
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    notebook.cells = [nbformat.v4.new_markdown_cell("# Squares"), code(SETUP, "setup"),
+                      code(answer, "answer", "square"), code("print(square(3))", "explore"),
+                      code('from gpulab.grading import check\ncheck("squares")', "check")]
+    return notebook
+
+
+@pytest.fixture
+def course_root(tmp_path: Path) -> Path:
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "lessons" / "course.toml").write_text(MANIFEST)
+    (tmp_path / "lessons" / "basics.md").write_text(LESSON)
+    (tmp_path / "solutions" / "basics").mkdir(parents=True)
+    (tmp_path / "exercises" / "basics").mkdir(parents=True)
+    nbformat.write(solution(), tmp_path / "solutions" / "basics" / "squares.ipynb")
+    (tmp_path / "exercises" / "basics" / "test_squares.py").write_text(CHECKS)
+    (tmp_path / "solutions" / "basics" / "test_squares_hidden.py").write_text(HIDDEN)
+    build_all(load_course(tmp_path / "lessons"))
+    return tmp_path
+
+
+def entry(root: Path) -> object:
+    (found,) = load_course(root / "lessons").exercises()
+    return found
+
+
+def learner_copy(root: Path, answer: str) -> Path:
+    """The exercise as a learner saved it, with `answer` typed into the answer cell."""
+    notebook = read_notebook(root / "exercises" / "basics" / "squares.ipynb")
+    for cell in notebook.cells:
+        if cell.get("metadata", {}).get("gpulab", {}).get("role") == "answer":
+            cell.source = answer
+    path = root / "mine.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
+def test_build_strips_answers_and_outputs(course_root: Path) -> None:
+    built = read_notebook(course_root / "exercises" / "basics" / "squares.ipynb")
+    (answer,) = [c for c in built.cells if c.metadata.get("gpulab", {}).get("role") == "answer"]
+    assert answer.source == ('def square(x):\n    """x times x."""\n'
+                             "    # TODO: write your answer here\n"
+                             "    raise NotImplementedError\n")
+    assert answer.metadata["gpulab"] == {"role": "answer", "part": "square"}
+    assert all(c.get("outputs", []) == [] for c in built.cells)
+
+
+def test_unsolved_fails_and_solution_passes_with_points(course_root: Path) -> None:
+    shipped = run_checks(entry(course_root))  # type: ignore[arg-type]
+    assert shipped.status == "failed"
+    assert [r.outcome for r in shipped.results] == ["failed", "failed"]
+    assert "NotImplementedError" in shipped.results[0].message
+    solved = run_checks(entry(course_root), solution_path(entry(course_root)),  # type: ignore[arg-type]
+                        hidden=True)
+    assert solved.status == "passed"
+    assert (solved.earned, solved.possible) == (4, 4)
+    assert [r.title for r in solved.results] == ["squares small numbers", "squares a float",
+                                                 "squares a large number"]
+    assert solved.results[2].hidden
+
+
+def test_dev_check_proves_the_exercise(course_root: Path) -> None:
+    lines: list[str] = []
+    assert check_all(load_course(course_root / "lessons"), report=lines.append) == []
+    assert lines == ["✓ squares"]
+    stale = course_root / "exercises" / "basics" / "squares.ipynb"
+    stale.write_text(stale.read_text().replace("TODO", "DONE"))
+    (problem,) = check_all(load_course(course_root / "lessons"), report=lines.append)
+    assert problem.message == "differs from what its solution generates"
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("def square(x) return x", "SyntaxError"),
+        ("def square(x):\n    return x + x\n", "square(3) gave 6, not 9: multiply x by itself"),
+        ("raise RuntimeError('boom')\n", "RuntimeError: boom"),
+        ("def square(x):\n    while True:\n        pass\n", "ran longer than 2 s"),
+        ("import sys\nsys.exit(3)\n", "the code called sys.exit(3)"),
+        ("import os\nos._exit(0)\n", "the worker process ended"),
+        ("def square(x):\n    return {1, 2}\n", "not plain JSON data"),
+        ("def square(x):\n    print('9')\n    return None\n", "gave None, not 0"),
+        ("def sqr(x):\n    return x * x\n", "no function named 'square'"),
+        ("def square(x):\n    return 'x' * 3_000_000\n", "larger than 1 MiB"),
+    ],
+)
+def test_a_broken_answer_gets_a_clear_message(course_root: Path, answer: str,
+                                              message: str) -> None:
+    report = run_checks(entry(course_root), learner_copy(course_root, answer),  # type: ignore[arg-type]
+                        call_timeout=2)
+    assert report.status == "failed"
+    assert message in report.results[0].message, report.results[0].message
+    assert "Traceback" not in report.results[0].message
+    assert "gpulab/grading" not in report.results[0].message
+
+
+def test_missing_answer_cell_and_invalid_json(course_root: Path) -> None:
+    notebook = read_notebook(course_root / "exercises" / "basics" / "squares.ipynb")
+    notebook.cells = [c for c in notebook.cells
+                      if c.metadata.get("gpulab", {}).get("role") != "answer"]
+    path = course_root / "gone.ipynb"
+    nbformat.write(notebook, path)
+    report = run_checks(entry(course_root), path)  # type: ignore[arg-type]
+    assert report.status == "failed"
+    assert "the answer cell for square is missing" in report.results[0].message
+    broken = course_root / "broken.ipynb"
+    broken.write_text('{"cells": [')
+    invalid = run_checks(entry(course_root), broken)  # type: ignore[arg-type]
+    assert invalid.status == "invalid"
+    assert invalid.message.startswith(f"{broken}:1: not valid notebook JSON")
+
+
+def test_strip_solution_keeps_indentation_and_rejects_unclosed() -> None:
+    text = "x = 1\n    ### BEGIN SOLUTION\n    y = 2\n    ### END SOLUTION\nz = 3"
+    assert strip_solution(text) == ("x = 1\n    # TODO: write your answer here\n"
+                                    "    raise NotImplementedError\nz = 3")
+    with pytest.raises(NotebookError, match="never closed"):
+        strip_solution("### BEGIN SOLUTION\nx = 1")
+    with pytest.raises(NotebookError, match="without"):
+        strip_solution("### END SOLUTION")
+
+
+def test_gpulab_check_command(course_root: Path) -> None:
+    env = {"GPULAB_COURSE_DIR": str(course_root / "lessons"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-m", "gpulab", "check", "squares", "--notebook",
+                           str(solution_path(entry(course_root)))],  # type: ignore[arg-type]
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0] == "squares: passed (3 of 3 points)"
+    failing = subprocess.run([sys.executable, "-m", "gpulab", "check", "squares"],
+                             capture_output=True, text=True, env=env, timeout=120)
+    assert failing.returncode == 1
+    assert "✗ squares small numbers  [0/2]" in failing.stdout
+    unknown = subprocess.run([sys.executable, "-m", "gpulab", "check", "nope"],
+                             capture_output=True, text=True, env=env, timeout=60)
+    assert unknown.returncode == 2 and "no exercise named 'nope'" in unknown.stderr
+
+
+def test_the_solution_runs_top_to_bottom_in_a_real_kernel(course_root: Path) -> None:
+    from nbclient import NotebookClient
+
+    path = solution_path(entry(course_root))  # type: ignore[arg-type]
+    notebook = read_notebook(path)
+    NotebookClient(notebook, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute(
+        env={"GPULAB_COURSE_DIR": str(course_root / "lessons")})
+    explore = [c for c in notebook.cells if c.metadata.get("gpulab", {}).get("role") == "explore"]
+    assert explore[0].outputs[0]["text"] == "9\n"
+    panel = notebook.cells[-1].outputs[0]
+    data = panel["data"]
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert "passed</span> — 3 of 3 poin" in data["text/plain"]  # the repr is cut there
