@@ -104,7 +104,8 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser(
         "check", help="run an exercise's checks on your notebook",
         description="Run an exercise's checks on the saved notebook and print each check with "
-                    "its points. Exit status 1 if a check fails.",
+                    "its points; a pass or a failure is kept in your progress, which the app "
+                    "shows. Exit status 1 if a check fails.",
     )
     check.add_argument("exercise", metavar="EXERCISE", help="exercise name, e.g. namespaces")
     check.add_argument("--notebook", metavar="PATH",
@@ -273,11 +274,15 @@ def _check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from gpulab.grading.panel import find_exercise, report_text
+    from gpulab.grading.record import save_report
     from gpulab.grading.runner import run_checks
 
     entry = find_exercise(args.exercise)
     report = run_checks(entry, Path(args.notebook) if args.notebook else None)
     print(report_text(report))
+    problem = save_report(report)  # the app's exercise list shows it
+    if problem:
+        print(f"gpulab: {problem}", file=sys.stderr)
     if report.status in ("invalid", "error"):
         return BAD_INPUT
     return 0 if report.status in ("passed", "skipped") else 1

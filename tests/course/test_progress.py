@@ -86,3 +86,63 @@ def test_predictions_survive_a_round_trip(tmp_path: Path) -> None:
     store.save(progress)
     again = ProgressStore(tmp_path / "progress.json").load()
     assert again.predictions == progress.predictions
+
+
+def test_exercise_records_round_trip_and_old_files_load(tmp_path: Path) -> None:
+    from gpulab.course import ExerciseRecord
+
+    path = tmp_path / "progress.json"
+    path.write_text('{"version": 1, "last_lesson": "numa", "hints": {"squares": 1}}')
+    store = ProgressStore(path)
+    progress = store.load()  # written before exercises were recorded
+    assert store.warning is None and progress.exercises == {}
+    record = progress.record_check("squares", passed=False, earned=2, possible=3.0,
+                                   at="2026-12-02T15:00:00+00:00")
+    assert record == ExerciseRecord("failing", 2.0, 3.0, "2026-12-02T15:00:00+00:00")
+    assert not record.passed
+    store.save(progress)
+    saved = json.loads(path.read_text())
+    assert saved["version"] == 1
+    assert saved["exercises"] == {"squares": {"status": "failing", "earned": 2.0,
+                                              "possible": 3.0, "at": "2026-12-02T15:00:00+00:00"}}
+    again = ProgressStore(path).load()
+    assert again == progress and again.last_lesson == "numa"
+    now = again.record_check("squares", passed=True, earned=3, possible=3)
+    assert now.passed and now.at.endswith("+00:00")
+
+
+def test_a_bad_exercise_record_is_kept_aside(tmp_path: Path) -> None:
+    path = tmp_path / "progress.json"
+    path.write_text('{"version": 1, "exercises": {"squares": {"status": "done", "earned": 1, '
+                    '"possible": 1, "at": "x"}}}')
+    store = ProgressStore(path)
+    assert store.load() == Progress()
+    assert store.warning is not None and "'failing' or 'passed'" in store.warning
+
+
+def test_newer_exercise_records_are_adopted(tmp_path: Path) -> None:
+    mine = Progress()
+    mine.record_check("a", passed=False, earned=0, possible=3, at="2026-12-02T15:00:00+00:00")
+    mine.record_check("b", passed=True, earned=3, possible=3, at="2026-12-02T15:00:00+00:00")
+    theirs = Progress()
+    theirs.record_check("a", passed=True, earned=3, possible=3, at="2026-12-02T16:00:00+01:00")
+    theirs.record_check("b", passed=False, earned=0, possible=3, at="2026-12-02T14:00:00+00:00")
+    theirs.record_check("c", passed=False, earned=1, possible=2, at="2026-12-02T14:00:00+00:00")
+    # 16:00+01:00 is 15:00 UTC: the same instant as ours, so not newer
+    assert mine.adopt_exercises(theirs) == ["c"]
+    theirs.exercises["a"].at = "2026-12-02T15:00:01+00:00"
+    assert mine.adopt_exercises(theirs) == ["a"]
+    assert mine.exercises["a"].passed and mine.exercises["b"].passed
+    assert mine.exercises["c"].earned == 1
+
+
+def test_peek_never_moves_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "progress.json"
+    store = ProgressStore(path)
+    assert store.peek() is None
+    path.write_text("{not json")
+    assert store.peek() is None
+    assert [p.name for p in tmp_path.iterdir()] == ["progress.json"]
+    store.save(Progress(last_lesson="x"))
+    peeked = store.peek()
+    assert peeked is not None and peeked.last_lesson == "x"

@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpulab.course import load_course
+from gpulab.course import ProgressStore, load_course
 from gpulab.grading.build import build_all, check_all, solution_path
 from gpulab.grading.notebook import NotebookError, read_notebook, strip_solution
 from gpulab.grading.runner import run_checks
@@ -198,16 +198,28 @@ def test_strip_solution_keeps_indentation_and_rejects_unclosed() -> None:
 
 
 def test_gpulab_check_command(course_root: Path) -> None:
-    env = {"GPULAB_COURSE_DIR": str(course_root / "lessons"), "PATH": "/usr/bin:/bin"}
+    state = course_root / "state"
+    env = {"GPULAB_COURSE_DIR": str(course_root / "lessons"), "PATH": "/usr/bin:/bin",
+           "GPULAB_STATE_DIR": str(state)}
     done = subprocess.run([sys.executable, "-m", "gpulab", "check", "squares", "--notebook",
                            str(solution_path(entry(course_root)))],  # type: ignore[arg-type]
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[0] == "squares: passed (3 of 3 points)"
+    passed = ProgressStore(state / "progress.json").load().exercises["squares"]
+    assert (passed.status, passed.earned, passed.possible) == ("passed", 3, 3)
     failing = subprocess.run([sys.executable, "-m", "gpulab", "check", "squares"],
                              capture_output=True, text=True, env=env, timeout=120)
     assert failing.returncode == 1
     assert "✗ squares small numbers  [0/2]" in failing.stdout
+    failed = ProgressStore(state / "progress.json").load().exercises["squares"]
+    assert (failed.status, failed.earned, failed.possible) == ("failing", 0, 3)
+    broken = course_root / "broken.ipynb"
+    broken.write_text("{")
+    invalid = subprocess.run([sys.executable, "-m", "gpulab", "check", "squares", "--notebook",
+                              str(broken)], capture_output=True, text=True, env=env, timeout=60)
+    assert invalid.returncode == 2
+    assert ProgressStore(state / "progress.json").load().exercises["squares"] == failed
     unknown = subprocess.run([sys.executable, "-m", "gpulab", "check", "nope"],
                              capture_output=True, text=True, env=env, timeout=60)
     assert unknown.returncode == 2 and "no exercise named 'nope'" in unknown.stderr
@@ -220,10 +232,14 @@ def test_the_solution_runs_top_to_bottom_in_a_real_kernel(course_root: Path) -> 
     notebook = read_notebook(path)
     NotebookClient(notebook, timeout=120, kernel_name="python3",
                    resources={"metadata": {"path": str(path.parent)}}).execute(
-        env={"GPULAB_COURSE_DIR": str(course_root / "lessons")})
+        env={"GPULAB_COURSE_DIR": str(course_root / "lessons"),
+             "GPULAB_STATE_DIR": str(course_root / "state")})
     explore = [c for c in notebook.cells if c.metadata.get("gpulab", {}).get("role") == "explore"]
     assert explore[0].outputs[0]["text"] == "9\n"
     panel = notebook.cells[-1].outputs[0]
     data = panel["data"]
     assert "application/vnd.jupyter.widget-view+json" in data
     assert "passed</span> — 3 of 3 poin" in data["text/plain"]  # the repr is cut there
+    # the notebook's check keeps the result for the app, like `gpulab check`
+    record = ProgressStore(course_root / "state" / "progress.json").load().exercises["squares"]
+    assert (record.status, record.earned, record.possible) == ("passed", 3, 3)

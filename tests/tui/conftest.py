@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tui_helpers import FIXTURE, NVML_REPLAY
+from tui_helpers import FIXTURE, NVML_REPLAY, build_exercise_course
 
 from gpulab.course import Course, ProgressStore, load_course
 from gpulab.probes import ProbeResult, nvml, recorded
@@ -34,11 +35,33 @@ def store_path(state_dir: Path) -> Path:
 
 
 @pytest.fixture
-def new_app(store_path: Path) -> Callable[[], GpulabApp]:
-    """A factory for apps over a fresh copy of the fixture course and one progress file."""
+def new_app(store_path: Path) -> Callable[..., GpulabApp]:
+    """A factory for apps over a fresh copy of the fixture course and one progress file
+    (keywords go to `make_app`, e.g. ``has_gpu=False``)."""
 
-    def build() -> GpulabApp:
-        return make_app(course=load_course(FIXTURE), store=ProgressStore(store_path))
+    def build(**options: Any) -> GpulabApp:
+        return make_app(course=load_course(FIXTURE), store=ProgressStore(store_path), **options)
+
+    return build
+
+
+@pytest.fixture
+def exercise_lessons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The fixture course with a small CPU exercise, "squares", in a folder of its own
+    (its lessons folder; the exercises and solutions folders lie beside it)."""
+    lessons = build_exercise_course(tmp_path / "course")
+    monkeypatch.setenv("GPULAB_COURSE_DIR", str(lessons))
+    return lessons
+
+
+@pytest.fixture
+def exercise_app(exercise_lessons: Path, store_path: Path) -> Callable[..., GpulabApp]:
+    """A factory for apps over the course with "squares" (keywords go to `make_app`)."""
+
+    def build(**options: Any) -> GpulabApp:
+        options.setdefault("has_gpu", False)
+        return make_app(course=load_course(exercise_lessons), store=ProgressStore(store_path),
+                        **options)
 
     return build
 

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from textual.widgets import Markdown
 from tui_helpers import SIZE, on_screen, plain
 
 from gpulab.tui import GpulabApp
@@ -14,9 +15,9 @@ from gpulab.tui.widgets import HintList
 
 
 async def test_hints_one_by_one_and_persisted(
-    new_app: Callable[[], GpulabApp], store_path: Path
+    new_app: Callable[..., GpulabApp], store_path: Path
 ) -> None:
-    app = new_app()
+    app = new_app(has_gpu=True)
     async with app.run_test(size=SIZE) as pilot:
         app.open_exercise("vector-add")
         await on_screen(pilot, app, ExerciseScreen)
@@ -39,7 +40,7 @@ async def test_hints_one_by_one_and_persisted(
         await pilot.press("l")
         await on_screen(pilot, app, LessonScreen)
         assert isinstance(app.screen, LessonScreen) and app.screen.lesson_id == "kernels"
-    again = new_app()
+    again = new_app(has_gpu=True)
     async with again.run_test(size=SIZE) as pilot:
         again.open_exercise("vector-add")
         await on_screen(pilot, again, ExerciseScreen)
@@ -48,12 +49,14 @@ async def test_hints_one_by_one_and_persisted(
         assert isinstance(again.screen, CourseMapScreen)
 
 
-async def test_cpu_exercise(new_app: Callable[[], GpulabApp]) -> None:
+async def test_cpu_exercise(new_app: Callable[..., GpulabApp]) -> None:
     app = new_app()
     async with app.run_test(size=SIZE) as pilot:
         app.open_exercise("measure-cache")
         await on_screen(pilot, app, ExerciseScreen)
         facts = plain(app.screen.query_one("#exercise-facts").content)
-        assert "runs on the CPU" in facts and "60 s" in facts
-        coming = plain(app.screen.query_one("#exercise-coming").content)
-        assert "gpulab check" in coming and "exercises issue" in coming
+        assert "runs on the CPU" in facts and "60 s" in facts and "not started" in facts
+        assert "exercises/memory/measure-cache.ipynb  (not found)" in facts
+        guide = app.screen.query_one("#exercise-notes", Markdown).source
+        assert "gpulab check measure-cache" in guide and "**o**" in guide
+        assert not app.screen.query_one("#exercise-checks").display

@@ -25,7 +25,8 @@ async def test_help_opens_and_closes(new_app: Callable[[], GpulabApp], key: str)
             assert group in text
         for description in ("Fold all", "Unfold all", "Next lesson", "Previous lesson",
                             "Reveal a hint", "Command palette", "Search", "Open", "Measure",
-                            "Measure without predicting"):
+                            "Measure without predicting", "Check", "Open in JupyterLab",
+                            "Solution", "Open its lesson"):
             assert description in text
         await pilot.press("escape")
         assert isinstance(app.screen, CourseMapScreen)
@@ -73,4 +74,5 @@ async def test_footers_show_at_most_six_keys(new_app: Callable[[], GpulabApp]) -
         assert shown() == {"Map", "Search", "Next lesson", "Measure", "GPU", "Help"}
         app.open_exercise("vector-add")
         await pilot.pause()
-        assert shown() == {"Map", "Reveal a hint", "Open its lesson", "Help"}
+        assert shown() == {"Map", "Check", "Open in JupyterLab", "Reveal a hint", "Solution",
+                           "Help"}

@@ -28,8 +28,8 @@ def _labels(app: GpulabApp) -> dict[str, str]:
     return labels
 
 
-async def test_map_shows_days_lessons_exercises(new_app: Callable[[], GpulabApp]) -> None:
-    app = new_app()
+async def test_map_shows_days_lessons_exercises(new_app: Callable[..., GpulabApp]) -> None:
+    app = new_app(has_gpu=True)
     async with app.run_test(size=SIZE) as pilot:
         assert isinstance(app.screen, CourseMapScreen)
         await app.workers.wait_for_complete()

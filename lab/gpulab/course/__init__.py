@@ -15,7 +15,13 @@ from gpulab.course.catalog import Course, SearchHit, find_course_dir, load_cours
 from gpulab.course.claims import Claim, load_claims
 from gpulab.course.manifest import ExerciseEntry, LessonEntry, Manifest, load_manifest
 from gpulab.course.problems import CourseError, Problem
-from gpulab.course.progress import LessonState, Progress, ProgressStore, state_dir
+from gpulab.course.progress import (
+    ExerciseRecord,
+    LessonState,
+    Progress,
+    ProgressStore,
+    state_dir,
+)
 
 if TYPE_CHECKING:
     from gpulab.course.frontmatter import FrontMatter
@@ -45,6 +51,7 @@ __all__ = [
     "Course",
     "CourseError",
     "ExerciseEntry",
+    "ExerciseRecord",
     "FrontMatter",
     "Lesson",
     "LessonEntry",

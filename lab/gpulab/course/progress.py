@@ -3,27 +3,37 @@
 The file lives in the user's XDG state folder (``~/.local/state/gpulab``), or
 in ``$GPULAB_STATE_DIR`` when that is set. It records the last lesson, and per
 lesson the selected node, the expanded nodes and the nodes visited; per
-exercise the hints revealed; and the history of the learner's predictions
-for claims, each with what was then measured. Writes are atomic (a temporary file renamed over
-the old one). A file that cannot be read is moved aside, never overwritten,
-so nothing the learner did is lost.
+exercise the hints revealed and the outcome of its last check; and the history
+of the learner's predictions for claims, each with what was then measured.
+Writes are atomic (a temporary file renamed over the old one). A file that
+cannot be read is moved aside, never overwritten, so nothing the learner did is
+lost.
+
+Several programs write the file: the app, ``gpulab check`` and the check at
+the end of an exercise notebook. `Progress.adopt_exercises` lets the app take
+in check results written by the others since it loaded the file.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 
-__all__ = ["LessonState", "Prediction", "Progress", "ProgressStore", "state_dir"]
+__all__ = ["ExerciseRecord", "LessonState", "Prediction", "Progress", "ProgressStore",
+           "state_dir"]
 
 VERSION = 1
+"""The file's format; fields added later (``exercises``) are optional, so it stays 1."""
+
+ExerciseStatus = Literal["failing", "passed"]
 
 
 def state_dir() -> Path:
@@ -57,6 +67,20 @@ class Prediction:
 
 
 @dataclass
+class ExerciseRecord:
+    """How the learner's last check of an exercise went."""
+
+    status: ExerciseStatus
+    earned: float
+    possible: float
+    at: str                            # ISO time of the check
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+@dataclass
 class Progress:
     """Everything gpulab remembers for the learner."""
 
@@ -65,6 +89,7 @@ class Progress:
     lessons: dict[str, LessonState] = field(default_factory=dict)
     hints: dict[str, int] = field(default_factory=dict)
     predictions: list[Prediction] = field(default_factory=list)
+    exercises: dict[str, ExerciseRecord] = field(default_factory=dict)
 
     def lesson(self, lesson_id: str) -> LessonState:
         """The state of one lesson, created on first use."""
@@ -82,6 +107,24 @@ class Progress:
             return 0.0
         visited = set(self.lessons.get(lesson_id, LessonState()).visited)
         return len(visited & keys) / len(keys)
+
+    def record_check(self, name: str, *, passed: bool, earned: float, possible: float,
+                     at: str | None = None) -> ExerciseRecord:
+        """Remember the outcome of a check of exercise `name` (`at` defaults to now)."""
+        record = ExerciseRecord("passed" if passed else "failing", float(earned),
+                                float(possible), at or _now())
+        self.exercises[name] = record
+        return record
+
+    def adopt_exercises(self, other: Progress) -> list[str]:
+        """Take `other`'s exercise records that are newer than ours; the names taken."""
+        taken = []
+        for name, record in other.exercises.items():
+            mine = self.exercises.get(name)
+            if mine is None or _instant(record.at) > _instant(mine.at):
+                self.exercises[name] = record
+                taken.append(name)
+        return taken
 
 
 class ProgressStore:
@@ -113,6 +156,17 @@ class ProgressStore:
                             "and progress starts afresh")
             return Progress()
 
+    def peek(self) -> Progress | None:
+        """The progress as saved now, or None when there is none or it cannot be read.
+
+        Unlike `load`, it never moves a file aside: it is for looking at what
+        another program (``gpulab check``) wrote since `load`.
+        """
+        try:
+            return _from_json(json.loads(self.path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError, AttributeError):
+            return None
+
     def save(self, progress: Progress) -> None:
         """Write atomically; the old file stays intact if anything fails."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -141,8 +195,31 @@ def _from_json(data: Any) -> Progress:
     }
     hints = {str(k): int(v) for k, v in dict(data.get("hints", {})).items()}
     predictions = [_prediction(item) for item in list(data.get("predictions", []))]
+    exercises = {str(name): _exercise(item)
+                 for name, item in dict(data.get("exercises", {})).items()}
     return Progress(_opt_str(data.get("last_lesson")), _opt_str(data.get("theme")), lessons, hints,
-                    predictions)
+                    predictions, exercises)
+
+
+def _exercise(item: Any) -> ExerciseRecord:
+    status = item.get("status")
+    if status not in ("failing", "passed"):
+        raise ValueError(f"an exercise's status must be 'failing' or 'passed', not {status!r}")
+    return ExerciseRecord(status=status, earned=float(item["earned"]),
+                          possible=float(item["possible"]), at=str(item["at"]))
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _instant(at: str) -> dt.datetime:
+    """An ISO time as an aware datetime (a time without zone is taken as UTC; junk as the past)."""
+    try:
+        when = dt.datetime.fromisoformat(at)
+    except ValueError:
+        return dt.datetime.min.replace(tzinfo=dt.UTC)
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
 
 
 def _prediction(item: Any) -> Prediction:

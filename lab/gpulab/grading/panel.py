@@ -7,6 +7,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
+from gpulab.grading.record import save_report
 from gpulab.grading.runner import CheckReport, run_checks
 
 __all__ = ["check", "find_exercise", "report_html", "report_text"]
@@ -61,7 +62,10 @@ def report_html(report: CheckReport) -> str:
 
 
 def check(name: str, notebook: str | None = None) -> Any:
-    """Run the checks on the saved notebook; show a panel in Jupyter, text elsewhere."""
+    """Run the checks on the saved notebook; show a panel in Jupyter, text elsewhere.
+
+    A pass or a failure is kept in the learner's progress, for the app's exercise list.
+    """
     entry = find_exercise(name)
     if notebook is not None:
         path = Path(notebook)
@@ -70,16 +74,19 @@ def check(name: str, notebook: str | None = None) -> Any:
     else:
         path = entry.notebook
     report = run_checks(entry, path)
+    problem = save_report(report)  # the app's exercise list shows it
     try:
         in_kernel = importlib.import_module("IPython").get_ipython() is not None
     except ImportError:
         in_kernel = False
     if not in_kernel:
-        print(report_text(report))
+        print(report_text(report) + (f"\n  ({problem})" if problem else ""))
         return report
     ipywidgets = importlib.import_module("ipywidgets")
     note = ("<p style='color:#6e7781'>The checks read the saved notebook: save (Ctrl+S) "
             "before you check.</p>")
+    if problem:
+        note += f"<p style='color:#9a6700'>{html.escape(problem)}</p>"
     panel = ipywidgets.HTML(value=report_html(report) + note)
     panel.add_class("gpulab-result-panel")
     return panel

@@ -7,7 +7,11 @@ is revealed or a prediction is measured, and on exit.
 
 It also owns this session's claim measurements (`board`): a probe runs in a
 thread worker of the app, so leaving the lesson does not lose its result, and
-every claim card on screen is told when its claim changes.
+every claim card on screen is told when its claim changes. Exercise checks run
+the same way: the result is recorded in the progress and every screen that
+lists exercises is told (`LabScreen.exercises_changed`). Whether this machine
+has an NVIDIA GPU (`gpu_here`) is found out once, in a thread, when a screen
+first lists a GPU exercise.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import datetime as dt
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.text import Text
+from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
@@ -24,7 +30,15 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.timer import Timer
 
-from gpulab.course import Claim, Course, CourseError, ProgressStore, SearchHit, load_course
+from gpulab.course import (
+    Claim,
+    Course,
+    CourseError,
+    ExerciseEntry,
+    ProgressStore,
+    SearchHit,
+    load_course,
+)
 from gpulab.course.progress import Prediction
 from gpulab.tui.commands import (
     DayCommands,
@@ -33,7 +47,7 @@ from gpulab.tui.commands import (
     LessonCommands,
     ThemeCommands,
 )
-from gpulab.tui.measure import ClaimBoard, run_probe_for
+from gpulab.tui.measure import ClaimBoard, gpu_present, run_probe_for
 from gpulab.tui.messages import ProgressChanged
 from gpulab.tui.screens import (
     CourseMapScreen,
@@ -45,10 +59,15 @@ from gpulab.tui.screens import (
     PredictionScreen,
     SearchScreen,
 )
+from gpulab.tui.screens.base import LabScreen
 from gpulab.tui.state import Keeper
+from gpulab.tui.text import exercise_state as state_of
 from gpulab.tui.widgets import ClaimCard, CourseTree, MindmapTree
 
 if TYPE_CHECKING:
+    from subprocess import Popen
+
+    from gpulab.grading.runner import CheckReport
     from gpulab.probes.model import ProbeResult
 
 __all__ = ["GpulabApp", "make_app", "run_app"]
@@ -94,6 +113,22 @@ class GpulabApp(App[None]):
             self.predicted = predicted
             self.at = at
 
+    class GpuFound(Message):
+        """Whether this machine has an NVIDIA GPU is known (None: it could not be told)."""
+
+        def __init__(self, present: bool | None) -> None:
+            super().__init__()
+            self.present = present
+
+    class ExerciseChecked(Message):
+        """An exercise's checks finished (posted from the checks' thread)."""
+
+        def __init__(self, exercise: ExerciseEntry, report: CheckReport, at: str) -> None:
+            super().__init__()
+            self.exercise = exercise
+            self.report = report
+            self.at = at
+
     def __init__(
         self,
         course: Course | None,
@@ -102,6 +137,7 @@ class GpulabApp(App[None]):
         error: CourseError | None = None,
         gpu: object | None = None,
         nvml_backend: Any = None,
+        has_gpu: bool | None = None,
     ) -> None:
         super().__init__()
         self.course = course
@@ -112,8 +148,14 @@ class GpulabApp(App[None]):
         self.nvml_backend = nvml_backend
         """What NVML calls go through: None for the real library, or a stand-in with
         pynvml's functions (a `gpulab.probes.nvml_record.Replay` in tests)."""
+        self.gpu_here = has_gpu
+        """Whether this machine has an NVIDIA GPU: None until known (see `find_gpu`)."""
         self.board = ClaimBoard()
+        self.notebook_servers: list[Popen[bytes]] = []
+        """The JupyterLab servers started from this session (they outlive it)."""
         self._save_timer: Timer | None = None
+        self._finding_gpu = False
+        self._checking: set[str] = set()
 
     def get_default_screen(self) -> Screen[None]:
         if self.course is None:
@@ -134,6 +176,10 @@ class GpulabApp(App[None]):
 
     def on_unmount(self) -> None:
         self.save_progress()
+
+    def on_app_focus(self, event: events.AppFocus) -> None:
+        if self.keeper.sync():  # a check in the notebook or the shell, while we were away
+            self.exercises_changed()
 
     def on_progress_changed(self, event: ProgressChanged) -> None:
         self.keeper.changed()
@@ -205,6 +251,79 @@ class GpulabApp(App[None]):
     def _run_claim_probe(self, claim: Claim, predicted: float | None, at: str) -> None:
         result = run_probe_for(claim.probe, self.nvml_backend)
         self.post_message(self.ClaimMeasured(claim, result, predicted, at))
+
+    # -- exercises -------------------------------------------------------------
+    def exercise_state(self, exercise: ExerciseEntry) -> Text:
+        """Where the learner stands on an exercise, as every list of exercises shows it."""
+        if exercise.name in self._checking:
+            return Text("checking…", style="italic")
+        return state_of(exercise, self.keeper.progress.exercises.get(exercise.name),
+                        self.gpu_here)
+
+    def exercises_changed(self) -> None:
+        """Tell every screen that lists exercises to show their states again."""
+        for screen in self.screen_stack:
+            if isinstance(screen, LabScreen):
+                screen.exercises_changed()
+
+    def find_gpu(self) -> None:
+        """Find out, once and in a thread, whether this machine has an NVIDIA GPU."""
+        if self.gpu_here is not None or self._finding_gpu:
+            return
+        self._finding_gpu = True
+        self.run_worker(self._find_gpu, thread=True, group="find-gpu", exit_on_error=False,
+                        description="look for an NVIDIA GPU")
+
+    def _find_gpu(self) -> None:
+        try:
+            present = gpu_present(self.nvml_backend)
+        except Exception:  # not knowing is an answer: the lists show no GPU verdict
+            present = None
+        self.post_message(self.GpuFound(present))
+
+    def on_gpulab_app_gpu_found(self, event: GpuFound) -> None:
+        self.gpu_here = event.present
+        self.exercises_changed()
+
+    def is_checking(self, name: str) -> bool:
+        return name in self._checking
+
+    def check_exercise(self, exercise: ExerciseEntry) -> None:
+        """Run an exercise's checks on the learner's notebook in a thread; record the result."""
+        if exercise.name in self._checking:
+            self.notify(f"{exercise.name} is being checked already.", timeout=3)
+            return
+        self._checking.add(exercise.name)
+        self.exercises_changed()
+        self.run_worker(partial(self._run_checks, exercise), thread=True, group="check",
+                        exit_on_error=False, description=f"check {exercise.name}")
+
+    def _run_checks(self, exercise: ExerciseEntry) -> None:
+        from gpulab.grading.runner import CheckReport, run_checks
+
+        try:
+            report = run_checks(exercise)
+        except Exception as exc:  # the checks' failure must become a report
+            report = CheckReport(exercise.name, exercise.notebook, "error",
+                                 f"the checks failed: {type(exc).__name__}: {exc}")
+        at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        self.post_message(self.ExerciseChecked(exercise, report, at))
+
+    def on_gpulab_app_exercise_checked(self, event: ExerciseChecked) -> None:
+        from gpulab.grading.record import record_report
+
+        exercise, report = event.exercise, event.report
+        self._checking.discard(exercise.name)
+        if record_report(report, self.keeper.progress, event.at) is not None:
+            self.keeper.changed()
+            self.save_progress()
+        for screen in self.screen_stack:
+            if isinstance(screen, ExerciseScreen) and screen.exercise.name == exercise.name:
+                screen.show_report(report)
+        self.exercises_changed()
+        if not isinstance(self.screen, ExerciseScreen):
+            self.notify(f"{exercise.name}: {self.exercise_state(exercise).plain}",
+                        title="Checked", timeout=5)
 
     # -- navigation, used by screens and the command palette -----------------
     def open_gpu(self) -> None:
@@ -285,11 +404,14 @@ def make_app(
     store: ProgressStore | None = None,
     gpu: object | None = None,
     nvml_backend: Any = None,
+    has_gpu: bool | None = None,
 ) -> GpulabApp:
     """Build the app over a course (default: the installed one) and a progress store.
 
     A course that cannot be read gives an app that shows why, instead of raising.
     `nvml_backend` replaces the NVML library (a recorded `Replay` in tests).
+    `has_gpu` says whether the machine has an NVIDIA GPU (tests and snapshots);
+    None finds out when it is first needed.
     """
     error: CourseError | None = None
     if course is None:
@@ -298,7 +420,7 @@ def make_app(
         except CourseError as exc:
             error = exc
     return GpulabApp(course, Keeper(store or ProgressStore()), error=error, gpu=gpu,
-                     nvml_backend=nvml_backend)
+                     nvml_backend=nvml_backend, has_gpu=has_gpu)
 
 
 def run_app() -> None:

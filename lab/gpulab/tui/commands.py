@@ -72,7 +72,8 @@ class ExerciseCommands(_LabProvider):
             return
         for exercise in lab.course.exercises():
             where = "needs GPU" if exercise.gpu else "CPU"
-            yield (f"Open exercise: {exercise.name}", f"{exercise.lesson} · {where}",
+            state = lab.exercise_state(exercise).plain
+            yield (f"Open exercise: {exercise.name}", f"{exercise.lesson} · {where} · {state}",
                    partial(lab.open_exercise, exercise.name))
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "ClaimState",
     "Outcome",
     "distance_text",
+    "gpu_present",
     "outcome_of",
     "probe_needs",
     "run_probe_for",
@@ -66,6 +67,22 @@ def run_probe_for(name: str, nvml_backend: Any = None) -> ProbeResult:
     except UnknownProbe:
         return ProbeResult(name, name, "error", f"there is no probe named {name!r}: "
                            "`gpulab probe list` shows the ones that exist")
+
+
+def gpu_present(nvml_backend: Any = None) -> bool | None:
+    """Whether this machine has an NVIDIA GPU; blocking, so call it from a thread worker.
+
+    With an NVML backend (a `Replay` in tests) it asks the backend. Otherwise it
+    counts NVIDIA GPUs on the PCI bus (the system probe's ``gpus_in_sysfs``),
+    which needs no driver and imports nothing heavy. None when it cannot tell.
+    """
+    if nvml_backend is not None:
+        status = run_probe_for("nvml_inventory", nvml_backend).status
+        return False if status in CANNOT_RUN else True if status in ("ok", "partial") else None
+    reading = run_probe_for("system").reading("gpus_in_sysfs")
+    if reading is None or reading.status != "ok" or not isinstance(reading.value, int):
+        return None
+    return reading.value > 0
 
 
 def probe_needs(name: str) -> str:

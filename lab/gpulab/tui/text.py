@@ -12,13 +12,16 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from rich.text import Text
 
-from gpulab.course import Node, Problem
+from gpulab.course import ExerciseEntry, ExerciseRecord, Node, Problem
 
-__all__ = ["inline_markdown", "node_label", "problem_text", "progress_bar"]
+__all__ = ["NO_GPU", "exercise_state", "inline_markdown", "node_label", "problem_text",
+           "progress_bar"]
 
 _INLINE = MarkdownIt("commonmark")
 _STYLES = {"strong": "bold", "em": "italic", "s": "strike", "link": "underline"}
 CLAIM_BADGE = "◆"
+NO_GPU = "needs an NVIDIA GPU"
+"""The state of a GPU exercise on a machine without one."""
 
 
 def inline_markdown(source: str) -> Text:
@@ -84,3 +87,17 @@ def problem_text(problems: tuple[Problem, ...] | list[Problem], root: Path | Non
             text.append("\n  hint: ", style="dim")
             text.append(problem.hint, style="italic")
     return text
+
+
+def exercise_state(exercise: ExerciseEntry, record: ExerciseRecord | None,
+                   gpu_here: bool | None) -> Text:
+    """Where the learner stands on an exercise: ``not started``, ``failing (3/11)``,
+    ``passed (11/11)``, or ``needs an NVIDIA GPU`` (a GPU exercise on a machine known to
+    have none, unless it was passed elsewhere)."""
+    if record is not None and record.passed:
+        return Text(f"passed ({record.earned:g}/{record.possible:g})", style="bold green")
+    if exercise.gpu and gpu_here is False:
+        return Text(NO_GPU, style="yellow")
+    if record is not None:
+        return Text(f"failing ({record.earned:g}/{record.possible:g})", style="red")
+    return Text("not started", style="dim")

@@ -1,4 +1,4 @@
-"""What every screen of the app shares: a typed handle on the app."""
+"""What every screen of the app shares: a typed handle on the app, and the exercise hook."""
 
 from __future__ import annotations
 
@@ -21,3 +21,6 @@ class LabScreen(Screen[None]):
     def lab(self) -> GpulabApp:
         """The running app, typed."""
         return cast("GpulabApp", self.app)
+
+    def exercises_changed(self) -> None:
+        """An exercise's state changed (a check, the GPU found): screens that list them redraw."""

@@ -58,11 +58,28 @@ class CourseMapScreen(LabScreen):
         ids = [e.id for e in self.course.entries]
         tree.select_lesson(last if last in ids else ids[0])
         tree.focus()
+        self._label_exercises()
+        if any(exercise.gpu for exercise in self.course.exercises()):
+            self.lab.find_gpu()
 
     def on_screen_resume(self) -> None:
+        self.keeper.sync()
+        self.exercises_changed()
         self.scan_progress()
         target, self.target = self.target, None
         self.go_to(target)
+
+    def exercises_changed(self) -> None:
+        """Show each exercise's state in the tree, and in the summary if it shows one."""
+        self._label_exercises()
+        node = self.query_one(CourseTree).cursor_node
+        if node is not None and node.data is not None and not isinstance(node.data, int):
+            self.on_course_tree_highlighted(CourseTree.Highlighted(node.data))
+
+    def _label_exercises(self) -> None:
+        tree = self.query_one(CourseTree)
+        for exercise in self.course.exercises():
+            tree.show_exercise(exercise.name, self.lab.exercise_state(exercise))
 
     def go_to(self, target: int | str | None) -> None:
         """Put the cursor on a day (number), a lesson (id), or the last lesson read."""
@@ -90,21 +107,23 @@ class CourseMapScreen(LabScreen):
                 title = self.course.entry(item.lesson).title
             except KeyError:
                 title = item.lesson
-            summary.show_exercise(item, title, self.keeper.progress.hints.get(item.name, 0))
+            summary.show_exercise(item, title, self.keeper.progress.hints.get(item.name, 0),
+                                  self.lab.exercise_state(item))
         else:
             self._summarise(item)
 
     def _summarise(self, entry: LessonEntry) -> None:
         summary = self.query_one(ItemSummary)
         exercises = self.course.exercises(entry.id)
+        states = {exercise.name: self.lab.exercise_state(exercise) for exercise in exercises}
         try:
             lesson = self.course.lesson(entry.id)
         except CourseError as exc:
             self.query_one(CourseTree).show_status(entry, "broken")
-            summary.show_lesson(entry, None, exc.problems, 0.0, exercises)
+            summary.show_lesson(entry, None, exc.problems, 0.0, exercises, states)
             return
         fraction = self.keeper.progress.fraction(entry.id, set(lesson.by_key))
-        summary.show_lesson(entry, lesson, (), fraction, exercises)
+        summary.show_lesson(entry, lesson, (), fraction, exercises, states)
 
     @work(exclusive=True, group="scan-progress")
     async def scan_progress(self) -> None:

@@ -11,7 +11,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from gpulab.course import Course, ExerciseEntry, LessonEntry
-from gpulab.tui.text import progress_bar
+from gpulab.tui.text import NO_GPU, progress_bar
 
 __all__ = ["CourseTree", "MapItem", "exercise_label"]
 
@@ -21,16 +21,21 @@ MapItem = int | LessonEntry | ExerciseEntry
 _BAR = 8
 
 
-def exercise_label(exercise: ExerciseEntry) -> Text:
-    """``✎ name · needs GPU · not started``."""
+def exercise_label(exercise: ExerciseEntry, state: Text | None = None) -> Text:
+    """``✎ name  needs GPU · not started``; just ``✎ name  needs an NVIDIA GPU`` without one."""
     text = Text("✎ ", style="yellow")
     text.append(exercise.name, style="bold")
     text.append("  ")
+    state = state or Text("not started", style="dim")
+    if state.plain == NO_GPU:
+        text.append_text(state)
+        return text
     if exercise.gpu:
         text.append("needs GPU", style="bold yellow")
     else:
         text.append("CPU", style="green")
-    text.append(" · not started", style="dim")
+    text.append(" · ", style="dim")
+    text.append_text(state)
     return text
 
 
@@ -63,6 +68,7 @@ class CourseTree(Tree[MapItem]):
         self._lessons: dict[str, TreeNode[MapItem]] = {}
         self._days: dict[int, TreeNode[MapItem]] = {}
         self._status: dict[str, float | str | None] = {}
+        self._exercises: dict[str, tuple[ExerciseEntry, TreeNode[MapItem]]] = {}
         for day, entries in course.days():
             lessons = "lesson" if len(entries) == 1 else "lessons"
             label = Text(f"Day {day}", style="bold")
@@ -75,7 +81,8 @@ class CourseTree(Tree[MapItem]):
                                     expand=True, allow_expand=bool(exercises))
                 self._lessons.setdefault(entry.id, node)
                 for exercise in exercises:
-                    node.add_leaf(exercise_label(exercise), data=exercise)
+                    leaf = node.add_leaf(exercise_label(exercise), data=exercise)
+                    self._exercises.setdefault(exercise.name, (exercise, leaf))
         self.root.expand()
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[MapItem]) -> None:
@@ -98,6 +105,15 @@ class CourseTree(Tree[MapItem]):
             return
         self._status[entry.id] = status
         node.set_label(self._lesson_label(entry, status, node.allow_expand))
+
+    def show_exercise(self, name: str, state: Text) -> None:
+        """Show where the learner stands on an exercise (see `exercise_state`)."""
+        found = self._exercises.get(name)
+        if found is not None:
+            exercise, node = found
+            label = exercise_label(exercise, state)
+            if label != node.label:
+                node.set_label(label)
 
     def status(self, lesson_id: str) -> float | str | None:
         """What `show_status` last showed for a lesson."""

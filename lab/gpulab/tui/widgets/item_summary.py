@@ -33,6 +33,7 @@ class ItemSummary(Static):
         problems: tuple[Problem, ...],
         fraction: float,
         exercises: list[ExerciseEntry],
+        states: dict[str, Text] | None = None,
     ) -> None:
         """Summarise a lesson: objectives, progress and exercises, or why it is broken."""
         self.border_title = f"Day {entry.day} · lesson"
@@ -60,13 +61,18 @@ class ItemSummary(Static):
                 tail.append(f"✎ {exercise.name}  ")
                 tail.append("needs GPU" if exercise.gpu else "CPU",
                             style="yellow" if exercise.gpu else "green")
+                state = (states or {}).get(exercise.name)
+                if state is not None:
+                    tail.append(" · ", style="dim")
+                    tail.append_text(state)
                 tail.append("\n")
             parts.append(tail)
         parts.append(Text("\nenter opens the lesson", style="dim"))
         self.update(Group(*parts))
 
-    def show_exercise(self, exercise: ExerciseEntry, lesson_title: str, hints_seen: int) -> None:
-        """Summarise an exercise: its lesson, GPU need, limit and hints."""
+    def show_exercise(self, exercise: ExerciseEntry, lesson_title: str, hints_seen: int,
+                      state: Text | None = None) -> None:
+        """Summarise an exercise: its lesson, GPU need, limit, hints and where the learner is."""
         self.border_title = "exercise"
         text = Text(f"✎ {exercise.name}\n\n", style="bold")
         text.append(f"lesson      {lesson_title}\n")
@@ -75,7 +81,9 @@ class ItemSummary(Static):
                     style="yellow" if exercise.gpu else "green")
         text.append(f"\ntime limit  {exercise.time_limit} s\n")
         text.append(f"hints       {hints_seen} of {len(exercise.hints)} seen\n")
-        text.append("status      not started\n")
+        text.append("status      ")
+        text.append_text(state or Text("not started"))
+        text.append("\n")
         text.append("\nenter opens the exercise", style="dim")
         self.update(text)
 
