@@ -8,29 +8,21 @@ makes for the learner's worker, where it may (root, writable cgroup files; else 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import math
 import os
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from gpulab.grading.pytest_plugin import visible_checks
+
 
 def _visible() -> ModuleType:
-    """The visible checks' module, for its reading of the cgroup chain (no second copy)."""
-    module = sys.modules.get("test_cgroup_limits")
-    if module is None:
-        path = (Path(__file__).resolve().parents[2] / "exercises" / "containers"
-                / "test_cgroup_limits.py")
-        spec = importlib.util.spec_from_file_location("test_cgroup_limits", path)
-        assert spec is not None and spec.loader is not None, f"cannot load {path}"
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return module
+    """The visible checks' module (one copy of the helpers for both files)."""
+    return visible_checks(__file__)
 
 
 @pytest.mark.points(2)

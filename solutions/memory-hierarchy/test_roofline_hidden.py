@@ -8,29 +8,20 @@ arithmetic on specs.toml, as in the visible checks.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import random
 import secrets
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from gpulab.grading.pytest_plugin import visible_checks
+
 
 def _visible() -> ModuleType:
-    """The visible checks' module: its roofline arithmetic, one copy for both files."""
-    module = sys.modules.get("test_roofline")
-    if module is None:
-        path = (Path(__file__).resolve().parents[2] / "exercises" / "memory-hierarchy"
-                / "test_roofline.py")
-        spec = importlib.util.spec_from_file_location("test_roofline", path)
-        assert spec is not None and spec.loader is not None, f"cannot load {path}"
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return module
+    """The visible checks' module (one copy of the helpers for both files)."""
+    return visible_checks(__file__)
 
 
 _V = _visible()

@@ -18,6 +18,7 @@ from gpulab.course import ProgressStore, load_course
 from gpulab.grading.build import build_all, check_all, solution_path
 from gpulab.grading.notebook import NotebookError, read_notebook, strip_solution
 from gpulab.grading.runner import run_checks
+from squares_course import ANSWER, CHECKS, solution_notebook
 
 MANIFEST = """\
 [course]
@@ -37,49 +38,14 @@ hints = ["multiply"]
 """
 LESSON = "---\ntitle: Basics\nday: 1\nobjectives: [x]\n---\n# Basics\n\n- a node\n"
 
-SETUP = "import math\nSCALE = 1\n"
-ANSWER = '''def square(x):
-    """x times x."""
-    ### BEGIN SOLUTION
-    return x * x * SCALE
-    ### END SOLUTION
-'''
-CHECKS = '''import pytest
-
-
-@pytest.mark.points(2)
-def test_square(learner):
-    """squares small numbers"""
-    for x in (0, 3, -4):
-        got = learner.call("square", x)
-        assert got == x * x, f"square({x}) gave {got!r}, not {x * x}: multiply x by itself"
-
-
-def test_square_float(learner):
-    """squares a float"""
-    assert learner.call("square", 1.5) == 2.25, "1.5 squared is 2.25"
-'''
 HIDDEN = '''def test_square_large(learner):
     """squares a large number"""
     assert learner.call("square", 10**6) == 10**12, "large numbers too"
 '''
 
 
-def code(source: str, role: str, part: str | None = None) -> nbformat.NotebookNode:
-    meta: dict[str, object] = {"role": role}
-    if part:
-        meta["part"] = part
-    return nbformat.v4.new_code_cell(source, metadata={"gpulab": meta})
-
-
 def solution(answer: str = ANSWER) -> nbformat.NotebookNode:
-    notebook = nbformat.v4.new_notebook()
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
-    notebook.cells = [nbformat.v4.new_markdown_cell("# Squares"), code(SETUP, "setup"),
-                      code(answer, "answer", "square"), code("print(square(3))", "explore"),
-                      code('from gpulab.grading import check\ncheck("squares")', "check")]
-    return notebook
+    return solution_notebook(setup="import math\nSCALE = 1\n", answer=answer, explore=True)
 
 
 @pytest.fixture

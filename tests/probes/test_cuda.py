@@ -6,27 +6,15 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-from typing import Any
 
 import pytest
+from probe_helpers import cuda_device
 
 from gpulab.probes.cuda import CUPY_MISSING, open_device, properties
 from gpulab.probes.model import ProbeResult
 from gpulab.probes.registry import get_probe, run_probe
 
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
-
-
-def cuda_device() -> Any:
-    """CuPy with a usable GPU, or skip with the reason."""
-    cupy = pytest.importorskip("cupy", reason="CuPy is not installed (GPU tests run on a GPU "
-                                              "machine with the cuda12 or cuda13 extra)")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("CuPy finds no CUDA device")
-    except Exception as exc:  # no driver: skip, do not fail
-        pytest.skip(f"no usable NVIDIA GPU or driver: {exc}")
-    return cupy
 
 
 # ---- without CuPy ---------------------------------------------------------------------------

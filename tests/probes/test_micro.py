@@ -12,9 +12,9 @@ import random
 import struct
 from collections.abc import Callable
 from importlib.resources import files
-from typing import Any
 
 import pytest
+from probe_helpers import cuda_device as cuda
 
 from gpulab import kernels
 from gpulab.kernels import KernelError, launch
@@ -256,18 +256,6 @@ def test_registry_targets_exist_in_micro() -> None:
 
 
 # ---- on the GPU -----------------------------------------------------------------------------
-
-
-def cuda() -> Any:
-    """CuPy with a usable GPU, or skip with the reason."""
-    cupy = pytest.importorskip("cupy", reason="CuPy is not installed (GPU tests run on a GPU "
-                                              "machine with the cuda12 or cuda13 extra)")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("CuPy finds no CUDA device")
-    except Exception as exc:  # no driver: skip, do not fail
-        pytest.skip(f"no usable NVIDIA GPU or driver: {exc}")
-    return cupy
 
 
 _RESULTS: dict[str, ProbeResult] = {}

@@ -13,6 +13,8 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
 
+from squares_course import ANSWER, CHECKS, solution_notebook
+
 FIXTURE = Path(__file__).parent / "fixture_course"
 NVML_REPLAY = Path(__file__).resolve().parents[1] / "fixtures" / "nvml" / "h200.json"
 """NVML's answers on gpulab's H200, recorded there, replayed where there is no GPU."""
@@ -54,35 +56,11 @@ gpu = false
 time_limit = 30
 hints = ["Multiply x by itself.", "x * x"]
 """
-SQUARES_SETUP = "SCALE = 1\n"
-SQUARES_ANSWER = '''def square(x):
-    """x times x."""
-    ### BEGIN SOLUTION
-    return x * x * SCALE
-    ### END SOLUTION
-'''
-SQUARES_CHECKS = '''import pytest
-
-
-@pytest.mark.points(2)
-def test_square(learner):
-    """squares small numbers"""
-    for x in (0, 3, -4):
-        got = learner.call("square", x)
-        assert got == x * x, f"square({x}) gave {got!r}, not {x * x}: multiply x by itself"
-
-
-def test_square_float(learner):
-    """squares a float"""
-    assert learner.call("square", 1.5) == 2.25, "1.5 squared is 2.25"
-'''
 
 
 def build_exercise_course(root: Path) -> Path:
     """The fixture course under root/lessons, plus a "squares" exercise (solution, checks and
     the learner's notebook) under root/solutions and root/exercises; returns root/lessons."""
-    import nbformat
-
     from gpulab.grading.notebook import read_notebook, to_exercise, write_notebook
 
     lessons = root / "lessons"
@@ -90,26 +68,16 @@ def build_exercise_course(root: Path) -> Path:
     with (lessons / "course.toml").open("a", encoding="utf-8") as manifest:
         manifest.write(SQUARES_ENTRY)
 
-    def code(source: str, role: str, part: str | None = None) -> object:
-        meta = {"role": role, **({"part": part} if part else {})}
-        return nbformat.v4.new_code_cell(source, metadata={"gpulab": meta})
-
-    solution = nbformat.v4.new_notebook()
-    solution.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
-    solution.cells = [nbformat.v4.new_markdown_cell("# Squares"), code(SQUARES_SETUP, "setup"),
-                      code(SQUARES_ANSWER, "answer", "square"),
-                      code('from gpulab.grading import check\ncheck("squares")', "check")]
     source = root / "solutions" / "basics" / "squares.ipynb"
-    write_notebook(solution, source)
+    write_notebook(solution_notebook(), source)
     (root / "exercises" / "basics").mkdir(parents=True)
-    (root / "exercises" / "basics" / "test_squares.py").write_text(SQUARES_CHECKS)
+    (root / "exercises" / "basics" / "test_squares.py").write_text(CHECKS)
     write_notebook(to_exercise(read_notebook(source), source),
                    root / "exercises" / "basics" / "squares.ipynb")
     return lessons
 
 
-def solve(notebook: Path, answer: str = SQUARES_ANSWER) -> None:
+def solve(notebook: Path, answer: str = ANSWER) -> None:
     """Type `answer` into the notebook's answer cell and save it, as a learner would."""
     from gpulab.grading.notebook import read_notebook, write_notebook
 

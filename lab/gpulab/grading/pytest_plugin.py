@@ -10,10 +10,13 @@ outcome, points and message; the runner reads it, never pytest's output.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -21,7 +24,29 @@ import pytest
 from gpulab.grading.learner import Learner, LearnerError, released_cells
 from gpulab.grading.notebook import NotebookError
 
+__all__ = ["learner", "visible_checks"]
+
 _RESULTS: list[dict[str, Any]] = []
+
+
+def visible_checks(hidden_file: str) -> ModuleType:
+    """The visible checks' module for a hidden check file, so both share one copy of helpers.
+
+    ``solutions/<lesson>/test_<name>_hidden.py`` maps to
+    ``exercises/<lesson>/test_<name>.py``; the module pytest already imported is
+    reused, else it is loaded from that path.
+    """
+    hidden = Path(hidden_file).resolve()
+    name = hidden.stem.removesuffix("_hidden")
+    module = sys.modules.get(name)
+    if module is None:
+        path = hidden.parents[2] / "exercises" / hidden.parent.name / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load the visible checks {path}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module
 
 
 def pytest_configure(config: pytest.Config) -> None:
