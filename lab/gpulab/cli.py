@@ -10,9 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from gpulab import __version__
 from gpulab.errors import GpulabError
+
+if TYPE_CHECKING:
+    from gpulab.course.catalog import Course
 
 __all__ = ["main"]
 
@@ -126,12 +130,14 @@ def _parser() -> argparse.ArgumentParser:
         "build", help="generate exercises/ from solutions/",
         description="Generate every exercises/<lesson>/<name>.ipynb from its solution: answers "
                     "replaced by stubs, outputs cleared.")
+    build.add_argument("names", nargs="*", metavar="NAME", help="only these exercises")
     build.set_defaults(handler=_build)
     dev_check = dev_commands.add_parser(
         "check", help="prove every exercise sound: built, failing as shipped, solved",
         description="For every exercise: the generated notebook matches its solution, its "
                     "checks fail as shipped, and the solution passes them (hidden checks too). "
                     "GPU exercises run only with --gpu.")
+    dev_check.add_argument("names", nargs="*", metavar="NAME", help="only these exercises")
     dev_check.add_argument("--gpu", action="store_true", help="also check the GPU exercises")
     dev_check.set_defaults(handler=_dev_check)
     return parser
@@ -292,8 +298,23 @@ def _build(args: argparse.Namespace) -> int:
     from gpulab.course import load_course
     from gpulab.grading.build import build_all
 
-    for path in build_all(load_course()):
+    course = load_course()
+    unknown = _unknown_exercises(course, args.names)
+    if unknown:
+        return unknown
+    for path in build_all(course, args.names):
         print(f"wrote {path}")
+    return 0
+
+
+def _unknown_exercises(course: Course, names: list[str]) -> int:
+    """Print an error for names that are not exercises; BAD_INPUT if there were any."""
+    known = {entry.name for entry in course.exercises()}
+    wrong = [name for name in names if name not in known]
+    if wrong:
+        print(f"gpulab: no exercise named {', '.join(wrong)}\n    hint: the exercises are "
+              f"{', '.join(sorted(known))}", file=sys.stderr)
+        return BAD_INPUT
     return 0
 
 
@@ -301,7 +322,11 @@ def _dev_check(args: argparse.Namespace) -> int:
     from gpulab.course import load_course
     from gpulab.grading.build import check_all
 
-    problems = check_all(load_course(), gpu=args.gpu, report=print)
+    course = load_course()
+    unknown = _unknown_exercises(course, args.names)
+    if unknown:
+        return unknown
+    problems = check_all(course, args.names, gpu=args.gpu, report=print)
     for problem in problems:
         print(problem, file=sys.stderr)
     return BAD_INPUT if problems else 0

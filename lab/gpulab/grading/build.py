@@ -9,7 +9,7 @@ too. GPU exercises are checked only when asked (on a machine with a GPU).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from gpulab.course.catalog import Course
@@ -39,21 +39,21 @@ def build_text(entry: ExerciseEntry) -> str:
     return notebook_text(to_exercise(read_notebook(source), source))
 
 
-def build_all(course: Course) -> list[Path]:
-    """Write every exercise notebook from its solution; the paths written."""
+def build_all(course: Course, names: Sequence[str] = ()) -> list[Path]:
+    """Write every exercise notebook (or those named) from its solution; the paths written."""
     written = []
-    for entry in course.exercises():
+    for entry in _chosen(course, names):
         source = solution_path(entry)
         write_notebook(to_exercise(read_notebook(source), source), entry.notebook)
         written.append(entry.notebook)
     return written
 
 
-def check_all(course: Course, *, gpu: bool = False,
+def check_all(course: Course, names: Sequence[str] = (), *, gpu: bool = False,
               report: Callable[[str], object] = print) -> list[Problem]:
-    """Every exercise built, failing as shipped and solved; the problems found."""
+    """Every exercise (or those named) built, failing as shipped and solved; the problems."""
     problems: list[Problem] = []
-    for entry in course.exercises():
+    for entry in _chosen(course, names):
         if entry.gpu and not gpu:
             report(f"– {entry.name}: a GPU exercise, not checked here (use --gpu on a GPU)")
             continue
@@ -61,6 +61,10 @@ def check_all(course: Course, *, gpu: bool = False,
         problems.extend(found)
         report(f"{'✓' if not found else '✗'} {entry.name}")
     return problems
+
+
+def _chosen(course: Course, names: Sequence[str]) -> list[ExerciseEntry]:
+    return [entry for entry in course.exercises() if not names or entry.name in names]
 
 
 def _check_one(entry: ExerciseEntry) -> list[Problem]:

@@ -26,7 +26,8 @@ from typing import Any
 from gpulab.errors import GpulabError
 from gpulab.grading.notebook import Cell
 
-__all__ = ["MAX_REPLY_BYTES", "Learner", "LearnerError", "released_cells"]
+__all__ = ["MAX_REPLY_BYTES", "Learner", "LearnerError", "kill_group", "read_reply",
+           "released_cells"]
 
 MAX_REPLY_BYTES = 2**20
 
@@ -71,7 +72,7 @@ class Learner:
     def close(self) -> None:
         """Stop the worker and everything it started."""
         if self._process is not None:
-            _kill(self._process)
+            kill_group(self._process)
             self._process = None
         if self._reader is not None:
             os.close(self._reader)
@@ -130,26 +131,20 @@ class Learner:
 
     def _read_line(self, doing: str) -> bytes:
         assert self._reader is not None
-        deadline = time.monotonic() + self.timeout
-        with selectors.DefaultSelector() as selector:
-            selector.register(self._reader, selectors.EVENT_READ)
-            while b"\n" not in self._buffer:
-                left = deadline - time.monotonic()
-                if left <= 0 or not selector.select(left):
-                    self.close()
-                    raise LearnerError(f"while {doing}, your code ran longer than "
-                                       f"{self.timeout:g} s and was stopped: is there an "
-                                       "endless loop, or a wait for input?")
-                chunk = os.read(self._reader, 65536)
-                if not chunk:
-                    raise self._died(doing)
-                self._buffer += chunk
-                if len(self._buffer) > MAX_REPLY_BYTES:
-                    self.close()
-                    raise LearnerError(f"while {doing}, the result was larger than "
-                                       f"{MAX_REPLY_BYTES // 2**20} MiB: return a summary, "
-                                       "not the data itself")
-        line, _, self._buffer = self._buffer.partition(b"\n")
+        try:
+            line, self._buffer = read_reply(self._reader, self._buffer, self.timeout)
+        except TimeoutError:
+            self.close()
+            raise LearnerError(f"while {doing}, your code ran longer than "
+                               f"{self.timeout:g} s and was stopped: is there an "
+                               "endless loop, or a wait for input?") from None
+        except EOFError:
+            raise self._died(doing) from None
+        except OverflowError:
+            self.close()
+            raise LearnerError(f"while {doing}, the result was larger than "
+                               f"{MAX_REPLY_BYTES // 2**20} MiB: return a summary, "
+                               "not the data itself") from None
         return line
 
     def _died(self, doing: str) -> LearnerError:
@@ -162,7 +157,31 @@ class Learner:
                             "ended the process (os._exit, a crash, or the memory limit)")
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
+def read_reply(reader: int, buffer: bytes, timeout: float,
+               cap: int = MAX_REPLY_BYTES) -> tuple[bytes, bytes]:
+    """One newline-ended line from the pipe `reader`: (line, what was read past it).
+
+    Raises TimeoutError when no whole line came within `timeout` seconds,
+    EOFError when the writer closed the pipe first, OverflowError past `cap` bytes.
+    """
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(reader, selectors.EVENT_READ)
+        while b"\n" not in buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                raise TimeoutError
+            chunk = os.read(reader, 65536)
+            if not chunk:
+                raise EOFError
+            buffer += chunk
+            if len(buffer) > cap:
+                raise OverflowError
+    line, _, rest = buffer.partition(b"\n")
+    return line, rest
+
+
+def kill_group(process: subprocess.Popen[bytes]) -> None:
     """End the worker's whole process group: the learner's children too."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)

@@ -54,6 +54,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU")
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Checks marked ``gpu`` skip, saying why, on a machine without a usable NVIDIA GPU."""
+    if item.get_closest_marker("gpu") is not None:
+        from gpulab.grading.gpu import gpu_missing
+
+        reason = gpu_missing()
+        if reason:
+            pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def learner() -> Iterator[Learner]:
     """The learner's answers, in a worker process: ``learner.call("name", *args)``."""
@@ -90,7 +100,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
             item, pytest.Function) and item.obj.__doc__ else ""
         _RESULTS.append({"check": item.name, "title": doc, "outcome": outcome,
                          "points": points, "message": message,
-                         "hidden": "_hidden" in item.path.name})
+                         "hidden": "_hidden" in item.path.name,
+                         "needs_gpu": report.skipped and item.get_closest_marker("gpu") is not None})
     return report
 
 

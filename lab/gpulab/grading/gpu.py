@@ -1,0 +1,163 @@
+"""Kernel answers on the trusted side: run learner CUDA C in a fresh worker, and GPU facts.
+
+A kernel answer is plain data: CUDA C source text and launch configurations
+(numbers). `run_kernel` hands them to ``python -m gpulab.grading.kernel_worker``,
+a new process in its own session that runs no learner Python: it compiles the
+source with NVRTC, generates the task's secret inputs, launches, compares with
+its own reference, times with CUDA events, and answers one line of JSON on a
+pipe. Which task it runs is trusted code in `gpulab.grading.tasks`. A kernel
+that faults (its CUDA context is lost) or never ends (the process is killed
+with its group) costs only that worker.
+
+`gpu_missing()` says why checks marked ``gpu`` cannot run here (None when they
+can); `device_facts()` gives the few device properties a check passes to the
+learner's launch-configuration function.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+from gpulab.grading.learner import MAX_REPLY_BYTES, LearnerError, kill_group, read_reply
+
+__all__ = [
+    "MAX_SOURCE_BYTES",
+    "KernelAnswerError",
+    "device_facts",
+    "gpu_missing",
+    "new_seed",
+    "run_kernel",
+]
+
+MAX_SOURCE_BYTES = 256 * 1024
+_TASK = re.compile(r"[a-z][a-z0-9_]*\Z")
+_ENV_KEPT = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_PATH",
+             "CUDA_HOME", "CUPY_CACHE_DIR", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "GPULAB_COURSE_DIR")
+
+
+class KernelAnswerError(LearnerError):
+    """The learner's kernel did not give an answer: it did not compile, launch or finish.
+
+    `kind` is one of "source" (not CUDA C text), "compile", "missing" (no kernel of
+    that name), "config" (an unusable launch configuration), "launch" (CUDA refused
+    the launch), "fault" (the kernel failed on the GPU), "timeout" or "crash".
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def new_seed() -> int:
+    """A secret seed for a task's random inputs, drawn afresh for every run."""
+    return secrets.randbits(63)
+
+
+def run_kernel(task: str, source: Any, params: dict[str, Any], *,
+               timeout: float = 120.0) -> dict[str, Any]:
+    """Run trusted task `task` on the learner's CUDA C `source`; the task's findings.
+
+    `params` is plain JSON data (sizes, launch configurations, the seed). Raises
+    `KernelAnswerError` when the kernel does not compile, launch or finish.
+    """
+    if not _TASK.match(task) or importlib.util.find_spec(f"gpulab.grading.tasks.{task}") is None:
+        raise ValueError(f"no kernel task named {task!r} in gpulab.grading.tasks")
+    if not isinstance(source, str):
+        raise KernelAnswerError("source", f"the kernel source should be a string of CUDA C, "
+                                f"not {type(source).__name__}")
+    if len(source.encode()) > MAX_SOURCE_BYTES:
+        raise KernelAnswerError("source", f"the kernel source is over "
+                                f"{MAX_SOURCE_BYTES // 1024} KiB: is it really one kernel?")
+    job = json.dumps({"task": task, "source": source, "params": params}, allow_nan=False)
+    env = {key: value for key, value in os.environ.items() if key in _ENV_KEPT}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    reader, writer = os.pipe()
+    with tempfile.TemporaryDirectory(prefix="gpulab-kernel-") as folder:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gpulab.grading.kernel_worker", str(writer)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            pass_fds=(writer,), cwd=folder, env=env, start_new_session=True)
+        os.close(writer)
+        try:
+            assert process.stdin is not None
+            process.stdin.write(job.encode())
+            process.stdin.close()
+            line, _ = read_reply(reader, b"", timeout, MAX_REPLY_BYTES)
+        except TimeoutError:
+            raise KernelAnswerError(
+                "timeout", f"your kernel did not finish within {timeout:g} s and its process "
+                "was stopped: is there a loop whose index never reaches its end, or a "
+                "__syncthreads() that some threads of a block never reach?") from None
+        except EOFError:
+            raise KernelAnswerError("crash", _crash_text(process)) from None
+        except (OverflowError, BrokenPipeError) as exc:
+            raise KernelAnswerError("crash", f"the kernel worker failed: {exc!r}") from None
+        finally:
+            os.close(reader)
+            kill_group(process)
+            if process.stderr is not None:
+                process.stderr.close()
+    reply = json.loads(line)
+    if not reply.get("ok"):
+        raise KernelAnswerError(str(reply.get("kind", "crash")), str(reply.get("message", "")))
+    value = reply.get("value")
+    if not isinstance(value, dict):
+        raise KernelAnswerError("crash", "the kernel worker sent a malformed answer")
+    return value
+
+
+def _crash_text(process: subprocess.Popen[bytes]) -> str:
+    tail = b""
+    if process.stderr is not None:
+        try:
+            process.wait(timeout=5)
+            tail = process.stderr.read()[-2000:]
+        except (subprocess.TimeoutExpired, OSError, ValueError):
+            pass
+    last = tail.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+    return f"the kernel worker ended without an answer ({last[0]})"
+
+
+def gpu_missing() -> str | None:
+    """Why CUDA checks cannot run on this machine, or None when they can."""
+    return _gpu_missing()
+
+
+@functools.cache
+def _gpu_missing() -> str | None:
+    if importlib.util.find_spec("cupy") is None:
+        return "needs an NVIDIA GPU (CuPy is not installed here)"
+    try:
+        cupy = importlib.import_module("cupy")
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as exc:  # no driver, no device, a broken install: all mean "no GPU"
+        return f"needs an NVIDIA GPU (the CUDA runtime says: {exc})"
+    return None if count > 0 else "needs an NVIDIA GPU (none found)"
+
+
+@functools.cache
+def device_facts() -> dict[str, Any]:
+    """The current device's name, SM count and launch limits, as plain data."""
+    cupy = importlib.import_module("cupy")
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"]
+    return {
+        "name": name.decode(errors="replace") if isinstance(name, bytes) else str(name),
+        "sm_count": int(props["multiProcessorCount"]),
+        "compute_capability": f"{props['major']}.{props['minor']}",
+        "max_threads_per_block": int(props["maxThreadsPerBlock"]),
+        "max_threads_per_sm": int(props["maxThreadsPerMultiProcessor"]),
+        "shared_mem_per_block": int(props["sharedMemPerBlock"]),
+        "shared_mem_per_block_optin": int(props["sharedMemPerBlockOptin"]),
+        "warp_size": int(props["warpSize"]),
+    }
