@@ -14,6 +14,7 @@ import time
 import pytest
 
 from gpulab.course import load_course
+from gpulab.grading.build import solution_path
 from gpulab.grading.gpu import (
     MAX_SOURCE_BYTES,
     KernelAnswerError,
@@ -22,7 +23,6 @@ from gpulab.grading.gpu import (
     new_seed,
     run_kernel,
 )
-from gpulab.grading.build import solution_path
 from gpulab.grading.learner import Learner
 from gpulab.grading.notebook import answer_cells, read_notebook, setup_cells
 from gpulab.grading.runner import run_checks

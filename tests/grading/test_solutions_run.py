@@ -1,0 +1,46 @@
+"""Every solution notebook of the course runs top to bottom in a real Jupyter kernel.
+
+nbclient starts an ipykernel and executes every cell, the explore cells and
+widgets included; the last cell's `check()` then judges the saved solution
+and must show a passing panel. CPU exercises run everywhere; GPU exercises
+run on a machine with an NVIDIA GPU (the device) and skip elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from _pytest.mark import ParameterSet
+
+from gpulab.course import load_course
+from gpulab.course.manifest import ExerciseEntry
+from gpulab.grading.build import solution_path
+from gpulab.grading.gpu import gpu_missing
+from gpulab.grading.notebook import read_notebook
+
+EXERCISES = load_course().exercises()
+
+
+def _param(entry: ExerciseEntry) -> ParameterSet:
+    marks = [pytest.mark.gpu, pytest.mark.skipif(gpu_missing() is not None,
+                                                 reason=str(gpu_missing()))] if entry.gpu else []
+    return pytest.param(entry, id=entry.name, marks=marks)
+
+
+@pytest.mark.parametrize("exercise", [_param(e) for e in EXERCISES])
+def test_solution_runs_and_passes(exercise: ExerciseEntry, tmp_path: Path) -> None:
+    from nbclient import NotebookClient
+
+    path = solution_path(exercise)
+    notebook = read_notebook(path)
+    NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute(
+        env={**os.environ, "GPULAB_STATE_DIR": str(tmp_path / "state")})
+    errors = [output for cell in notebook.cells if cell.cell_type == "code"
+              for output in cell.get("outputs", []) if output.get("output_type") == "error"]
+    assert not errors
+    panel = notebook.cells[-1].outputs[-1]["data"]
+    assert "application/vnd.jupyter.widget-view+json" in panel
+    assert "passed</span>" in panel["text/plain"], panel["text/plain"][:400]
