@@ -45,6 +45,7 @@ def visible_checks(hidden_file: str) -> ModuleType:
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot load the visible checks {path}")
         module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module        # as an import would: dataclasses look it up there
         spec.loader.exec_module(module)
     return module
 
