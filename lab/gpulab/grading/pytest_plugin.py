@@ -99,10 +99,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
             "skipped" if report.skipped else "failed")
         doc = (item.obj.__doc__ or "").strip().splitlines()[0] if isinstance(
             item, pytest.Function) and item.obj.__doc__ else ""
+        needs_gpu = report.skipped and item.get_closest_marker("gpu") is not None
         _RESULTS.append({"check": item.name, "title": doc, "outcome": outcome,
                          "points": points, "message": message,
-                         "hidden": "_hidden" in item.path.name,
-                         "needs_gpu": report.skipped and item.get_closest_marker("gpu") is not None})
+                         "hidden": "_hidden" in item.path.name, "needs_gpu": needs_gpu})
     return report
 
 
