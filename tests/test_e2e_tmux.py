@@ -58,7 +58,7 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
     env = {"GPULAB_STATE_DIR": str(tmp_path / "state"), "TERM": "xterm-256color"}
     command = " ".join(f"{k}={v}" for k, v in env.items()) + f" {GPULAB}"
     socket_env = {k: v for k, v in os.environ.items() if k != "TMUX"}
-    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "100", "-y", "30", command],
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "100", "-y", "50", command],
                    check=True, env=socket_env)
     term = Terminal(name)
     try:
