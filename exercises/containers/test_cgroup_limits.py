@@ -2,9 +2,10 @@
 
 Each check calls one of your functions in the worker process and compares
 the result with what this file reads itself: the hierarchies from
-/proc/self/mountinfo, this process's cgroup from /proc/self/cgroup, and the
-limit files from this cgroup up to the top of its hierarchy. The worker is a
-child of the checker in the same cgroup, so both read the same limits.
+/proc/self/mountinfo, the worker's cgroup from /proc/<worker pid>/cgroup, and
+the limit files from that cgroup up to the top of its hierarchy. So both sides
+read the same limits, also when a grading run gives the worker a sandbox and a
+cgroup of its own.
 """
 
 from __future__ import annotations
@@ -134,8 +135,8 @@ def _pids(folder: Path) -> int | None:
     return None if text is None or text == "max" else int(text)
 
 
-def read_cpuset() -> tuple[list[int] | None, str]:
-    chain = read_chain("cpuset") or []
+def read_cpuset(pid: int | str = "self") -> tuple[list[int] | None, str]:
+    chain = read_chain("cpuset", pid) or []
     for folder in chain:
         for name in ("cpuset.cpus.effective", "cpuset.effective_cpus"):
             text = _text(folder / name)
@@ -164,9 +165,16 @@ def test_cgroup_version(learner):
 
 # ---- part 2: cgroup_chain --------------------------------------------------------------------
 
-def judge_chain(controller: str, got: object) -> str | None:
-    """Why `got` is not this process's chain for `controller`; None when it is."""
-    chain = read_chain(controller)
+def worker(learner) -> int:
+    """The worker's pid, as the checker numbers it."""
+    pid = learner.pid
+    assert pid is not None, "the checker cannot find the worker process"
+    return int(pid)
+
+
+def judge_chain(controller: str, got: object, pid: int | str = "self") -> str | None:
+    """Why `got` is not process `pid`'s chain for `controller`; None when it is."""
+    chain = read_chain(controller, pid)
     want = None if chain is None else [str(folder) for folder in chain]
     if want is None:
         return None if got is None else (
@@ -192,8 +200,10 @@ def judge_chain(controller: str, got: object) -> str | None:
 @pytest.mark.points(3)
 def test_cgroup_chain(learner):
     """cgroup_chain() finds this process's memory, cpu, pids and cpuset cgroups, and parents."""
+    pid = worker(learner)
     problems = [why for controller in ("memory", "cpu", "pids", "cpuset")
-                if (why := judge_chain(controller, learner.call("cgroup_chain", controller)))]
+                if (why := judge_chain(controller, learner.call("cgroup_chain", controller),
+                                       pid))]
     assert not problems, "; ".join(problems)
 
 
@@ -216,7 +226,7 @@ def test_parse_cpu_max_examples(learner):
 def test_memory_limit(learner):
     """memory_limit() is the smallest memory limit on the chain, in bytes, or None."""
     got = learner.call("memory_limit")
-    want = read_limit("memory", _memory)
+    want = read_limit("memory", _memory, worker(learner))
     names = "memory.max" if read_version() == "v2" else "memory.limit_in_bytes"
     assert got == want.value and (got is None) == (want.value is None), (
         f"memory_limit() returned {show(got)}, but the checker finds {show(want.value)} "
@@ -228,7 +238,7 @@ def test_memory_limit(learner):
 def test_cpu_quota(learner):
     """cpu_quota() is the smallest CPU quota on the chain, in CPUs, or None."""
     got = learner.call("cpu_quota")
-    want = read_limit("cpu", _cpu)
+    want = read_limit("cpu", _cpu, worker(learner))
     if want.value is None:
         assert got is None, (
             f"cpu_quota() returned {got!r}, but the checker finds no quota ({want.source}): "
@@ -245,7 +255,7 @@ def test_cpu_quota(learner):
 def test_pids_limit(learner):
     """pids_limit() is the smallest pids.max on the chain, or None."""
     got = learner.call("pids_limit")
-    want = read_limit("pids", _pids)
+    want = read_limit("pids", _pids, worker(learner))
     assert got == want.value and (got is None) == (want.value is None), (
         f"pids_limit() returned {show(got)}, but the checker finds {show(want.value)} "
         f"({want.source}): pids.max holds a number or 'max' (no limit), and a missing file "
@@ -258,7 +268,7 @@ def test_pids_limit(learner):
 def test_allowed_cpus(learner):
     """allowed_cpus() is the effective cpuset nearest to this process's cgroup."""
     got = learner.call("allowed_cpus")
-    want, source = read_cpuset()
+    want, source = read_cpuset(worker(learner))
     shown = "None" if want is None else f"{compact_cpu_list(want)} ({len(want)} CPUs)"
     assert got == want, (
         f"allowed_cpus() returned {got!r}, but the checker reads {shown} from {source}: "

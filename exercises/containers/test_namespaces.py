@@ -1,9 +1,10 @@
 """Visible checks for the namespaces exercise.
 
 Each check calls one of your functions in the worker process and compares
-the result with what this file reads from /proc and the file system itself.
-The worker is a child of the checker in the same namespaces and cgroup, so
-"this process" means the same thing on both sides.
+the result with what this file reads from /proc about that worker: its
+/proc/<pid>/ns, the PID 1 it sees, its cgroup and its file system (through
+/proc/<pid>/root). So "this process" means the same thing on both sides, also
+when a grading run puts the worker in a sandbox with namespaces of its own.
 """
 
 from __future__ import annotations
@@ -35,29 +36,36 @@ def read_ns(pid: int | str) -> dict[str, int] | None:
     return found
 
 
-def read_differs() -> list[str] | None:
-    """The names whose links differ between this process and PID 1, or None if unreadable."""
-    mine, theirs = read_ns("self"), read_ns(1)
-    assert mine is not None, "the checker cannot read its own /proc/self/ns"
+def worker(learner) -> tuple[int, int]:
+    """(the worker's pid, the pid of the process it sees as PID 1), as the checker numbers them."""
+    pid, one = learner.pid, learner.pid_one
+    assert pid is not None and one is not None, "the checker cannot find the worker process"
+    return pid, one
+
+
+def read_differs(pid: int, one: int) -> list[str] | None:
+    """The names whose links differ between process `pid` and its PID 1, or None if unreadable."""
+    mine, theirs = read_ns(pid), read_ns(one)
+    assert mine is not None, f"the checker cannot read /proc/{pid}/ns"
     if theirs is None:
         return None
     return sorted(name for name in mine if name in theirs and mine[name] != theirs[name])
 
 
-def read_pid1_comm() -> str | None:
+def read_pid1_comm(one: int) -> str | None:
     try:
-        return Path("/proc/1/comm").read_text().strip()
+        return Path(f"/proc/{one}/comm").read_text().strip()
     except OSError:
         return None
 
 
-def read_cgroup_paths() -> list[str]:
-    return [line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text().splitlines()
+def read_cgroup_paths(pid: int) -> list[str]:
+    return [line.split(":", 2)[2] for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines()
             if line.count(":") >= 2]
 
 
-def judge_fact(fact: object) -> str | None:
-    """Why one evidence string is not true on this machine; None when it is."""
+def judge_fact(fact: object, pid: int, one: int) -> str | None:
+    """Why one evidence string is not true for the worker `pid`; None when it is."""
     if not isinstance(fact, str):
         return f"{fact!r} is not a string"
     kind, colon, value = fact.partition(": ")
@@ -66,7 +74,7 @@ def judge_fact(fact: object) -> str | None:
                 f"of {', '.join(KINDS)})")
     value = value.strip()
     if kind == "differs from PID 1":
-        truth = read_differs()
+        truth = read_differs(pid, one)
         shown = "unreadable" if truth is None else ", ".join(truth) or "none"
         if value in ("unreadable", "none"):
             claimed: list[str] | None = None if value == "unreadable" else []
@@ -75,21 +83,21 @@ def judge_fact(fact: object) -> str | None:
         if claimed != truth:
             return f"{fact!r}, but the checker finds \"differs from PID 1: {shown}\""
     elif kind == "PID 1 command":
-        comm = read_pid1_comm()
+        comm = read_pid1_comm(one)
         if comm != value:
             return (f"{fact!r}, but /proc/1/comm holds {comm!r}" if comm is not None
                     else f"{fact!r}, but /proc/1/comm cannot be read here")
     elif kind in ("file exists", "file missing"):
         if value not in MARKER_FILES:
             return f"{fact!r}: only the marker files {', '.join(MARKER_FILES)} count here"
-        if os.path.exists(value) != (kind == "file exists"):
+        if os.path.exists(f"/proc/{pid}/root{value}") != (kind == "file exists"):
             return f"{fact!r}, but {value} {'is missing' if kind == 'file exists' else 'exists'}"
     elif kind == "cgroup":
-        paths = read_cgroup_paths()
+        paths = read_cgroup_paths(pid)
         if value not in paths:
             return f"{fact!r}, but the paths in /proc/self/cgroup are {sorted(set(paths))}"
     else:
-        initial = read_ns("self")["pid"] == INITIAL_PID_NS  # type: ignore[index]
+        initial = read_ns(pid)["pid"] == INITIAL_PID_NS  # type: ignore[index]
         if value not in ("yes", "no") or (value == "yes") != initial:
             return (f"{fact!r}, but this process's pid namespace "
                     f"{'is' if initial else 'is not'} the initial one (inode {INITIAL_PID_NS}): "
@@ -102,7 +110,8 @@ def judge_fact(fact: object) -> str | None:
 @pytest.mark.points(1)
 def test_ns_inode_reads_this_machine(learner):
     """ns_inode reads the number out of this machine's own namespace links."""
-    for entry in sorted(Path("/proc/self/ns").iterdir()):
+    pid, _ = worker(learner)
+    for entry in sorted(Path(f"/proc/{pid}/ns").iterdir()):
         target = os.readlink(entry)
         want = int(target.split("[")[1].rstrip("]"))
         got = learner.call("ns_inode", target)
@@ -117,7 +126,7 @@ def test_ns_inode_reads_this_machine(learner):
 def test_namespace_ids(learner):
     """namespace_ids() lists every link of /proc/self/ns with its inode number."""
     got = learner.call("namespace_ids")
-    want = read_ns("self")
+    want = read_ns(worker(learner)[0])
     assert isinstance(got, dict), (
         f"namespace_ids() returned {type(got).__name__}, not a dict of name -> inode number")
     missing = sorted(set(want) - set(got))
@@ -139,7 +148,7 @@ def test_namespace_ids(learner):
 def test_differs_from_pid1(learner):
     """differs_from_pid1() names the links that differ from PID 1's, or None if unreadable."""
     got = learner.call("differs_from_pid1")
-    want = read_differs()
+    want = read_differs(*worker(learner))
     if want is None:
         assert got is None, (
             f"differs_from_pid1() returned {got!r}, but PID 1's links in /proc/1/ns cannot "
@@ -174,7 +183,8 @@ def test_in_container_evidence_is_true(learner):
     evidence = got.get("evidence") if isinstance(got, dict) else None
     assert isinstance(evidence, list) and evidence, (
         f"in_container() gave no list of evidence: {got!r}")
-    problems = [why for why in map(judge_fact, evidence) if why]
+    pid, one = worker(learner)
+    problems = [why for why in (judge_fact(fact, pid, one) for fact in evidence) if why]
     assert not problems, "evidence that is not true here: " + "; ".join(problems)
 
 

@@ -8,6 +8,7 @@ its message, never as a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -115,6 +116,31 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--notebook", metavar="PATH",
                        help="the notebook to check (default: the exercise's own)")
     check.set_defaults(handler=_check)
+
+    grade = commands.add_parser(
+        "grade", help="grade a class's notebooks: gradebook, LMS CSV, feedback",
+        description="Grade every learner's notebooks under SUBMISSIONS (a folder with one "
+                    "folder or zip per learner, or an LMS bulk-download zip). Learner code "
+                    "runs sandboxed, one process per learner and exercise. Writes "
+                    "gradebook.sqlite, grades.csv and feedback/<learner>.html|md into --out. "
+                    "Run the same command again to go on after a stop; grades of unchanged "
+                    "notebooks are kept unless --regrade.")
+    grade.add_argument("submissions", metavar="SUBMISSIONS", help="folder or bulk zip")
+    grade.add_argument("--exercises", nargs="+", metavar="NAME", default=[],
+                       help="only these exercises (default: those anyone handed in)")
+    grade.add_argument("--out", metavar="DIR", default="grading",
+                       help="where the results go (default: ./grading)")
+    grade.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
+                       help="grading processes at a time (default: one per CPU core)")
+    grade.add_argument("--gpus", metavar="LIST", default=None,
+                       help="GPU indices for GPU exercises, e.g. 0,1 (default: all)")
+    grade.add_argument("--regrade", action="store_true",
+                       help="grade again what an earlier run already graded")
+    grade.add_argument("--timeout", type=float, metavar="SECONDS", default=None,
+                       help="per learner and exercise (default: the exercise's time limit)")
+    grade.add_argument("--unsafe", action="store_true",
+                       help="grade even where no sandbox can hide files from learner code")
+    grade.set_defaults(handler=_grade)
 
     dev = commands.add_parser("dev", help="tools for course authors",
                               description="Tools for course authors.")
@@ -292,6 +318,25 @@ def _check(args: argparse.Namespace) -> int:
     if report.status in ("invalid", "error"):
         return BAD_INPUT
     return 0 if report.status in ("passed", "skipped") else 1
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from gpulab.grading.grade import GradeOptions, main
+
+    names = [n for item in args.exercises for n in item.split(",") if n]
+    gpus = tuple(g for g in args.gpus.split(",") if g) if args.gpus is not None else None
+    if args.workers < 1:
+        print("gpulab grade: --workers must be at least 1", file=sys.stderr)
+        return BAD_INPUT
+    options = GradeOptions(Path(args.submissions), Path(args.out), tuple(names), args.workers,
+                           gpus, args.regrade, args.timeout, args.unsafe)
+    try:
+        return main(options)
+    except GpulabError as exc:
+        print(f"gpulab grade: {exc}", file=sys.stderr)
+        return BAD_INPUT
 
 
 def _build(args: argparse.Namespace) -> int:

@@ -68,9 +68,10 @@ def _controllers() -> list[str]:
 def test_cgroup_chain_every_controller(learner):
     """cgroup_chain() is right for every controller the kernel knows, and None for a made-up one."""
     visible = _visible()
+    pid = visible.worker(learner)
     wrong = [why for controller in [*_controllers(), "no-such-controller"]
              if (why := visible.judge_chain(controller,
-                                            learner.call("cgroup_chain", controller)))]
+                                            learner.call("cgroup_chain", controller), pid))]
     shown = wrong[:3] + ([f"and {len(wrong) - 3} more"] if len(wrong) > 3 else [])
     assert not wrong, (
         "; ".join(shown) + ". A controller that no mounted hierarchy holds gives None; under "

@@ -29,6 +29,7 @@ import tempfile
 from typing import Any
 
 from gpulab.grading.learner import MAX_REPLY_BYTES, LearnerError, kill_group, read_reply
+from gpulab.grading.sandbox import spawn
 
 __all__ = [
     "MAX_SOURCE_BYTES",
@@ -54,8 +55,7 @@ class KernelAnswerError(LearnerError):
     """
 
     def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
+        super().__init__(message, kind)
 
 
 def new_seed() -> int:
@@ -83,11 +83,13 @@ def run_kernel(task: str, source: Any, params: dict[str, Any], *,
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     reader, writer = os.pipe()
     with tempfile.TemporaryDirectory(prefix="gpulab-kernel-") as folder:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gpulab.grading.kernel_worker", str(writer)],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            pass_fds=(writer,), cwd=folder, env=env, start_new_session=True)
-        os.close(writer)
+        try:
+            worker = spawn([sys.executable, "-m", "gpulab.grading.kernel_worker", str(writer)],
+                           stderr=subprocess.PIPE, pass_fds=(writer,), cwd=folder, env=env,
+                           gpu=True)
+        finally:
+            os.close(writer)
+        process = worker.process
         try:
             assert process.stdin is not None
             process.stdin.write(job.encode())
@@ -104,6 +106,7 @@ def run_kernel(task: str, source: Any, params: dict[str, Any], *,
             raise KernelAnswerError("crash", f"the kernel worker failed: {exc!r}") from None
         finally:
             os.close(reader)
+            worker.close()
             kill_group(process)
             if process.stderr is not None:
                 process.stderr.close()

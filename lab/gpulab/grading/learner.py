@@ -25,6 +25,7 @@ from typing import Any
 
 from gpulab.errors import GpulabError
 from gpulab.grading.notebook import Cell
+from gpulab.grading.sandbox import Sandboxed, pid_one, spawn, worker_pid
 
 __all__ = ["MAX_REPLY_BYTES", "Learner", "LearnerError", "kill_group", "read_reply",
            "released_cells"]
@@ -33,7 +34,16 @@ MAX_REPLY_BYTES = 2**20
 
 
 class LearnerError(GpulabError):
-    """The learner's code did not give an answer: why, in words the learner can use."""
+    """The learner's code did not give an answer: why, in words the learner can use.
+
+    `kind` sorts it for a grading run's summary: "error" (the code raised or
+    answered badly), "timeout", "crashed" (the process ended) or "invalid" (the
+    notebook's answer cells are not there to run).
+    """
+
+    def __init__(self, message: str, kind: str = "error") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class Learner:
@@ -43,6 +53,7 @@ class Learner:
         self.cells = list(cells)
         self.timeout = timeout
         self._process: subprocess.Popen[bytes] | None = None
+        self._job: Sandboxed | None = None
         self._reader: int | None = None
         self._buffer = b""
         self._folder: tempfile.TemporaryDirectory[str] | None = None
@@ -56,9 +67,26 @@ class Learner:
 
     @property
     def pid(self) -> int | None:
-        """The worker's process id once it runs (a check may inspect the process)."""
+        """The worker's process id once it runs (a check may inspect the process).
+
+        In a grading run's sandbox this is the worker itself, not the bubblewrap
+        process around it: /proc/<pid> shows the learner's namespaces, cgroup and
+        CPU affinity, and /proc/<pid>/root the file system the learner sees.
+        """
         self._start()
-        return self._process.pid if self._process is not None else None
+        if self._job is None or self._process is None:
+            return None
+        if not self._job.wrapped:
+            return self._process.pid
+        return worker_pid(self._job.pid, "gpulab.grading.worker")
+
+    @property
+    def pid_one(self) -> int | None:
+        """The process that is PID 1 for the worker, by this process's numbering."""
+        pid = self.pid
+        if pid is None or self._job is None or not self._job.wrapped:
+            return 1 if pid is not None else None
+        return pid_one(pid)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Call the learner's function `name`; its result as plain data."""
@@ -71,6 +99,9 @@ class Learner:
 
     def close(self) -> None:
         """Stop the worker and everything it started."""
+        if self._job is not None:
+            self._job.close()
+            self._job = None
         if self._process is not None:
             kill_group(self._process)
             self._process = None
@@ -83,8 +114,8 @@ class Learner:
 
     # -- the worker ----------------------------------------------------------------
     def _start(self) -> None:
-        if self._process is not None:
-            return
+        if self._process is not None or self._loaded is not None:
+            return          # running, or its cells failed to load: do not run them again
         self._folder = tempfile.TemporaryDirectory(prefix="gpulab-learner-")
         reader, writer = os.pipe()
         env = {key: value for key, value in os.environ.items()
@@ -92,12 +123,12 @@ class Learner:
                           "GPULAB_COURSE_DIR",
                           "CUPY_CACHE_DIR", "LD_LIBRARY_PATH", "VIRTUAL_ENV")}
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "gpulab.grading.worker", str(writer)],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            pass_fds=(writer,), cwd=self._folder.name, env=env, start_new_session=True,
-        )
-        os.close(writer)
+        try:
+            self._job = spawn([sys.executable, "-m", "gpulab.grading.worker", str(writer)],
+                              pass_fds=(writer,), cwd=self._folder.name, env=env)
+        finally:
+            os.close(writer)
+        self._process = self._job.process
         self._reader = reader
         try:
             self._ask({"op": "load", "cells": [{"name": c.name, "source": c.source}
@@ -137,7 +168,7 @@ class Learner:
             self.close()
             raise LearnerError(f"while {doing}, your code ran longer than "
                                f"{self.timeout:g} s and was stopped: is there an "
-                               "endless loop, or a wait for input?") from None
+                               "endless loop, or a wait for input?", "timeout") from None
         except EOFError:
             raise self._died(doing) from None
         except OverflowError:
@@ -154,7 +185,8 @@ class Learner:
         how = f"exit status {code}" if code is not None and code >= 0 else \
             f"signal {signal.Signals(-code).name}" if code is not None else "unknown"
         return LearnerError(f"while {doing}, the worker process ended ({how}): your code "
-                            "ended the process (os._exit, a crash, or the memory limit)")
+                            "ended the process (os._exit, a crash, or the memory limit)",
+                            "crashed")
 
 
 def read_reply(reader: int, buffer: bytes, timeout: float,
@@ -194,15 +226,15 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
 
 def released_cells(exercise: Path, learner: Path) -> list[Cell]:
     """Setup cells from the released exercise, then the learner's answer cells."""
-    from gpulab.grading.notebook import answer_cells, read_notebook, setup_cells
+    from gpulab.grading.notebook import answer_cells, read_cells, setup_cells
 
-    released = read_notebook(exercise)
-    mine = read_notebook(learner)
+    released = read_cells(exercise)      # both validated by the runner already
+    mine = read_cells(learner)
     expected = answer_cells(released, exercise)
     answers = answer_cells(mine, learner)
     missing = [part for part in expected if part not in answers]
     if missing:
         raise LearnerError(f"{learner}: the answer cell for {', '.join(missing)} is missing "
                            "(deleted, or its metadata changed): copy it back from a fresh "
-                           "copy of the exercise")
+                           "copy of the exercise", "invalid")
     return [*setup_cells(released), *(answers[part] for part in expected)]

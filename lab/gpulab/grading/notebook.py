@@ -25,6 +25,7 @@ __all__ = [
     "NotebookError",
     "answer_cells",
     "notebook_text",
+    "read_cells",
     "read_notebook",
     "setup_cells",
     "strip_solution",
@@ -99,28 +100,38 @@ def write_notebook(notebook: Any, path: Path) -> None:
 
 
 def role(cell: Any) -> str | None:
-    meta = cell.get("metadata", {}).get("gpulab", {})
+    meta = (cell.get("metadata") or {}).get("gpulab", {})
     value = meta.get("role") if isinstance(meta, dict) else None
     return value if isinstance(value, str) else None
 
 
 def part(cell: Any) -> str | None:
-    meta = cell.get("metadata", {}).get("gpulab", {})
+    meta = (cell.get("metadata") or {}).get("gpulab", {})
     value = meta.get("part") if isinstance(meta, dict) else None
     return value if isinstance(value, str) else None
 
 
+def _code_cells(notebook: Any) -> list[Any]:
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    return [c for c in cells or [] if isinstance(c, dict) and c.get("cell_type") == "code"]
+
+
+def _source(cell: Any) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
 def setup_cells(notebook: Any) -> list[Cell]:
-    """The setup cells, in order."""
-    found = [c for c in notebook.cells if c.cell_type == "code" and role(c) == "setup"]
-    return [Cell(f"setup {n}", c.source) for n, c in enumerate(found, start=1)]
+    """The setup cells, in order (of a validated notebook, or of `read_cells`'s dict)."""
+    found = [c for c in _code_cells(notebook) if role(c) == "setup"]
+    return [Cell(f"setup {n}", _source(c)) for n, c in enumerate(found, start=1)]
 
 
 def answer_cells(notebook: Any, path: Path) -> dict[str, Cell]:
     """The answer cells by part; a part answered twice is a `NotebookError`."""
     answers: dict[str, Cell] = {}
-    for cell in notebook.cells:
-        if cell.cell_type != "code" or role(cell) != "answer":
+    for cell in _code_cells(notebook):
+        if role(cell) != "answer":
             continue
         name = part(cell)
         if not name:
@@ -129,8 +140,27 @@ def answer_cells(notebook: Any, path: Path) -> dict[str, Cell]:
         if name in answers:
             raise NotebookError(f"{path}: part {name!r} is answered in two cells: keep one "
                                 "(the checks cannot tell which you mean)")
-        answers[name] = Cell(f"answer {name}", cell.source)
+        answers[name] = Cell(f"answer {name}", _source(cell))
     return answers
+
+
+def read_cells(path: Path) -> dict[str, Any]:
+    """A notebook that `read_notebook` has validated already, read again as plain JSON.
+
+    The checks process uses this: importing nbformat (for its validator) costs
+    over a second per process, and the runner validated both notebooks before
+    it started the checks.
+    """
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise NotebookError(f"{path}: too large for a notebook")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NotebookError(f"{path}: cannot read it: {exc}") from None
+    if not isinstance(data, dict) or data.get("nbformat") != 4 or \
+            not isinstance(data.get("cells"), list):
+        raise NotebookError(f"{path}: not a version 4 notebook")
+    return data
 
 
 def strip_solution(source: str, where: str = "a cell") -> str:

@@ -71,8 +71,8 @@ def learner() -> Iterator[Learner]:
     try:
         cells = released_cells(Path(os.environ["GPULAB_RELEASED"]),
                                Path(os.environ["GPULAB_NOTEBOOK"]))
-    except (NotebookError, LearnerError) as exc:
-        raise LearnerError(str(exc)) from None
+    except NotebookError as exc:
+        raise LearnerError(str(exc), "invalid") from None
     with Learner(cells, timeout=float(os.environ.get("GPULAB_CALL_TIMEOUT", "30"))) as handle:
         yield handle
 
@@ -84,11 +84,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     if report.when == "call" or (report.when == "setup" and not report.passed):
         marker = item.get_closest_marker("points")
         points = float(marker.args[0]) if marker and marker.args else 1.0
-        message = ""
+        message, kind = "", ""
         if call.excinfo is not None:
             exc = call.excinfo.value
             if isinstance(exc, LearnerError):
-                message = str(exc)
+                message, kind = str(exc), exc.kind
             elif isinstance(exc, AssertionError):
                 message = str(exc).split("\nassert ")[0].strip() or "the check failed"
             elif report.skipped:
@@ -102,7 +102,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
         needs_gpu = report.skipped and item.get_closest_marker("gpu") is not None
         _RESULTS.append({"check": item.name, "title": doc, "outcome": outcome,
                          "points": points, "message": message,
-                         "hidden": "_hidden" in item.path.name, "needs_gpu": needs_gpu})
+                         "hidden": "_hidden" in item.path.name, "needs_gpu": needs_gpu,
+                         "kind": kind})
     return report
 
 

@@ -36,6 +36,7 @@ class CheckResult:
     message: str = ""
     hidden: bool = False
     needs_gpu: bool = False      # skipped because this machine has no usable NVIDIA GPU
+    kind: str = ""               # why the learner's code gave no answer (LearnerError.kind)
 
     @property
     def earned(self) -> float:
@@ -72,8 +73,13 @@ def check_files(exercise: ExerciseEntry, *, hidden: bool = False) -> list[Path]:
 
 
 def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden: bool = False,
-               call_timeout: float = 30.0, timeout: float | None = None) -> CheckReport:
-    """Judge `notebook` (default: the learner's copy of the exercise) by its checks."""
+               call_timeout: float = 30.0, timeout: float | None = None,
+               env: dict[str, str] | None = None) -> CheckReport:
+    """Judge `notebook` (default: the learner's copy of the exercise) by its checks.
+
+    `env` adds to the checks process's environment (a grading run's sandbox
+    policy, the GPU it may use).
+    """
     notebook = notebook or exercise.notebook
     try:
         read_notebook(notebook)
@@ -88,10 +94,13 @@ def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden:
     with tempfile.TemporaryDirectory(prefix="gpulab-check-") as folder:
         report_path = Path(folder) / "report.json"
         (Path(folder) / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-        env = dict(os.environ)
+        env = {**os.environ, **(env or {})}
         env.update(GPULAB_RELEASED=str(exercise.notebook.resolve()),
                    GPULAB_NOTEBOOK=str(notebook.resolve()), GPULAB_REPORT=str(report_path),
-                   GPULAB_CALL_TIMEOUT=str(call_timeout), PYTHONDONTWRITEBYTECODE="1")
+                   GPULAB_CALL_TIMEOUT=str(call_timeout), PYTHONDONTWRITEBYTECODE="1",
+                   # only gpulab's plugin: the checks need no other, and loading every
+                   # plugin installed beside pytest costs most of a second per run
+                   PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
         command = [sys.executable, "-m", "pytest", "-q", "-p", "gpulab.grading.pytest_plugin",
                    "-p", "no:cacheprovider", "-c", str(Path(folder) / "pytest.ini"),
                    "--rootdir", folder, "-o", "console_output_style=classic",
@@ -110,7 +119,8 @@ def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden:
         data = json.loads(report_path.read_text(encoding="utf-8"))
     results = tuple(CheckResult(r["check"], r.get("title", ""), r["outcome"],
                                 float(r["points"]), r.get("message", ""),
-                                bool(r.get("hidden", False)), bool(r.get("needs_gpu", False)))
+                                bool(r.get("hidden", False)), bool(r.get("needs_gpu", False)),
+                                str(r.get("kind", "")))
                     for r in data.get("checks", []))
     if not results:
         return CheckReport(exercise.name, notebook, "error", "no checks were collected")

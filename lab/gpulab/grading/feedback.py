@@ -1,0 +1,301 @@
+"""What a grading run hands back: one feedback page per learner, and the LMS gradebook CSV.
+
+`write_feedback` writes one learner's grades as a self-contained HTML page and
+as Markdown (`feedback_markdown` is what the Markdown file holds);
+`write_grades_csv` writes every learner's points as a CSV an LMS imports
+(Canvas-style, with a "Points possible" row).
+
+Much of what is shown comes from the learner: their name, their values in
+the checks' messages, their tracebacks. The HTML is rendered with autoescape
+on, the Markdown escapes every character that could make markup, and the CSV
+defuses cells a spreadsheet would run as a formula. A hidden check shows its
+name and points only, never its title or message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import functools
+import io
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from gpulab.errors import GpulabError
+from gpulab.grading.verdict import CheckRow, ExerciseGrade, Kind, LearnerGrades
+
+__all__ = ["FeedbackError", "feedback_markdown", "write_feedback", "write_grades_csv"]
+
+TEMPLATE = "feedback.html.j2"
+
+# What each Kind means, in the learner's words.
+VERDICTS: Mapping[Kind, str] = {
+    "right": "all checks passed",
+    "wrong": "some checks failed",
+    "timeout": "ran out of time",
+    "crashed": "your code crashed the process",
+    "gpu-fault": "a CUDA error in your kernel",
+    "invalid": "could not be graded",
+    "missing": "not handed in",
+    "not-run": "not run by the grader",
+}
+
+# A cell starting with one of these is a formula to a spreadsheet (OWASP's list).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Characters that can start Markdown or HTML markup anywhere in a line.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|&~#])")
+# ... and the ones that do only at the start of a line (lists, quotes, headings).
+_MD_LINE_START = re.compile(r"^(\s*|\s*\d+(?=[.)]))([-+=.)])")
+
+
+class FeedbackError(GpulabError):
+    """Feedback or a gradebook that cannot be written: which learner or file, and why."""
+
+
+@dataclass(frozen=True)
+class _Check:
+    status: str            # passed / failed / skipped, or hidden
+    points: str            # "1/2"
+    title: str             # the check's title, or for a hidden check only its name
+    message: str           # "" for a hidden check
+    hidden: bool
+
+
+@dataclass(frozen=True)
+class _Exercise:
+    name: str
+    kind: Kind
+    verdict: str
+    points: str            # "3/5"
+    message: str
+    checks: tuple[_Check, ...]
+
+
+@dataclass(frozen=True)
+class _Page:
+    """One learner's feedback, as the templates show it: every number already in words."""
+
+    title: str
+    learner: str
+    run_at: str
+    exercises: tuple[_Exercise, ...]
+    guards: tuple[str, ...]
+    total: str             # "7/10"
+
+
+def write_feedback(grades: LearnerGrades, folder: Path, *, title: str, run_at: str,
+                   maxima: Mapping[str, float]) -> tuple[Path, Path]:
+    """Write `folder/<slug>.html` and `folder/<slug>.md` for one learner; return both paths.
+
+    `maxima` gives an exercise's points where the grade has none to say
+    (a missing or invalid notebook is graded out of 0).
+    """
+    page = _page(grades, title=title, run_at=run_at, maxima=maxima)
+    name = _file_name(grades)
+    html = _environment().get_template(TEMPLATE).render(page=page)
+    html_path, md_path = folder / f"{name}.html", folder / f"{name}.md"
+    _write(html_path, html)
+    _write(md_path, _markdown(page))
+    return html_path, md_path
+
+
+def feedback_markdown(grades: LearnerGrades, *, title: str, run_at: str,
+                      maxima: Mapping[str, float]) -> str:
+    """One learner's feedback as Markdown: what `write_feedback` puts in the `.md` file."""
+    return _markdown(_page(grades, title=title, run_at=run_at, maxima=maxima))
+
+
+def write_grades_csv(classes: Sequence[LearnerGrades], exercises: Sequence[str],
+                     maxima: Mapping[str, float], path: Path) -> Path:
+    """Write every learner's points, one row each in the order given, as a CSV for an LMS.
+
+    Columns: Learner, Slug, one per exercise in `exercises`, Total; the
+    second row holds the points possible. An exercise a learner has no grade
+    for is left blank, which an LMS reads as "not graded".
+    """
+    if len(set(exercises)) != len(exercises):
+        twice = sorted({e for e in exercises if exercises.count(e) > 1})
+        raise FeedbackError(f"{path}: exercise {twice[0]!r} is listed twice; list it once")
+    possible = [_maximum(maxima, name, where=f"{path}") for name in exercises]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["Learner", "Slug", *(_cell(name) for name in exercises), "Total"])
+    writer.writerow(["Points possible", "", *map(_number, possible), _number(sum(possible))])
+    for grades in classes:
+        by_name = _by_exercise(grades)
+        row = [_cell(grades.learner), _cell(grades.slug)]
+        total = 0.0
+        for name in exercises:
+            grade = by_name.get(name)
+            if grade is None:
+                row.append("")
+                continue
+            earned = _finite(grade.earned, f"learner {grades.slug!r}, exercise {name!r}: "
+                                           "earned points")
+            total += earned
+            row.append(_number(earned))
+        writer.writerow([*row, _number(total)])
+    _write(path, buffer.getvalue())
+    return path
+
+
+def _page(grades: LearnerGrades, *, title: str, run_at: str,
+          maxima: Mapping[str, float]) -> _Page:
+    """Check the grades and turn them into the words and numbers the page shows."""
+    exercises = []
+    guards: dict[str, None] = {}
+    earned_total = possible_total = 0.0
+    for grade in grades.exercises:
+        where = f"learner {grades.slug!r}, exercise {grade.exercise!r}"
+        earned = _finite(grade.earned, f"{where}: earned points")
+        possible = _finite(grade.possible, f"{where}: points possible")
+        if possible == 0:
+            possible = _maximum(maxima, grade.exercise, where=f"learner {grades.slug!r}")
+        earned_total += earned
+        possible_total += possible
+        guards.update(dict.fromkeys(grade.guards))
+        exercises.append(_Exercise(
+            name=grade.exercise, kind=grade.kind, verdict=VERDICTS[grade.kind],
+            points=f"{_number(earned)}/{_number(possible)}", message=grade.message,
+            checks=tuple(_check(row, where) for row in grade.checks)))
+    return _Page(title=title, learner=grades.learner, run_at=run_at,
+                 exercises=tuple(exercises), guards=tuple(guards),
+                 total=f"{_number(earned_total)}/{_number(possible_total)}")
+
+
+def _check(row: CheckRow, where: str) -> _Check:
+    where = f"{where}, check {row.check!r}"
+    points = (f"{_number(_finite(row.earned, f'{where}: earned points'))}/"
+              f"{_number(_finite(row.points, f'{where}: points'))}")
+    if row.hidden:
+        return _Check(status="hidden", points=points, title=row.check, message="", hidden=True)
+    return _Check(status=row.outcome, points=points, title=row.title or row.check,
+                  message=row.message, hidden=False)
+
+
+def _markdown(page: _Page) -> str:
+    """The page as Markdown; every piece of text from the grades is escaped."""
+    out = [f"# {_md_inline(page.title)}", "",
+           f"Feedback for **{_md_inline(page.learner)}**, graded {_md_inline(page.run_at)}.",
+           ""]
+    if not page.exercises:
+        out += ["No exercises were graded.", ""]
+    for ex in page.exercises:
+        out += [f"## {_md_inline(ex.name)}: {ex.points} points, {ex.verdict}", ""]
+        if ex.message:
+            out += [_md_block(ex.message), ""]
+        if ex.checks:
+            out += ["| Status | Points | Check | Message |", "| --- | --- | --- | --- |"]
+            for c in ex.checks:
+                out.append(f"| {c.status} | {c.points} | {_md_cell(c.title)} | "
+                           f"{_md_cell(c.message)} |")
+            out.append("")
+    out += ["---", "", f"**Total: {page.total} points**", ""]
+    if page.guards:
+        out += ["Isolation in force:", "", *(f"- {_md_inline(g)}" for g in page.guards), ""]
+    else:
+        out += ["Isolation in force: none recorded.", ""]
+    out.append(f"Graded {_md_inline(page.run_at)}.")
+    return "\n".join(out) + "\n"
+
+
+def _md_escape(line: str) -> str:
+    line = _MD_SPECIAL.sub(r"\\\1", line)
+    return _MD_LINE_START.sub(r"\1\\\2", line)
+
+
+def _md_inline(text: str) -> str:
+    """Text on one line of Markdown: line breaks become spaces, markup is escaped."""
+    return _md_escape(" ".join(text.splitlines()))
+
+
+def _md_cell(text: str) -> str:
+    """Text in a Markdown table cell: `|` escaped, line breaks as <br>."""
+    return "<br>".join(_md_escape(line) for line in text.splitlines())
+
+
+def _md_block(text: str) -> str:
+    """A message: one escaped line, or a fenced block (tracebacks keep their layout)."""
+    lines = text.splitlines()
+    if len(lines) <= 1:
+        return _md_inline(text)
+    runs = [len(run) for run in re.findall(r"`+", text)]
+    fence = "`" * max(3, max(runs, default=0) + 1)
+    return "\n".join([f"{fence}text", *lines, fence])
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("gpulab.grading", "templates"),
+        autoescape=True, undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+
+def _by_exercise(grades: LearnerGrades) -> dict[str, ExerciseGrade]:
+    by_name: dict[str, ExerciseGrade] = {}
+    for grade in grades.exercises:
+        if grade.exercise in by_name:
+            raise FeedbackError(f"learner {grades.slug!r}: two grades for exercise "
+                                f"{grade.exercise!r}; a run grades each exercise once")
+        by_name[grade.exercise] = grade
+    return by_name
+
+
+def _maximum(maxima: Mapping[str, float], exercise: str, *, where: str) -> float:
+    if exercise not in maxima:
+        raise FeedbackError(f"{where}: no points possible given for exercise {exercise!r}; "
+                            "add it to the maxima")
+    return _finite(maxima[exercise], f"{where}: points possible for exercise {exercise!r}")
+
+
+def _finite(value: float, what: str) -> float:
+    if not math.isfinite(value) or value < 0:
+        raise FeedbackError(f"{what} is {value!r}; it must be a number of at least 0")
+    return float(value)
+
+
+def _number(value: float) -> str:
+    """Points as people write them: 3, 2.5, 0.33 (at most two decimals)."""
+    value = round(value, 2) + 0.0          # + 0.0 turns -0.0 into 0.0
+    if value.is_integer():
+        return str(int(value))
+    return f"{value:.2f}".rstrip("0")
+
+
+def _cell(text: str) -> str:
+    """A CSV text cell on one line that a spreadsheet will not run as a formula.
+
+    Line breaks become spaces: the csv module leaves a lone CR unquoted when
+    lines end in LF, and a gradebook cell has no use for one.
+    """
+    if text.startswith(_FORMULA_START):
+        text = "'" + text
+    return " ".join(text.splitlines())
+
+
+def _file_name(grades: LearnerGrades) -> str:
+    slug = grades.slug
+    if not slug or slug in {".", ".."} or any(c in slug for c in "/\\\0") or slug.startswith("."):
+        raise FeedbackError(f"learner {grades.learner!r}: slug {slug!r} is not a plain file "
+                            "name; use letters, digits, '-' and '_'")
+    return slug
+
+
+def _write(path: Path, text: str) -> None:
+    """Write `text` as UTF-8 with "\\n" line ends, replacing `path` only once it is whole."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(text, encoding="utf-8", newline="\n")
+        os.replace(partial, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        raise FeedbackError(f"{path}: cannot write it: {exc.strerror or exc}") from None

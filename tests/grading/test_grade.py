@@ -1,0 +1,219 @@
+"""`gpulab grade` on a hostile class: right grades, a finished run, others unaffected.
+
+The class is built from the roofline exercise (tests/adversarial_class.py);
+grading runs for real: bubblewrap, rlimits and cgroups where this machine has
+them, a pytest process per job, learner code in a sandboxed worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from adversarial_class import CASES, FULL, ROOT, build_class
+from gpulab.grading import sandbox
+from gpulab.grading.grade import GradeError, GradeOptions, grade_class
+from gpulab.grading.gradebook import Gradebook
+
+needs_bwrap = pytest.mark.skipif(not sandbox.available().bubblewrap,
+                                 reason="bubblewrap cannot make a sandbox on this machine: "
+                                        + sandbox.available().bubblewrap_problem)
+
+TIMEOUT = 20.0      # per learner and exercise; the slow cases run into it
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """The adversarial class graded once; shared by the tests that read the results."""
+    if not sandbox.available().bubblewrap:
+        pytest.skip("bubblewrap cannot make a sandbox here: "
+                    + sandbox.available().bubblewrap_problem)
+    folder = tmp_path_factory.mktemp("class")
+    out = tmp_path_factory.mktemp("graded")
+    cases = build_class(folder, out)
+    victim = sha(folder / "victim" / "roofline.ipynb")
+    started = time.monotonic()
+    summary = grade_class(GradeOptions(folder, out, ("roofline",), workers=2, timeout=TIMEOUT))
+    return {"cases": cases, "summary": summary, "out": out, "folder": folder, "tag": summary.tag,
+            "victim": victim, "seconds": time.monotonic() - started}
+
+
+@needs_bwrap
+def test_every_hostile_case_gets_its_grade(hostile):
+    summary = hostile["summary"]
+    worth = summary.maxima["roofline"]
+    assert worth > 0
+    got = {learner.slug: learner.exercises[0] for learner in summary.learners}
+    assert set(got) == set(hostile["cases"])
+    wrong = []
+    for slug, case in hostile["cases"].items():
+        grade = got[slug]
+        want = worth if case.earned == FULL else case.earned
+        if grade.kind not in case.kinds or (case.earned >= 0 and grade.earned != want):
+            wrong.append(f"{slug}: got {grade.kind} {grade.earned:g}, want "
+                         f"{'/'.join(case.kinds)} {want:g} ({grade.message[:200]})")
+    assert not wrong, "\n".join(wrong)
+
+
+@needs_bwrap
+def test_the_run_leaves_the_others_and_the_grader_alone(hostile):
+    out, folder = hostile["out"], hostile["folder"]
+    assert sha(folder / "victim" / "roofline.ipynb") == hostile["victim"]
+    assert sha(out / "submissions" / "victim" / "roofline.ipynb") == hostile["victim"]
+    with contextlib.closing(sqlite3.connect(out / "gradebook.sqlite")) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)   # still whole
+        runs = db.execute("SELECT status FROM runs").fetchall()
+    assert runs == [("finished",)]
+    assert not list(Path("/").glob("gpulab-was-here"))
+    leftovers = [p for p in Path("/proc").iterdir() if p.name.isdigit()
+                 and b"GPULAB_JOB=" + hostile["tag"].encode() in _environ(p)]
+    assert not leftovers, f"learner processes outlived the run: {leftovers}"
+    home = sandbox.available().cgroup.partition(":")[2]
+    homes = [item.rpartition("=")[2] for item in home.split(",") if item]
+    assert not [h for h in homes if (Path(h) / f"gpulab-run-{hostile['tag']}").exists()]
+
+
+def _environ(proc: Path) -> bytes:
+    try:
+        return (proc / "environ").read_bytes()
+    except OSError:
+        return b""
+
+
+@needs_bwrap
+def test_outputs_say_what_happened_and_keep_hidden_checks_hidden(hostile):
+    out = hostile["out"]
+    rows = list(csv.reader((out / "grades.csv").read_text(encoding="utf-8").splitlines()))
+    assert rows[0] == ["Learner", "Slug", "roofline", "Total"]
+    assert rows[1][0] == "Points possible"
+    by_slug = {row[1]: row for row in rows[2:]}
+    assert set(by_slug) == set(hostile["cases"])
+    assert float(by_slug["stub"][2]) == 0
+    assert float(by_slug["good"][2]) == float(rows[1][2])
+    hidden_file = ROOT / "solutions" / "memory-hierarchy" / "test_roofline_hidden.py"
+    hidden_names = [line.split("(")[0].removeprefix("def ").strip()
+                    for line in hidden_file.read_text().splitlines()
+                    if line.startswith("def test_")]
+    assert hidden_names
+    page = (out / "feedback" / "stub.html").read_text(encoding="utf-8")
+    markdown = (out / "feedback" / "stub.md").read_text(encoding="utf-8")
+    for name in hidden_names:                          # named, with points...
+        assert name in page and name.replace("_", "\\_") in markdown
+    hidden_docs = [line.strip().strip('"') for line in hidden_file.read_text().splitlines()
+                   if line.strip().startswith('"""') and len(line.strip()) > 8]
+    for doc in hidden_docs:                            # ...but not described
+        assert doc not in page and doc not in markdown
+    assert "bubblewrap" in page
+    with Gradebook(out / "gradebook.sqlite") as book:
+        guards = book.db.execute("SELECT DISTINCT guards FROM grades WHERE guards != '[]'"
+                                 ).fetchall()
+    assert len(guards) == 1 and "bubblewrap" in guards[0][0]
+
+
+@needs_bwrap
+def test_grading_twice_gives_the_same_gradebook(hostile, tmp_path):
+    out = hostile["out"]
+    before = _dump(out)
+    summary = grade_class(GradeOptions(hostile["folder"], out, ("roofline",), workers=2,
+                                       timeout=TIMEOUT))
+    assert summary.graded == 0 and summary.reused == len(hostile["cases"])
+    assert _dump(out) == before
+    fast = ("good", "stub", "sys-exit", "always-equal", "deleted-answer", "invalid-json")
+    again = tmp_path / "again"
+    (again / "class").mkdir(parents=True)
+    for name in fast:
+        shutil.copytree(hostile["folder"] / name, again / "class" / name)
+    grade_class(GradeOptions(again / "class", again / "out", ("roofline",), workers=2,
+                             timeout=TIMEOUT, regrade=True))
+    first = _subset(before, fast, out)
+    second = _subset(_dump(again / "out"), fast, again / "out")
+    assert second == first
+
+
+def _dump(out: Path) -> dict[str, list[tuple[object, ...]]]:
+    with Gradebook(out / "gradebook.sqlite") as book:
+        return book.dump()
+
+
+def _subset(dump, slugs, out: Path):
+    """The rows of `slugs`, with the run's own folder written as OUT."""
+    def clean(row):
+        return tuple(str(v).replace(str(out), "OUT") if isinstance(v, str) else v for v in row)
+    return {table: [clean(r) for r in rows if r[0] in slugs]
+            for table, rows in dump.items() if table in ("grades", "checks")}
+
+
+@needs_bwrap
+def test_killed_run_resumes_to_the_same_gradebook(tmp_path):
+    """kill -9 the grader at random points; the same command finishes the job identically."""
+    names = ("good", "stub", "sys-exit", "always-equal", "monkeypatch", "deleted-answer",
+             "invalid-json", "fake-output", "network", "edited-setup")
+    cases = tuple(c for c in CASES if c.name in names)
+    folder = tmp_path / "class"
+    reference = tmp_path / "reference"
+    build_class(folder, reference, cases)
+    grade_class(GradeOptions(folder, reference, ("roofline",), workers=2, timeout=TIMEOUT))
+    out = tmp_path / "killed"
+    command = [sys.executable, "-m", "gpulab", "grade", str(folder), "--out", str(out),
+               "--exercises", "roofline", "--workers", "2", "--timeout", str(TIMEOUT)]
+    rng = random.Random(1234)
+    kills = 0
+    for _ in range(6):
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(rng.uniform(1.0, 4.0))
+        if process.poll() is not None:
+            break
+        os.killpg(process.pid, signal.SIGKILL)     # the grader and its children, at once
+        process.wait()
+        kills += 1
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert kills >= 1, "the run finished before it could be killed: make the class larger"
+    assert _subset(_dump(out), names, out) == _subset(_dump(reference), names, reference)
+
+
+def test_refuses_without_a_sandbox_unless_unsafe(tmp_path, monkeypatch):
+    """No bubblewrap on PATH: no grading, unless the instructor says --unsafe."""
+    folder = tmp_path / "class"
+    build_class(folder, tmp_path / "out", tuple(c for c in CASES if c.name == "good"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    sandbox.available.cache_clear()
+    try:
+        with pytest.raises(GradeError, match=r"refusing to grade.*bubblewrap"):
+            grade_class(GradeOptions(folder, tmp_path / "out", ("roofline",)))
+        summary = grade_class(GradeOptions(folder, tmp_path / "out", ("roofline",),
+                                           unsafe=True))
+        grade = summary.learners[0].exercises[0]
+        assert grade.kind == "right"
+        assert any("no file-system isolation" in line for line in grade.guards)
+    finally:
+        sandbox.available.cache_clear()
+
+
+def test_cli_reports_bad_input_without_a_traceback(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(tmp_path / "nope"),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert "no such folder or zip file" in done.stderr and "Traceback" not in done.stderr
+    done = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(tmp_path),
+                           "--exercises", "no-such-exercise"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and "no exercise named no-such-exercise" in done.stderr

@@ -1,0 +1,119 @@
+"""`gpulab grade` on GPU work: faults, endless kernels and VRAM hogs stay in their own job.
+
+Run on the lent H200 (``pytest -m gpu``). The class answers the vector-add
+exercise; hostile learners put an out-of-bounds write or an endless loop in
+their kernel, or hold most of the GPU's memory while the checks run. Each must
+get its grade, the GPU must come back after each job (NVML shows it as it was
+before the run), and the good learners, graded after them on the same GPU,
+must still pass.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gpulab.grading import sandbox
+from gpulab.grading.gpu import gpu_missing
+from gpulab.grading.grade import GradeOptions, grade_class
+
+ROOT = Path(__file__).resolve().parents[2]
+SOLUTION = ROOT / "solutions" / "cuda-programming" / "vector-add.ipynb"
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(bool(gpu_missing()), reason=f"needs an NVIDIA GPU: {gpu_missing()}"),
+    pytest.mark.skipif(not sandbox.available().bubblewrap,
+                       reason="bubblewrap cannot make a sandbox here: "
+                              + sandbox.available().bubblewrap_problem),
+]
+
+GOOD_LOOP = "c[i] = a[i] + b[i];"
+KERNELS = {
+    "out-of-bounds": "c[i + ((size_t)1 << 40)] = a[i] + b[i];",
+    "endless-kernel": "volatile int spin = 1; while (spin) { c[i] = a[i] + b[i]; }",
+}
+PREFIX = {
+    # the learner's Python holds 100 GiB of the GPU's memory while its checks run
+    "vram-hog": "import cupy\n_hog = cupy.empty(100 * 2**30, dtype=cupy.uint8)\n",
+    # a CuPy kernel that writes far out of bounds, in the learner's own process
+    "cupy-fault": ("import cupy\n_k = cupy.RawKernel(r'''extern \"C\" __global__ void f(float* x)"
+                   " { x[(size_t)1 << 40] = 1; }''', 'f')\n_x = cupy.zeros(1, cupy.float32)\n"
+                   "_k((1,), (1,), (_x,))\ncupy.cuda.runtime.deviceSynchronize()\n"),
+}
+
+
+def _learner(folder: Path, name: str) -> None:
+    notebook = nbformat.read(SOLUTION, as_version=4)
+    for cell in notebook.cells:
+        meta = cell.get("metadata", {}).get("gpulab", {})
+        if meta.get("role") != "answer":
+            continue
+        if meta.get("part") == "kernel" and name in KERNELS:
+            assert GOOD_LOOP in cell.source
+            cell.source = cell.source.replace(GOOD_LOOP, KERNELS[name])
+        if meta.get("part") == "kernel" and name in PREFIX:
+            cell.source = PREFIX[name] + cell.source
+    (folder / name).mkdir(parents=True)
+    nbformat.write(notebook, folder / name / "vector-add.ipynb")
+
+
+def test_gpu_faults_stay_with_their_learner(tmp_path: Path) -> None:
+    folder = tmp_path / "class"
+    names = ["a-good", "out-of-bounds", "b-good", "endless-kernel", "vram-hog", "cupy-fault",
+             "c-good"]
+    for name in names:
+        _learner(folder, name)
+    summary = grade_class(GradeOptions(folder, tmp_path / "out", ("vector-add",), workers=2,
+                                       timeout=120))
+    worth = summary.maxima["vector-add"]
+    got = {learner.slug: learner.exercises[0] for learner in summary.learners}
+    shown = {slug: (g.kind, g.earned, g.message[:160]) for slug, g in got.items()}
+    for good in ("a-good", "b-good", "c-good", "vram-hog"):
+        assert got[good].kind == "right" and got[good].earned == worth, shown
+    assert got["out-of-bounds"].kind == "gpu-fault", shown
+    assert got["endless-kernel"].kind == "timeout", shown
+    assert got["out-of-bounds"].earned < worth and got["endless-kernel"].earned < worth
+    # the learner's own CUDA context is poisoned; the checks' kernel runs elsewhere
+    assert got["cupy-fault"].kind in ("right", "wrong", "crashed"), shown
+    assert not summary.gpu_events, summary.gpu_events
+
+
+def test_a_gpu_that_does_not_recover_is_taken_out_of_rotation(tmp_path: Path) -> None:
+    """Something outside the run takes GPU memory mid-run: the GPU is retired, the run ends."""
+    folder = tmp_path / "class"
+    names = [f"learner-{n}" for n in range(4)]
+    for name in names:
+        _learner(folder, "a-good")
+        (folder / "a-good").rename(folder / name)
+    squatter: list[subprocess.Popen[bytes]] = []
+
+    def progress(text: str, done: int, total: int) -> None:
+        if done == 1 and not squatter:      # after the first job: hold 4 GiB and wait
+            squatter.append(subprocess.Popen(
+                [sys.executable, "-c", "import cupy, time; x = cupy.ones(2**30, cupy.float32);"
+                 " cupy.cuda.runtime.deviceSynchronize(); print('held', flush=True); "
+                 "time.sleep(300)"], stdout=subprocess.PIPE))
+            assert squatter[0].stdout is not None
+            squatter[0].stdout.readline()
+
+    try:
+        summary = grade_class(GradeOptions(folder, tmp_path / "out", ("vector-add",), workers=1,
+                                           timeout=120, gpu_recovery_s=3.0), progress=progress)
+    finally:
+        for process in squatter:
+            process.kill()
+            process.wait()
+    kinds = [learner.exercises[0].kind for learner in summary.learners]
+    assert kinds[0] == "right"
+    assert "not-run" in kinds, kinds
+    assert any("taken out of rotation" in event for event in summary.gpu_events)
+    not_run = [e for learner in summary.learners for e in learner.exercises
+               if e.kind == "not-run"]
+    assert all("every GPU was taken out of rotation" in e.message for e in not_run)
+    time.sleep(2)

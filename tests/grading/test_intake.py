@@ -1,0 +1,548 @@
+"""The intake of a class's submissions: every layout, and every hazard a hostile submission holds.
+
+Everything is real: folders, links, FIFOs and zips built in tmp_path (zips with
+zipfile, some patched byte by byte where zipfile will not write the hazard),
+notebooks made with nbformat, and `collect` copying into a work folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from gpulab.grading.intake import (
+    Intake,
+    IntakeError,
+    LearnerSubmission,
+    ZipLimits,
+    collect,
+)
+from gpulab.grading.notebook import MAX_BYTES
+
+EXERCISES = ("roofline", "reduction")
+NBFORMAT: Any = nbformat   # it has no type hints
+
+
+def notebook(text: str = "") -> bytes:
+    """A small valid notebook whose one cell holds `text`, so copies can be told apart."""
+    nb = NBFORMAT.v4.new_notebook(cells=[NBFORMAT.v4.new_code_cell(text, id="answer")])
+    return str(NBFORMAT.writes(nb)).encode()
+
+
+def put(path: Path, data: bytes | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(notebook(path.name) if data is None else data)
+    return path
+
+
+def make_zip(path: Path, members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", method) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def zip_bytes(members: dict[str, bytes], tmp: Path) -> bytes:
+    return make_zip(tmp, members).read_bytes()
+
+
+def patch(path: Path, old: bytes, new: bytes) -> None:
+    """Replace bytes in a zip (names in both headers) where zipfile will not write the hazard."""
+    assert len(old) == len(new)
+    data = path.read_bytes()
+    assert old in data
+    path.write_bytes(data.replace(old, new))
+
+
+def flag(path: Path, bits: int) -> None:
+    """Set general-purpose flag bits on every member, in the local and central headers."""
+    data = bytearray(path.read_bytes())
+    for signature, offset in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        start = data.find(signature)
+        while start != -1:
+            at = start + offset
+            value = int.from_bytes(data[at:at + 2], "little") | bits
+            data[at:at + 2] = value.to_bytes(2, "little")
+            start = data.find(signature, start + 4)
+    path.write_bytes(bytes(data))
+
+
+def learners(intake: Intake) -> dict[str, LearnerSubmission]:
+    return {learner.learner: learner for learner in intake.learners}
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def snapshot(root: Path, work: Path) -> dict[str, str]:
+    """Every path under `root` but `work`, with what it is, to show nothing else was written."""
+    seen: dict[str, str] = {}
+    for folder, dirs, names in os.walk(root):
+        here = Path(folder)
+        if here == work or work in here.parents:
+            continue
+        for name in dirs + names:
+            path = here / name
+            if path == work:
+                continue
+            info = path.lstat()
+            seen[os.fsencode(path).hex()] = f"{stat.S_IFMT(info.st_mode)}:{info.st_size}"
+    return seen
+
+
+def assert_sane(intake: Intake, work: Path) -> None:
+    """Copies sit in work/<slug>/, match their hashes; all text is printable UTF-8."""
+    slugs = [learner.slug for learner in intake.learners]
+    assert slugs == sorted(slugs) and len(set(slugs)) == len(slugs)
+    texts = list(intake.problems)
+    for learner in intake.learners:
+        assert learner.slug and all((c.isalnum() and c.isascii()) or c in "._-"
+                                    for c in learner.slug)
+        assert not set(learner.notebooks) & set(learner.problems)
+        assert set(learner.notebooks) == set(learner.hashes)
+        for exercise, copy in learner.notebooks.items():
+            assert copy == work / learner.slug / f"{exercise}.ipynb"
+            assert copy.is_file() and not copy.is_symlink()
+            assert learner.hashes[exercise] == hashlib.sha256(copy.read_bytes()).hexdigest()
+        texts += [learner.learner, str(learner.source), *learner.problems.values()]
+    for text in texts:
+        text.encode("utf-8")
+        assert text.isprintable(), text
+
+
+def run(submissions: Path, work: Path, exercises: tuple[str, ...] = EXERCISES,
+        limits: ZipLimits | None = None) -> Intake:
+    before = snapshot(work.parent, work)
+    intake = collect(submissions, exercises, work, limits=limits or ZipLimits())
+    assert snapshot(work.parent, work) == before, "something was written outside work"
+    assert_sane(intake, work)
+    copies = {f"{s.slug}/{e}.ipynb" for s in intake.learners for e in s.notebooks}
+    assert set(files(work)) == copies, "the work folder holds more than the copies"
+    return intake
+
+
+# Layouts
+
+
+def test_a_folder_per_learner(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "ada" / "roofline.ipynb")
+    put(sub / "ada" / "a" / "b" / "c" / "reduction.ipynb")          # three levels: found
+    put(sub / "ada" / ".ipynb_checkpoints" / "roofline.ipynb")      # ignored, so no duplicate
+    put(sub / "ada" / "other.ipynb")
+    put(sub / "bob" / "a" / "b" / "c" / "d" / "roofline.ipynb")     # four levels: not looked at
+    put(sub / "bob" / "notes.txt", b"hello")
+    (sub / "carol").mkdir()
+    put(sub / "README.md", b"# the class")
+
+    intake = run(sub, work)
+
+    assert [s.slug for s in intake.learners] == ["ada", "bob", "carol"]
+    ada, bob, carol = intake.learners
+    assert ada.learner == "ada" and ada.source == sub / "ada"
+    assert set(ada.notebooks) == {"roofline", "reduction"} and not ada.problems
+    assert ada.notebooks["reduction"].read_bytes() == notebook("reduction.ipynb")
+    assert bob.notebooks == {} and bob.problems == {} and carol.notebooks == {}
+    assert intake.problems == ()
+
+
+def test_a_zip_per_learner(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    make_zip(sub / "ada.zip", {"ada/": b"", "ada/roofline.ipynb": notebook("r"),
+                               "ada/part/reduction.ipynb": notebook("s"),
+                               "__MACOSX/ada/._roofline.ipynb": b"\0\5\26\7",
+                               "__MACOSX/roofline.ipynb": b"junk"})
+    make_zip(sub / "Bob.ZIP", {"roofline.ipynb": notebook("b")})
+
+    intake = run(sub, work)
+
+    ada, bob = learners(intake)["ada"], learners(intake)["Bob"]
+    assert ada.source == sub / "ada.zip" and bob.slug == "bob"
+    assert ada.notebooks["roofline"].read_bytes() == notebook("r")
+    assert set(ada.notebooks) == {"roofline", "reduction"}
+    assert set(bob.notebooks) == {"roofline"} and intake.problems == ()
+
+
+def test_a_folder_and_a_zip_of_one_name_are_one_learner(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "ada" / "roofline.ipynb")
+    make_zip(sub / "ada.zip", {"reduction.ipynb": notebook()})
+    (ada,) = run(sub, work).learners
+    assert set(ada.notebooks) == {"roofline", "reduction"} and ada.source == sub
+
+
+def test_moodle_folders(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "Ada Lovelace_1234_assignsubmission_file_" / "roofline.ipynb")
+    put(sub / "Ada Lovelace_1234_assignsubmission_onlinetext_" / "onlinetext.html", b"<p>")
+    make_zip(sub / "Ada Lovelace_1234_assignsubmission_file_" / "work.zip",
+             {"work/reduction.ipynb": notebook("zipped")})
+    put(sub / "Ada Lovelace_777_assignsubmission_file_" / "reduction.ipynb")  # another Ada
+    put(sub / "Charles Babbage_99_assignsubmission_file_roofline.ipynb")    # flat download
+
+    intake = run(sub, work)
+
+    assert [(s.learner, s.slug) for s in intake.learners] == [
+        ("Ada Lovelace", "ada-lovelace"), ("Ada Lovelace", "ada-lovelace-2"),
+        ("Charles Babbage", "charles-babbage")]
+    first, second, charles = intake.learners
+    assert set(first.notebooks) == {"roofline", "reduction"} and first.source == sub
+    assert first.notebooks["reduction"].read_bytes() == notebook("zipped")
+    assert set(second.notebooks) == {"reduction"}
+    assert second.source == sub / "Ada Lovelace_777_assignsubmission_file_"
+    assert set(charles.notebooks) == {"roofline"} and intake.problems == ()
+
+
+def test_canvas_flat_files(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "lovelaceada_1001_5001_roofline.ipynb", notebook("first"))
+    put(sub / "lovelaceada_LATE_1001_5002_roofline-1.ipynb", notebook("second"))
+    put(sub / "lovelaceada_1001_5003_roofline-2.ipynb", notebook("third"))
+    put(sub / "lovelaceada_1001_5004_reduction.ipynb", notebook("reduce"))
+    put(sub / "babbagecharles_1002_5005_reduction-1.ipynb")
+    put(sub / "babbagecharles_1002_5006_reduction-1.ipynb")
+    make_zip(sub / "hoppergrace_LATE_1003_5007_my work.zip",
+             {"my work/roofline.ipynb": notebook("grace")})
+    put(sub / "turingalan_1004_5008_essay.pdf", b"%PDF")
+
+    intake = run(sub, work)
+
+    found = learners(intake)
+    ada = found["lovelaceada"]
+    assert ada.notebooks["roofline"].read_bytes() == notebook("third") and not ada.problems
+    assert ada.notebooks["reduction"].read_bytes() == notebook("reduce")
+    charles = found["babbagecharles"]
+    assert charles.notebooks == {}
+    assert "5005_reduction-1.ipynb" in charles.problems["reduction"]
+    assert "5006_reduction-1.ipynb" in charles.problems["reduction"]
+    assert found["hoppergrace"].notebooks["roofline"].read_bytes() == notebook("grace")
+    assert found["turingalan"].notebooks == {} and intake.problems == ()
+
+
+def test_resubmission_numbers_count_only_for_canvas(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "ada" / "roofline-1.ipynb")
+    (ada,) = run(sub, work).learners
+    assert ada.notebooks == {} and ada.problems == {}
+
+
+def test_a_bulk_zip_is_read_like_a_folder(tmp_path: Path) -> None:
+    sub, work = tmp_path / "bulk.zip", tmp_path / "work"
+    inner = zip_bytes({"reduction.ipynb": notebook("inner")}, tmp_path / "scratch" / "b.zip")
+    make_zip(sub, {"Ada Lovelace_12_assignsubmission_file_/roofline.ipynb": notebook("ada"),
+                   "bob.zip": inner,
+                   "carol/deep/roofline.ipynb": notebook("carol"),
+                   "lovelaceada_1_2_reduction-3.ipynb": notebook("canvas"),
+                   "loose.ipynb": notebook(),
+                   "__MACOSX/carol/._roofline.ipynb": b"junk"})
+
+    intake = run(sub, work)
+
+    found = learners(intake)
+    assert set(found) == {"Ada Lovelace", "bob", "carol", "lovelaceada"}
+    assert found["Ada Lovelace"].notebooks["roofline"].read_bytes() == notebook("ada")
+    assert found["Ada Lovelace"].source == sub / "Ada Lovelace_12_assignsubmission_file_"
+    assert found["bob"].notebooks["reduction"].read_bytes() == notebook("inner")
+    assert found["carol"].source == sub / "carol"
+    assert set(found["lovelaceada"].notebooks) == {"reduction"}
+    assert intake.problems == (f"{sub}/loose.ipynb: not inside a learner's folder or zip; "
+                               "put it in a folder named for the learner",)
+
+
+def test_loose_notebooks_are_a_problem(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "roofline.ipynb")
+    intake = run(sub, work)
+    assert intake.learners == ()
+    (problem,) = intake.problems
+    assert problem.startswith(f"{sub / 'roofline.ipynb'}: not inside a learner's folder or zip")
+
+
+def test_two_notebooks_for_one_exercise(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "ada" / "roofline.ipynb")
+    put(sub / "ada" / "old" / "roofline.ipynb")
+    put(sub / "ada" / "reduction.ipynb")
+    put(work / "ada" / "roofline.ipynb", b"a stale copy from an earlier run")
+
+    (ada,) = collect(sub, EXERCISES, work).learners
+
+    assert set(ada.notebooks) == {"reduction"}
+    assert ada.problems["roofline"] == (
+        f"2 notebooks for roofline: {sub}/ada/old/roofline.ipynb, {sub}/ada/roofline.ipynb; "
+        "the learner should hand in one")
+    assert not (work / "ada" / "roofline.ipynb").exists()
+
+
+def test_slugs(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    names = ["José Núñez", "Ada Lovelace", "ada  lovelace", "Ada-Lovelace", "日本語", "---x",
+             "O'Brien, Pat", "a" * 200]
+    for name in names:
+        (sub / name).mkdir(parents=True)
+
+    intake = run(sub, work)
+
+    slugs = {s.learner: s.slug for s in intake.learners}
+    assert slugs["José Núñez"] == "jose-nunez"
+    assert slugs["日本語"] == "learner"
+    assert slugs["---x"] == "x"
+    assert slugs["O'Brien, Pat"] == "obrien-pat"
+    assert slugs["a" * 200] == "a" * 64
+    assert sorted([slugs["Ada Lovelace"], slugs["ada  lovelace"], slugs["Ada-Lovelace"]]) == [
+        "ada-lovelace", "ada-lovelace-2", "ada-lovelace-3"]
+
+
+def test_a_copy_that_cannot_be_written_is_a_problem(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "ada" / "roofline.ipynb")
+    put(work / "ada", b"a file where the learner's folder should go")
+    (ada,) = collect(sub, EXERCISES, work).learners
+    assert ada.notebooks == {}
+    assert ada.problems["roofline"].startswith(f"{work}/ada/roofline.ipynb: cannot write it: ")
+    assert (work / "ada").read_bytes() == b"a file where the learner's folder should go"
+
+
+def test_learners_with_nothing_to_grade_still_appear(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "ada" / "essay.docx", b"PK")
+    (ada,) = run(sub, work).learners
+    assert (ada.notebooks, ada.hashes, ada.problems) == ({}, {}, {})
+
+
+# Hazards in folders
+
+
+def test_links_in_a_folder_are_not_followed(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    secret = put(tmp_path / "secret" / "roofline.ipynb", notebook("secret"))
+    put(sub / "ada" / "reduction.ipynb")
+    (sub / "ada" / "roofline.ipynb").symlink_to(secret)
+    (sub / "ada" / "more").symlink_to(secret.parent, target_is_directory=True)
+    (sub / "evil").symlink_to(secret.parent, target_is_directory=True)
+    (sub / "evil.zip").symlink_to(secret)
+
+    intake = run(sub, work)
+
+    (ada,) = intake.learners
+    assert set(ada.notebooks) == {"reduction"}
+    assert ada.problems == {"roofline": f"{sub}/ada/roofline.ipynb: a symbolic link, "
+                                        "not followed"}
+    assert sorted(intake.problems) == sorted([
+        f"{sub}/ada/more: a symbolic link, not followed",
+        f"{sub}/evil: a symbolic link, not followed",
+        f"{sub}/evil.zip: a symbolic link, not followed"])
+    assert notebook("secret") not in files(work).values()
+
+
+def test_a_fifo_does_not_block(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    (sub / "ada").mkdir(parents=True)
+    os.mkfifo(sub / "ada" / "roofline.ipynb")
+    (ada,) = run(sub, work).learners
+    assert ada.problems == {"roofline": f"{sub}/ada/roofline.ipynb: not a regular file"}
+
+
+def test_names_that_are_not_utf8_or_printable(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    sub.mkdir()
+    os.mkdir(os.fsencode(sub) + b"/caf\xe9")
+    with open(os.fsencode(sub) + b"/caf\xe9/roofline.ipynb", "wb") as undecodable:
+        undecodable.write(notebook())
+    put(sub / "bad\x1b[31m\nname" / "roofline.ipynb")
+    make_zip(sub / "zoe.zip", {"zo_/roofline.ipynb": notebook("zoe")})
+    patch(sub / "zoe.zip", b"zo_/", b"zo\xe9/")                 # cp437, as old zip tools write
+    make_zip(sub / "yan.zip", {"y_n/roofline.ipynb": notebook()})
+    patch(sub / "yan.zip", b"y_n/", b"y\xffn/")
+    flag(sub / "yan.zip", 0x08 << 8)                             # says UTF-8, is not
+
+    intake = run(sub, work)
+
+    found = {s.slug: s for s in intake.learners}
+    assert found["caf"].learner == "caf\ufffd" and set(found["caf"].notebooks) == {"roofline"}
+    assert found["bad31mname"].learner == "bad\ufffd[31m\ufffdname"
+    assert set(found["zoe"].notebooks) == {"roofline"}
+    assert found["yan"].notebooks == {}
+    (problem,) = intake.problems
+    assert problem.startswith(f"{sub}/yan.zip: not a readable zip file: ")
+
+
+# Hazards in zips
+
+
+def test_zip_members_that_are_links_are_refused(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    with zipfile.ZipFile(put(sub / "ada.zip", b""), "w") as archive:
+        for name in ("ada/roofline.ipynb", "ada/passwd"):
+            link = zipfile.ZipInfo(name)
+            link.external_attr = (stat.S_IFLNK | 0o777) << 16
+            archive.writestr(link, "/etc/passwd")
+        archive.writestr("ada/reduction.ipynb", notebook())
+
+    intake = run(sub, work)
+
+    (ada,) = intake.learners
+    assert set(ada.notebooks) == {"reduction"}
+    assert ada.problems == {"roofline": f"{sub}/ada.zip/ada/roofline.ipynb: a symbolic link, "
+                                        "not read"}
+    assert intake.problems == (f"{sub}/ada.zip/ada/passwd: a symbolic link, not read",)
+
+
+@pytest.mark.parametrize("name", ["/etc/roofline.ipynb", "../../roofline.ipynb",
+                                  "ada/../../../roofline.ipynb", "..\\..\\roofline.ipynb",
+                                  "C:/Users/roofline.ipynb"])
+def test_zip_members_outside_the_zip_are_refused(tmp_path: Path, name: str) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    make_zip(sub / "ada.zip", {name: notebook("escape"), "reduction.ipynb": notebook()})
+    make_zip(tmp_path / "bulk.zip", {name: notebook("escape"), "bob/roofline.ipynb": notebook()})
+
+    for n, where in enumerate((sub, tmp_path / "bulk.zip")):
+        intake = run(where, work / str(n))
+        assert [s.learner for s in intake.learners] in (["ada"], ["bob"])
+        assert all(s.notebooks and not s.problems for s in intake.learners)
+        (problem,) = intake.problems
+        assert problem.endswith("roofline.ipynb: a path outside the zip (absolute or with ..), "
+                                "not read")
+    assert notebook("escape") not in [p.read_bytes() for p in tmp_path.rglob("*.ipynb")]
+
+
+def test_encrypted_members_are_refused(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    flag(make_zip(sub / "ada.zip", {"roofline.ipynb": notebook()}), 0x1)
+    (ada,) = run(sub, work).learners
+    assert ada.problems == {"roofline": f"{sub}/ada.zip/roofline.ipynb: encrypted; submit it "
+                                        "without a password"}
+
+
+def test_too_many_members(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    make_zip(sub / "ada.zip", {"roofline.ipynb": notebook(),
+                               **{f"junk/{n}.txt": b"" for n in range(2000)}})
+    intake = run(sub, work)
+    assert learners(intake)["ada"].notebooks == {}
+    assert intake.problems == (f"{sub}/ada.zip: 2001 entries, more than the 2000 a zip may hold",)
+    with pytest.raises(IntakeError, match="2001 entries, more than the 2000"):
+        collect(sub / "ada.zip", EXERCISES, work)
+
+
+@pytest.fixture(scope="module")
+def bomb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """ada.zip holding roofline.ipynb: 300 MB of zeros packed into about 300 kB."""
+    path = tmp_path_factory.mktemp("bomb") / "sub" / "ada.zip"
+    path.parent.mkdir()
+    zeros = bytes(2**20)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive, \
+            archive.open("roofline.ipynb", "w") as member:
+        for _ in range(300):
+            member.write(zeros)
+    return path
+
+
+@pytest.mark.parametrize(("limits", "reason"), [
+    (ZipLimits(), f"larger than {MAX_BYTES // 2**20} MiB when unpacked"),
+    # With no cap on size, the ratio stops it: at 200 times its ~300 kB, about 60 MB of 300.
+    (ZipLimits(max_member_bytes=2**40), "unpacks to more than 200 times its packed size "
+                                        "(a zip bomb?)"),
+])
+def test_a_zip_bomb_is_stopped_early(tmp_path: Path, bomb: Path, limits: ZipLimits,
+                                     reason: str) -> None:
+    work = tmp_path / "work"
+    intake = collect(bomb.parent, EXERCISES, work, limits=limits)
+
+    (ada,) = intake.learners
+    assert ada.problems == {"roofline": f"{bomb}/roofline.ipynb: {reason}"}
+    assert sum(p.stat().st_size for p in work.rglob("*") if p.is_file()) == 0
+
+
+def test_the_total_of_a_zip_is_capped(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    big = {name: notebook(name * 20_000) for name in ("a", "b", "c")}
+    make_zip(sub / "ada.zip", {f"{name}.ipynb": data for name, data in big.items()})
+    limits = ZipLimits(max_total_bytes=len(big["a"]) + len(big["b"]) + 10)
+
+    (ada,) = run(sub, work, ("a", "b", "c"), limits).learners
+
+    assert set(ada.notebooks) == {"a", "b"}
+    assert ada.problems == {"c": f"{sub}/ada.zip/c.ipynb: {sub}/ada.zip unpacks to more than "
+                                 f"{limits.max_total_bytes / 2**20:g} MiB in all"}
+
+
+def test_the_total_of_a_bulk_zip_covers_the_zips_inside(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    inner = zip_bytes({"roofline.ipynb": notebook("x" * 50_000)}, tmp_path / "scratch.zip")
+    make_zip(tmp_path / "bulk.zip", {"ada.zip": inner, "bob.zip": inner})
+    limits = ZipLimits(max_total_bytes=len(inner) * 2 + len(notebook("x" * 50_000)) + 10)
+
+    intake = run(tmp_path / "bulk.zip", work, limits=limits)
+
+    assert set(learners(intake)["ada"].notebooks) == {"roofline"}
+    assert learners(intake)["bob"].notebooks == {}
+    (problem,) = learners(intake)["bob"].problems.values()
+    assert "bulk.zip unpacks to more than" in problem
+
+
+def test_zips_nested_too_deep(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    third = zip_bytes({"roofline.ipynb": notebook()}, tmp_path / "z" / "3.zip")
+    second = zip_bytes({"reduction.ipynb": notebook("two deep"), "three.zip": third},
+                       tmp_path / "z" / "2.zip")
+    make_zip(sub / "ada.zip", {"two.zip": second})
+
+    intake = run(sub, work)
+    (ada,) = intake.learners
+    assert ada.notebooks["reduction"].read_bytes() == notebook("two deep")
+    assert intake.problems == (f"{sub}/ada.zip/two.zip/three.zip: a zip nested 3 deep, past "
+                               "the limit of 2; not opened",)
+
+    intake = run(sub, work, limits=ZipLimits(max_depth=1))
+    assert intake.learners[0].notebooks == {}
+    assert intake.problems == (f"{sub}/ada.zip/two.zip: a zip nested 2 deep, past the limit "
+                               "of 1; not opened",)
+
+
+def test_unreadable_zips(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "ada.zip", b"this is not a zip")
+    stored = make_zip(tmp_path / "whole.zip", {"roofline.ipynb": notebook()}, zipfile.ZIP_STORED)
+    whole = stored.read_bytes()
+    put(sub / "bob.zip", whole[: len(whole) // 2])
+    put(sub / "carol.zip", whole.replace(b"nbformat", b"NBFORMAT"))  # the CRC no longer fits
+
+    intake = run(sub, work)
+
+    assert [s.slug for s in intake.learners] == ["ada", "bob", "carol"]
+    assert all(not s.notebooks for s in intake.learners)
+    assert intake.problems[0].startswith(f"{sub}/ada.zip: not a readable zip file: ")
+    assert intake.problems[1].startswith(f"{sub}/bob.zip: not a readable zip file: ")
+    assert intake.learners[2].problems["roofline"].startswith(
+        f"{sub}/carol.zip/roofline.ipynb: cannot be read: ")
+
+
+# SUBMISSIONS that cannot be used at all
+
+
+def test_unusable_submissions(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    with pytest.raises(IntakeError, match="no such folder or zip file"):
+        collect(tmp_path / "missing", EXERCISES, work)
+    with pytest.raises(IntakeError, match=r"not a folder or a \.zip file"):
+        collect(put(tmp_path / "grades.csv", b"a,b"), EXERCISES, work)
+    with pytest.raises(IntakeError, match=r"bulk\.zip: not a readable zip file: "):
+        collect(put(tmp_path / "bulk.zip", b"PK\3\4 and then nothing"), EXERCISES, work)
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(IntakeError, match="the work folder lies inside"):
+        collect(tmp_path / "sub", EXERCISES, tmp_path / "sub" / "work")
+    with pytest.raises(IntakeError, match="cannot make the work folder"):
+        collect(tmp_path / "sub", EXERCISES, tmp_path / "grades.csv" / "work")
+    with pytest.raises(ValueError, match="cannot name a file safely"):
+        collect(tmp_path / "sub", ["../../escape"], work)
