@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 import json
+import stat
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +99,33 @@ def _changed_role(target: Path) -> None:
     notebook = _load(SOLUTION)
     _answer(notebook, "roofline").metadata["gpulab"]["role"] = "setup"
     _write(notebook, target)
+
+
+def _deleted_setup(target: Path) -> None:
+    """The solution without its locked setup cell: the released one runs instead."""
+    notebook = _load(SOLUTION)
+    notebook.cells = [c for c in notebook.cells if not (
+        c.cell_type == "code" and c.metadata.get("gpulab", {}).get("role") == "setup")]
+    _write(notebook, target)
+
+
+def _zip_bomb(target: Path) -> None:
+    """A zip of one notebook that unpacks to 300 MB of zeros."""
+    target.parent.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(target.parent.with_suffix(".zip"), "w", zipfile.ZIP_DEFLATED) as zf, \
+            zf.open("roofline.ipynb", "w") as member:
+        zeros = bytes(2**20)
+        for _ in range(300):
+            member.write(zeros)
+
+
+def _zip_symlink(target: Path) -> None:
+    """A zip whose roofline.ipynb is a symbolic link to the course's solution."""
+    target.parent.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(target.parent.with_suffix(".zip"), "w") as zf:
+        info = zipfile.ZipInfo("roofline.ipynb")
+        info.external_attr = (stat.S_IFLNK | 0o777) << 16
+        zf.writestr(info, str(SOLUTION))
 
 
 def _edited_setup(target: Path) -> None:
@@ -249,6 +278,9 @@ CASES: tuple[Case, ...] = (
     Case("duplicated-answer", ("invalid",), 0.0, _duplicated_answer),
     Case("changed-metadata", ("invalid",), 0.0, _changed_role),
     Case("edited-setup", ("wrong",), 0.0, _edited_setup),
+    Case("deleted-setup", ("right",), FULL, _deleted_setup),
+    Case("zip-bomb", ("invalid",), 0.0, _zip_bomb),
+    Case("zip-symlink", ("invalid", "missing"), 0.0, _zip_symlink),
     Case("invalid-json", ("invalid",), 0.0, _text('{"cells": [,]}')),
     Case("old-format", ("invalid",), 0.0, _old_format),
     Case("huge", ("invalid",), 0.0, _huge),

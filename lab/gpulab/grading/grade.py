@@ -350,6 +350,7 @@ def _run_jobs(jobs: list[Job], options: GradeOptions, policy: sandbox.Policy,
             pool = GpuPool(gpus, options.gpu_recovery_s, event)
     total, finished = len(jobs), 0
     lock = threading.Lock()
+    stopping = threading.Event()      # ctrl-c: what is still running is not recorded
 
     def one(job: Job) -> None:
         nonlocal finished
@@ -377,6 +378,8 @@ def _run_jobs(jobs: list[Job], options: GradeOptions, policy: sandbox.Policy,
         finally:
             if gpu and pool is not None:
                 pool.give_back(gpu)
+        if stopping.is_set():
+            return
         kind, message, rows = verdict(report, summary.maxima[job.entry.name])
         earned = sum(r.earned for r in rows)
         grade = ExerciseGrade(job.entry.name, kind, earned, summary.maxima[job.entry.name],
@@ -403,6 +406,7 @@ def _run_jobs(jobs: list[Job], options: GradeOptions, policy: sandbox.Policy,
         for future in concurrent.futures.as_completed(futures):
             future.result()
     except BaseException:
+        stopping.set()
         executor.shutdown(wait=False, cancel_futures=True)
         raise
     executor.shutdown(wait=True)

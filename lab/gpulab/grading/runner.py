@@ -72,6 +72,31 @@ def check_files(exercise: ExerciseEntry, *, hidden: bool = False) -> list[Path]:
     return files
 
 
+# The report's schema: every field with its type. Anything else is refused, not guessed at.
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "check": str, "title": str, "outcome": str, "points": (int, float), "message": str,
+    "hidden": bool, "needs_gpu": bool, "kind": str}
+
+
+def _read_report(path: Path) -> tuple[CheckResult, ...]:
+    """The plugin's JSON report, checked field by field against `_FIELDS`."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    checks = data.get("checks") if isinstance(data, dict) else None
+    if not isinstance(checks, list):
+        raise ValueError("no list of checks")
+    results = []
+    for n, item in enumerate(checks):
+        if not isinstance(item, dict) or set(item) != set(_FIELDS):
+            raise ValueError(f"check {n} does not have the fields {sorted(_FIELDS)}")
+        wrong = [key for key, kind in _FIELDS.items() if not isinstance(item[key], kind)]
+        if wrong or item["outcome"] not in ("passed", "failed", "skipped"):
+            raise ValueError(f"check {n} has a field of the wrong type: {wrong or 'outcome'}")
+        results.append(CheckResult(item["check"], item["title"], item["outcome"],
+                                   float(item["points"]), item["message"], item["hidden"],
+                                   item["needs_gpu"], item["kind"]))
+    return tuple(results)
+
+
 def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden: bool = False,
                call_timeout: float = 30.0, timeout: float | None = None,
                env: dict[str, str] | None = None) -> CheckReport:
@@ -103,7 +128,7 @@ def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden:
                    PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
         command = [sys.executable, "-m", "pytest", "-q", "-p", "gpulab.grading.pytest_plugin",
                    "-p", "no:cacheprovider", "-c", str(Path(folder) / "pytest.ini"),
-                   "--rootdir", folder, "-o", "console_output_style=classic",
+                   "--rootdir", folder, "-o", "console_output_style=classic", "--tb=no",
                    *(str(f.resolve()) for f in files)]
         limit = timeout or float(exercise.time_limit)   # the whole run, course.toml's limit
         try:
@@ -112,16 +137,18 @@ def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden:
         except subprocess.TimeoutExpired:
             return CheckReport(exercise.name, notebook, "error",
                                f"the checks took longer than {limit:g} s and were stopped")
+        if done.returncode == 2:     # pytest's "interrupted": a partial report is no verdict
+            return CheckReport(exercise.name, notebook, "error",
+                               "the checks were interrupted before they finished")
         if not report_path.is_file():
             tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
             return CheckReport(exercise.name, notebook, "error",
                                "the checks did not run: " + " / ".join(tail))
-        data = json.loads(report_path.read_text(encoding="utf-8"))
-    results = tuple(CheckResult(r["check"], r.get("title", ""), r["outcome"],
-                                float(r["points"]), r.get("message", ""),
-                                bool(r.get("hidden", False)), bool(r.get("needs_gpu", False)),
-                                str(r.get("kind", "")))
-                    for r in data.get("checks", []))
+        try:
+            results = _read_report(report_path)
+        except (ValueError, OSError) as exc:
+            return CheckReport(exercise.name, notebook, "error",
+                               f"the checks' report is not usable: {exc}")
     if not results:
         return CheckReport(exercise.name, notebook, "error", "no checks were collected")
     gpu_skips = [r for r in results if r.needs_gpu]
