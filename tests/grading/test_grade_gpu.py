@@ -27,7 +27,7 @@ SOLUTION = ROOT / "solutions" / "cuda-programming" / "vector-add.ipynb"
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(bool(gpu_missing()), reason=f"needs an NVIDIA GPU: {gpu_missing()}"),
+    pytest.mark.skipif(bool(gpu_missing()), reason=gpu_missing() or ""),
     pytest.mark.skipif(not sandbox.available().bubblewrap,
                        reason="bubblewrap cannot make a sandbox here: "
                               + sandbox.available().bubblewrap_problem),
