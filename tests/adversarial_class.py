@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "solutions" / "memory-hierarchy" / "roofline.ipynb"
 STUB = ROOT / "exercises" / "memory-hierarchy" / "roofline.ipynb"
 FULL = -1.0          # expected earned: the exercise's whole worth
+PARTIAL = -3.0       # expected earned: more than nothing, less than the whole worth
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,13 @@ def _duplicated_answer(target: Path) -> None:
 def _changed_role(target: Path) -> None:
     notebook = _load(SOLUTION)
     _answer(notebook, "roofline").metadata["gpulab"]["role"] = "setup"
+    _write(notebook, target)
+
+
+def _broken_part(target: Path) -> None:
+    """The solution with a SyntaxError in its last answer cell."""
+    notebook = _load(SOLUTION)
+    _answer(notebook, "place").source += "\n\ndef oops(:\n    pass\n"
     _write(notebook, target)
 
 
@@ -258,7 +266,9 @@ CASES: tuple[Case, ...] = (
     Case("good", ("right",), FULL, _solution),
     Case("victim", ("right",), FULL, _solution),
     Case("stub", ("wrong",), 0.0, _stub),
-    Case("sys-exit", ("wrong",), 0.0, _prefixed(SOLUTION, EXIT)),
+    # the cell that exits stops there; the learner's other cells still run and earn
+    Case("sys-exit", ("wrong",), PARTIAL, _prefixed(SOLUTION, EXIT)),
+    Case("syntax-error-in-one-part", ("wrong",), PARTIAL, _broken_part),
     Case("os-exit", ("crashed",), 0.0, _prefixed(SOLUTION, OS_EXIT)),
     # patching isinstance breaks the worker's own JSON replies: it may end the process
     Case("monkeypatch", ("wrong", "crashed"), 0.0, _prefixed(STUB, PATCH)),

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from adversarial_class import CASES, FULL, ROOT, build_class
+from adversarial_class import CASES, FULL, PARTIAL, ROOT, build_class
 from gpulab.grading import sandbox
 from gpulab.grading.grade import GradeError, GradeOptions, grade_class
 from gpulab.grading.gradebook import Gradebook
@@ -65,7 +65,9 @@ def test_every_hostile_case_gets_its_grade(hostile):
     for slug, case in hostile["cases"].items():
         grade = got[slug]
         want = worth if case.earned == FULL else case.earned
-        if grade.kind not in case.kinds or (case.earned >= 0 and grade.earned != want):
+        partial_wrong = case.earned == PARTIAL and not 0 < grade.earned < worth
+        if grade.kind not in case.kinds or partial_wrong or (
+                case.earned >= 0 and grade.earned != want):
             wrong.append(f"{slug}: got {grade.kind} {grade.earned:g}, want "
                          f"{'/'.join(case.kinds)} {want:g} ({grade.message[:200]})")
     assert not wrong, "\n".join(wrong)
@@ -134,7 +136,8 @@ def test_grading_twice_gives_the_same_gradebook(hostile, tmp_path):
                                        timeout=TIMEOUT))
     assert summary.graded == 0 and summary.reused == len(hostile["cases"])
     assert _dump(out) == before
-    fast = ("good", "stub", "sys-exit", "always-equal", "deleted-answer", "invalid-json")
+    fast = ("good", "stub", "sys-exit", "always-equal", "deleted-answer", "invalid-json",
+            "syntax-error-in-one-part")
     again = tmp_path / "again"
     (again / "class").mkdir(parents=True)
     for name in fast:

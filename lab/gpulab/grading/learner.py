@@ -58,6 +58,7 @@ class Learner:
         self._buffer = b""
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._loaded: LearnerError | None = None
+        self._failed_cells: list[dict[str, Any]] = []    # cells that raised while loading
 
     def __enter__(self) -> Learner:
         return self
@@ -131,10 +132,14 @@ class Learner:
         self._process = self._job.process
         self._reader = reader
         try:
-            self._ask({"op": "load", "cells": [{"name": c.name, "source": c.source}
-                                               for c in self.cells]}, "running your cells")
+            loaded = self._ask({"op": "load", "cells": [{"name": c.name, "source": c.source}
+                                                        for c in self.cells]},
+                               "running your cells")
         except LearnerError as exc:
             self._loaded = exc
+            return
+        failed = loaded.get("failed") if isinstance(loaded, dict) else None
+        self._failed_cells = [f for f in failed or [] if isinstance(f, dict)]
 
     def _ask(self, request: dict[str, Any], doing: str) -> Any:
         process = self._process
@@ -155,10 +160,11 @@ class Learner:
         if reply["ok"]:
             return reply.get("value")
         error = reply.get("error") or {}
-        where = "\n".join(f"    {line}" for line in error.get("traceback", []) if
-                          isinstance(line, str))
-        raise LearnerError(f"while {doing}: {error.get('type', 'Error')}: "
-                           f"{error.get('message', '')}" + (f"\n{where}" if where else ""))
+        if error.get("type") == "NameError" and self._failed_cells:
+            first = self._failed_cells[0]     # why the function is not there
+            raise LearnerError(f"while {doing}: it is not defined, because your cell "
+                               f"'{first.get('cell')}' did not run: " + _said(first))
+        raise LearnerError(f"while {doing}: " + _said(error))
 
     def _read_line(self, doing: str) -> bytes:
         assert self._reader is not None
@@ -187,6 +193,14 @@ class Learner:
         return LearnerError(f"while {doing}, the worker process ended ({how}): your code "
                             "ended the process (os._exit, a crash, or the memory limit)",
                             "crashed")
+
+
+def _said(error: dict[str, Any]) -> str:
+    """A worker's error as text: type, message, and the learner's lines of code."""
+    where = "\n".join(f"    {line}" for line in error.get("traceback", []) if
+                      isinstance(line, str))
+    return (f"{error.get('type', 'Error')}: {error.get('message', '')}"
+            + (f"\n{where}" if where else ""))
 
 
 def read_reply(reader: int, buffer: bytes, timeout: float,

@@ -6,6 +6,7 @@ one JSON reply per line from file descriptor FD. The learner's prints go to
 this process's stdout, which nobody parses. Requests:
 
     {"op": "load", "cells": [{"name": "setup 1", "source": "..."}, ...]}
+        -> {"ok": true, "value": {"failed": [{"cell": ..., "type": ..., ...}, ...]}}
     {"op": "call", "name": "memory_limit", "args": [...], "kwargs": {...}}
 
 Replies are ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": {...}}``
@@ -50,14 +51,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def _handle(request: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
     if request.get("op") == "load":
+        # Each cell on its own, as a notebook runs them: a cell that fails (a SyntaxError,
+        # an exception, sys.exit) is reported and the next cells still run, so the parts
+        # that do work still earn their points.
+        failed = []
         for cell in request["cells"]:
             filename = f"{_LEARNER_FILE}:{cell['name']}"
             # registered so that a traceback can show the learner's line of code
             linecache.cache[filename] = (len(cell["source"]), None,
                                          cell["source"].splitlines(True), filename)
-            code = compile(cell["source"], filename, "exec")
-            exec(code, namespace)
-        return {"ok": True, "value": None}
+            try:
+                exec(compile(cell["source"], filename, "exec"), namespace)
+            except BaseException as exc:  # whatever the cell did, the others still run
+                failed.append({"cell": cell["name"], **_error(exc)})
+        return {"ok": True, "value": {"failed": failed}}
     if request.get("op") == "call":
         name = request["name"]
         function = namespace.get(name)
