@@ -31,6 +31,7 @@ pytest: $(VENV)/.test
 bench: $(VENV)/.test
 	$(PY) bench/startup.py
 	$(PY) bench/grading.py
+	$(PY) bench/book.py
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpulab needs Python 3.11 or newer: set PYTHON=python3.11 (or newer)")'

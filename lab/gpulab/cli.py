@@ -142,6 +142,18 @@ def _parser() -> argparse.ArgumentParser:
                        help="grade even where no sandbox can hide files from learner code")
     grade.set_defaults(handler=_grade)
 
+    book = commands.add_parser(
+        "book", help="build the course as a static HTML book that works offline",
+        description="Build the course (lessons with their mindmaps, claims, exercises, specs, "
+                    "an index) as static HTML pages that work offline and from file://. "
+                    "Exit status 2, with every problem as file:line, if a lesson is broken.")
+    book.add_argument("--out", metavar="DIR", default=None,
+                      help="where the book goes; replaced on each build "
+                           "(default: book/_build/html in the checkout)")
+    book.add_argument("--open", action="store_true",
+                      help="open the front page in the web browser when built")
+    book.set_defaults(handler=_book)
+
     dev = commands.add_parser("dev", help="tools for course authors",
                               description="Tools for course authors.")
     dev_commands = dev.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -399,4 +411,43 @@ def _lint(args: argparse.Namespace) -> int:
         print(f"{len(problems)} problem(s) in {lessons} lesson(s)", file=sys.stderr)
         return BAD_INPUT
     print(f"{lessons} lessons, {len(course.claims)} claims: no problems")
+    return 0
+
+
+def _book(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from gpulab.book import build_book, default_out
+    from gpulab.course import CourseError, load_course
+
+    out = Path(args.out) if args.out else default_out()
+    console = Console(stderr=True)
+    course = load_course()
+    with Progress(TextColumn("building the book"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.description}"), console=console, transient=True) as bar:
+        task = bar.add_task("", total=None)
+
+        def step(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what, completed=done, total=total)
+
+        try:
+            result = build_book(course, out, progress=step)
+        except CourseError as exc:
+            bar.stop()
+            for problem in exc.problems:
+                print(problem)
+            broken = sorted({p.path.name for p in exc.problems})
+            print(f"gpulab book: not built: {len(exc.problems)} problem(s) in "
+                  f"{', '.join(broken)}", file=sys.stderr)
+            return BAD_INPUT
+    print(f"built {len(result.pages)} pages in {result.seconds:.1f} s: {result.front}")
+    if args.open:
+        import webbrowser
+
+        if not webbrowser.open(result.front.as_uri()):
+            print(f"gpulab book: no web browser to open; open {result.front.as_uri()}",
+                  file=sys.stderr)
     return 0

@@ -17,7 +17,6 @@ browser of its own. Without either the tests skip and say why.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -37,34 +36,21 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from chromium import chromium, needs_chromium
+
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
 EXERCISE = "roofline"
 NOTEBOOKS = {  # folder in the server's root: the notebook copied there as roofline.ipynb
     "solution": ROOT / "solutions" / "memory-hierarchy" / f"{EXERCISE}.ipynb",
     "exercise": ROOT / "exercises" / "memory-hierarchy" / f"{EXERCISE}.ipynb",
 }
-# The flags this machine's Chromium needs: no sandbox as root, and nothing that
-# reaches for the network (a closed network refuses it, slowly).
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 TIMEOUT_MS = 90_000  # generous: CI machines have two cores, and the checks run a pytest
 
 
-def _skip_reason() -> str | None:
-    if not CHROMIUM.is_file():
-        return f"{CHROMIUM} is missing: install Debian's chromium (.ci/run does)"
-    if importlib.util.find_spec("playwright") is None:
-        return "playwright is not installed: `make test` installs it with the dev extra"
-    return None
-
-
-SKIP_REASON = _skip_reason()
-pytestmark = pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")
+pytestmark = needs_chromium
 
 
 @dataclass(frozen=True)
@@ -163,15 +149,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """Debian's Chromium, headless, with a fresh profile (Playwright makes one per launch)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture
