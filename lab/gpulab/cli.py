@@ -342,6 +342,10 @@ def _grade(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print("gpulab grade: --workers must be at least 1", file=sys.stderr)
         return BAD_INPUT
+    if gpus is not None and not all(g.isdigit() for g in gpus):
+        print(f"gpulab grade: --gpus {args.gpus!r}: give GPU indices as nvidia-smi numbers "
+              "them, e.g. 0,1", file=sys.stderr)
+        return BAD_INPUT
     options = GradeOptions(Path(args.submissions), Path(args.out), tuple(names), args.workers,
                            gpus, args.regrade, args.timeout, args.unsafe)
     try:

@@ -247,17 +247,6 @@ def grade_class(options: GradeOptions, *, course: Any = None,
     work = out / "submissions"
     course_root = Path(course.manifest.path).resolve().parent.parent
     tag = uuid.uuid4().hex[:12]
-    try:
-        cgroups = sandbox.run_cgroups(guards.cgroup, tag)
-    except OSError:
-        cgroups = ""            # the guards line below then says no cgroup was used
-    policy = replace(options.policy, bubblewrap=bool(guards.bubblewrap), tag=tag,
-                     cgroup=cgroups,
-                     hide=(str(course_root), str(options.submissions.resolve()),
-                           str(out.resolve()), *options.policy.hide),
-                     show=(str(Path(course.manifest.path).resolve().parent),
-                           str(course_root / "exercises"), *options.policy.show))
-    in_force = guards.describe(policy)
 
     names = list(options.exercises) or list(entries)
     taken = intake.collect(options.submissions, names, work)
@@ -265,18 +254,28 @@ def grade_class(options: GradeOptions, *, course: Any = None,
         handed = {e for learner in taken.learners for e in (*learner.notebooks,
                                                               *learner.problems)}
         names = [n for n in names if n in handed]
-    summary = GradeSummary([], names, {}, guards=in_force, problems=list(taken.problems),
-                           out=out, tag=tag)
+    summary = GradeSummary([], names, {}, problems=list(taken.problems), out=out, tag=tag)
     if not names:
         raise GradeError(f"{options.submissions}: no notebook of any exercise was found "
                          "(each learner's folder or zip should hold <exercise>.ipynb files)"
                          + ("; " + "; ".join(taken.problems[:3]) if taken.problems else ""))
 
     with Gradebook(out / "gradebook.sqlite") as book:
-        run_id = book.start_run(started=_now(), command=command,
-                                version=_version(), guards=in_force)
-        status = "stopped"
         try:
+            cgroups = sandbox.run_cgroups(guards.cgroup, tag)
+        except OSError:
+            cgroups = ""            # the guards line then says that no cgroup was used
+        policy = replace(options.policy, bubblewrap=bool(guards.bubblewrap), tag=tag,
+                         cgroup=cgroups,
+                         hide=(str(course_root), str(options.submissions.resolve()),
+                               str(out.resolve()), *options.policy.hide),
+                         show=(str(Path(course.manifest.path).resolve().parent),
+                               str(course_root / "exercises"), *options.policy.show))
+        in_force = summary.guards = guards.describe(policy)
+        status, run_id = "stopped", None
+        try:
+            run_id = book.start_run(started=_now(), command=command,
+                                    version=_version(), guards=in_force)
             hashes = {name: checks_hash(entries[name]) for name in names}
             for name in names:                      # what each exercise is worth
                 known = book.exercise(name)
@@ -316,7 +315,8 @@ def grade_class(options: GradeOptions, *, course: Any = None,
             status = "finished"
         finally:
             sandbox.remove_cgroups(cgroups)
-            book.end_run(run_id, finished=_now(), status=status)
+            if run_id is not None:
+                book.end_run(run_id, finished=_now(), status=status)
         summary.learners = book.learners(names)
 
     title = getattr(course, "title", "gpulab")
