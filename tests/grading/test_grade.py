@@ -177,9 +177,12 @@ def test_killed_run_resumes_to_the_same_gradebook(tmp_path):
                "--exercises", "roofline", "--workers", "2", "--timeout", str(TIMEOUT)]
     rng = random.Random(1234)
     kills = 0
-    for _ in range(6):
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
+    logs = []
+    for attempt in range(6):
+        logs.append(tmp_path / f"attempt-{attempt}.log")
+        with logs[-1].open("wb") as log:
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
         time.sleep(rng.uniform(1.0, 4.0))
         if process.poll() is not None:
             break
@@ -189,6 +192,10 @@ def test_killed_run_resumes_to_the_same_gradebook(tmp_path):
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert kills >= 1, "the run finished before it could be killed: make the class larger"
+    for log in logs:      # a run that was not killed must have ended cleanly
+        text = log.read_text(errors="replace")
+        assert "Traceback" not in text and "gpulab grade:" not in text, \
+            f"{log.name}:\n{text[-3000:]}"
     assert _subset(_dump(out), names, out) == _subset(_dump(reference), names, reference)
 
 

@@ -110,4 +110,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
 def pytest_sessionfinish(session: pytest.Session) -> None:
     target = os.environ.get("GPULAB_REPORT")
     if target:
-        Path(target).write_text(json.dumps({"checks": _RESULTS}, indent=1), encoding="utf-8")
+        # "collected" lets the runner tell a finished run from one that stopped part way
+        Path(target).write_text(json.dumps({"collected": session.testscollected,
+                                            "checks": _RESULTS}, indent=1), encoding="utf-8")

@@ -78,12 +78,14 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "hidden": bool, "needs_gpu": bool, "kind": str}
 
 
-def _read_report(path: Path) -> tuple[CheckResult, ...]:
-    """The plugin's JSON report, checked field by field against `_FIELDS`."""
+def _read_report(path: Path) -> tuple[tuple[CheckResult, ...], int]:
+    """The plugin's JSON report, checked field by field against `_FIELDS`; and how many
+    checks pytest collected."""
     data = json.loads(path.read_text(encoding="utf-8"))
     checks = data.get("checks") if isinstance(data, dict) else None
-    if not isinstance(checks, list):
-        raise ValueError("no list of checks")
+    collected = data.get("collected") if isinstance(data, dict) else None
+    if not isinstance(checks, list) or not isinstance(collected, int):
+        raise ValueError("no list of checks, or no count of them")
     results = []
     for n, item in enumerate(checks):
         if not isinstance(item, dict) or set(item) != set(_FIELDS):
@@ -94,7 +96,7 @@ def _read_report(path: Path) -> tuple[CheckResult, ...]:
         results.append(CheckResult(item["check"], item["title"], item["outcome"],
                                    float(item["points"]), item["message"], item["hidden"],
                                    item["needs_gpu"], item["kind"]))
-    return tuple(results)
+    return tuple(results), collected
 
 
 def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden: bool = False,
@@ -137,18 +139,22 @@ def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden:
         except subprocess.TimeoutExpired:
             return CheckReport(exercise.name, notebook, "error",
                                f"the checks took longer than {limit:g} s and were stopped")
-        if done.returncode == 2:     # pytest's "interrupted": a partial report is no verdict
-            return CheckReport(exercise.name, notebook, "error",
-                               "the checks were interrupted before they finished")
         if not report_path.is_file():
             tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
             return CheckReport(exercise.name, notebook, "error",
                                "the checks did not run: " + " / ".join(tail))
         try:
-            results = _read_report(report_path)
+            results, collected = _read_report(report_path)
         except (ValueError, OSError) as exc:
             return CheckReport(exercise.name, notebook, "error",
                                f"the checks' report is not usable: {exc}")
+        # 0: all passed, 1: some failed. Anything else (interrupted, an internal error, a
+        # signal) or fewer results than checks collected means a run that stopped part
+        # way: its report is no verdict, and a grading run tries it again.
+        if done.returncode not in (0, 1) or len(results) != collected:
+            return CheckReport(exercise.name, notebook, "error",
+                               f"the checks stopped part way (pytest exit status "
+                               f"{done.returncode}, {len(results)} of {collected} checks)")
     if not results:
         return CheckReport(exercise.name, notebook, "error", "no checks were collected")
     gpu_skips = [r for r in results if r.needs_gpu]
