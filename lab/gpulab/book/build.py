@@ -29,6 +29,7 @@ from gpulab.book.lesson_page import (
 )
 from gpulab.book.markdown import MarkdownRenderer, pygments_css
 from gpulab.book.notebooks import NotebookRenderer
+from gpulab.course.catalog import shipped_dir
 from gpulab.course.problems import CourseError, Problem
 from gpulab.errors import GpulabError
 
@@ -66,14 +67,7 @@ class BookResult:
 
 def find_book_dir() -> Path:
     """The folder that holds the book's templates/ and assets/: installed copy or checkout."""
-    override = os.environ.get("GPULAB_BOOK_DIR")
-    if override:
-        return Path(override).expanduser().resolve()
-    package = Path(__file__).resolve().parent.parent
-    installed = package / "_course" / "book"
-    if installed.is_dir():
-        return installed
-    return package.parent.parent / "book"
+    return shipped_dir("book", "GPULAB_BOOK_DIR")
 
 
 def default_out() -> Path:

@@ -23,19 +23,25 @@ if TYPE_CHECKING:
     from gpulab.course.lesson import Lesson, Node
     from gpulab.course.specs import Specs
 
-__all__ = ["Course", "SearchHit", "find_course_dir", "load_course"]
+__all__ = ["Course", "SearchHit", "find_course_dir", "load_course", "shipped_dir"]
 
 
 def find_course_dir() -> Path:
     """The `lessons/` folder to read: env override, installed copy, or checkout."""
-    override = os.environ.get("GPULAB_COURSE_DIR")
+    return shipped_dir("lessons", "GPULAB_COURSE_DIR")
+
+
+def shipped_dir(name: str, variable: str) -> Path:
+    """A folder of the course beside the package: `$variable`, the copy a wheel ships
+    under gpulab/_course/, or the checkout's own."""
+    override = os.environ.get(variable)
     if override:
         return Path(override).expanduser().resolve()
     package = Path(__file__).resolve().parent.parent
-    installed = package / "_course" / "lessons"
+    installed = package / "_course" / name
     if installed.is_dir():
         return installed
-    return package.parent.parent / "lessons"
+    return package.parent.parent / name
 
 
 @dataclass(frozen=True)
