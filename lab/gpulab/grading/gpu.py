@@ -28,7 +28,7 @@ import sys
 import tempfile
 from typing import Any
 
-from gpulab.grading.learner import MAX_REPLY_BYTES, LearnerError, kill_group, read_reply
+from gpulab.grading.learner import MAX_REPLY_BYTES, LearnerError, read_reply
 from gpulab.grading.sandbox import spawn
 
 __all__ = [
@@ -107,7 +107,6 @@ def run_kernel(task: str, source: Any, params: dict[str, Any], *,
         finally:
             os.close(reader)
             worker.close()
-            kill_group(process)
             if process.stderr is not None:
                 process.stderr.close()
     reply = json.loads(line)

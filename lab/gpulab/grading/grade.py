@@ -73,9 +73,6 @@ class GradeSummary:
     out: Path = Path()
     tag: str = ""                   # the run's name: its cgroups, its jobs' GPULAB_JOB
 
-    def kinds(self) -> Counter[str]:
-        return Counter(e.kind for learner in self.learners for e in learner.exercises)
-
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -96,7 +93,7 @@ def checks_hash(entry: ExerciseEntry) -> str:
     return _sha256(entry.notebook, *check_files(entry, hidden=True)) + f":{gpulab.__version__}"
 
 
-def verdict(report: CheckReport, possible: float) -> tuple[Kind, str, tuple[CheckRow, ...]]:
+def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
     """Sort a checks report into a kind, a message and the check rows."""
     rows = tuple(CheckRow(r.check, r.title, r.outcome, r.points, r.earned,
                           "" if r.hidden else r.message, r.hidden) for r in report.results)
@@ -353,7 +350,6 @@ def _run_jobs(jobs: list[Job], options: GradeOptions, policy: sandbox.Policy,
     stopping = threading.Event()      # ctrl-c: what is still running is not recorded
 
     def one(job: Job) -> None:
-        nonlocal finished
         gpu = ""
         if job.entry.gpu:
             taken = pool.take() if pool is not None else None
@@ -380,7 +376,7 @@ def _run_jobs(jobs: list[Job], options: GradeOptions, policy: sandbox.Policy,
                 pool.give_back(gpu)
         if stopping.is_set():
             return
-        kind, message, rows = verdict(report, summary.maxima[job.entry.name])
+        kind, message, rows = verdict(report)
         earned = sum(r.earned for r in rows)
         grade = ExerciseGrade(job.entry.name, kind, earned, summary.maxima[job.entry.name],
                               message, rows, in_force, round(time.monotonic() - started, 3),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from gpulab.grading.verdict import CheckRow, ExerciseGrade, LearnerGrades
@@ -164,11 +164,6 @@ class Gradebook:
                 "INSERT INTO checks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(slug, grade.exercise, n, c.check, c.title, c.outcome, c.points, c.earned,
                   c.message, int(c.hidden)) for n, c in enumerate(grade.checks)])
-
-    def forget(self, pairs: Iterable[tuple[str, str]]) -> None:
-        with self.db:
-            self.db.executemany("DELETE FROM grades WHERE learner = ? AND exercise = ?",
-                                list(pairs))
 
     # -- reading back --------------------------------------------------------------------
     def learners(self, exercises: Sequence[str]) -> list[LearnerGrades]:

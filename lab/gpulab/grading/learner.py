@@ -10,7 +10,6 @@ process group. Whatever goes wrong on the learner's side becomes a
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import selectors
@@ -27,8 +26,7 @@ from gpulab.errors import GpulabError
 from gpulab.grading.notebook import Cell
 from gpulab.grading.sandbox import Sandboxed, pid_one, spawn, worker_pid
 
-__all__ = ["MAX_REPLY_BYTES", "Learner", "LearnerError", "kill_group", "read_reply",
-           "released_cells"]
+__all__ = ["MAX_REPLY_BYTES", "Learner", "LearnerError", "read_reply", "released_cells"]
 
 MAX_REPLY_BYTES = 2**20
 
@@ -54,6 +52,7 @@ class Learner:
         self.timeout = timeout
         self._process: subprocess.Popen[bytes] | None = None
         self._job: Sandboxed | None = None
+        self._worker_pid: int | None = None
         self._reader: int | None = None
         self._buffer = b""
         self._folder: tempfile.TemporaryDirectory[str] | None = None
@@ -79,7 +78,9 @@ class Learner:
             return None
         if not self._job.wrapped:
             return self._process.pid
-        return worker_pid(self._job.pid, "gpulab.grading.worker")
+        if self._worker_pid is None:        # inside bubblewrap: found once, by walking /proc
+            self._worker_pid = worker_pid(self._job.pid, "gpulab.grading.worker")
+        return self._worker_pid
 
     @property
     def pid_one(self) -> int | None:
@@ -101,11 +102,10 @@ class Learner:
     def close(self) -> None:
         """Stop the worker and everything it started."""
         if self._job is not None:
-            self._job.close()
+            self._job.close()           # the worker's process group and job cgroup
             self._job = None
-        if self._process is not None:
-            kill_group(self._process)
-            self._process = None
+        self._process = None
+        self._worker_pid = None
         if self._reader is not None:
             os.close(self._reader)
             self._reader = None
@@ -225,17 +225,6 @@ def read_reply(reader: int, buffer: bytes, timeout: float,
                 raise OverflowError
     line, _, rest = buffer.partition(b"\n")
     return line, rest
-
-
-def kill_group(process: subprocess.Popen[bytes]) -> None:
-    """End the worker's whole process group: the learner's children too."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=5)
-    if process.stdin is not None:
-        with contextlib.suppress(OSError):
-            process.stdin.close()
 
 
 def released_cells(exercise: Path, learner: Path) -> list[Cell]:

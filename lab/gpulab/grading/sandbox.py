@@ -40,12 +40,12 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["ENV", "Guards", "Policy", "Sandboxed", "available", "from_env", "pid_one",
-           "remove_cgroups", "run_cgroups", "spawn", "worker_pid"]
+__all__ = ["ENV", "Guards", "Policy", "Sandboxed", "available", "from_env", "kill_group",
+           "pid_one", "remove_cgroups", "run_cgroups", "spawn", "worker_pid"]
 
 ENV = "GPULAB_SANDBOX"
 SCRATCH = "/tmp/work"          # the job's working folder inside the sandbox
@@ -89,7 +89,6 @@ class Guards:
     cgroup: str = ""            # as Policy.cgroup: where job cgroups may be made
     cgroup_problem: str = ""
     nproc_rlimit: bool = False  # RLIMIT_NPROC binds (the grader is not root)
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
     def describe(self, policy: Policy) -> tuple[str, ...]:
         """The guards in force for `policy`, one line each, for the gradebook and feedback."""
@@ -188,7 +187,6 @@ def _needed_folders(hidden: Sequence[str], shown: Sequence[str] = ()) -> list[st
 @functools.lru_cache(maxsize=1)
 def available() -> Guards:
     """Which guards work on this machine (tried for real, once per process)."""
-    notes: list[str] = []
     bwrap = shutil.which("bwrap") or ""
     problem = ""
     if not bwrap:
@@ -207,8 +205,7 @@ def available() -> Guards:
             problem, bwrap = f"bubblewrap did not run: {exc}", ""
     cgroup, cgroup_problem = _cgroup_home()
     return Guards(bubblewrap=bwrap, bubblewrap_problem=problem, cgroup=cgroup,
-                  cgroup_problem=cgroup_problem, nproc_rlimit=os.geteuid() != 0,
-                  notes=tuple(notes))
+                  cgroup_problem=cgroup_problem, nproc_rlimit=os.geteuid() != 0)
 
 
 def _own_cgroup_lines() -> list[tuple[str, str]]:
@@ -291,12 +288,20 @@ class Sandboxed:
 
     def close(self) -> None:
         """Kill the whole job: its process group, then anything left in its cgroups."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
+        kill_group(self.process)
         _empty_and_remove(self.cgroups)
         self.cgroups = []
+
+
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    """End a process's whole process group (the learner's children too); close its stdin."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=5)
+    if process.stdin is not None:
+        with contextlib.suppress(OSError):
+            process.stdin.close()
 
 
 def _empty_and_remove(folders: Sequence[Path]) -> None:
