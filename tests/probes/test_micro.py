@@ -18,7 +18,7 @@ from probe_helpers import cuda_device as cuda
 
 from gpulab import kernels
 from gpulab.kernels import KernelError, launch
-from gpulab.probes import micro_bandwidth, micro_compute, micro_latency
+from gpulab.probes import micro_bandwidth, micro_compute, micro_latency, micro_util
 from gpulab.probes.cuda import CUPY_MISSING
 from gpulab.probes.micro_bandwidth import (
     gb_per_s,
@@ -47,7 +47,7 @@ H200_MEMORY = 143_771 * MiB          # what CUDA and NVML report on the lent H20
 H200_L2 = 60 * MiB
 MICRO = [p.name for p in PROBES if p.target.startswith("micro_")]
 MICRO_MODULES = {"micro_bandwidth": micro_bandwidth, "micro_compute": micro_compute,
-                 "micro_latency": micro_latency}
+                 "micro_latency": micro_latency, "micro_util": micro_util}
 
 
 # ---- pure helpers ---------------------------------------------------------------------------
@@ -207,6 +207,7 @@ EXPECTED_KERNELS = {
     "smem": ("smem_chase", "smem_bank_access"),
     "divergence": ("divergent_paths",),
     "fma": ("fma_chains",),
+    "spin": ("spin_one_thread",),
 }
 
 
@@ -248,7 +249,7 @@ def test_without_cupy_every_micro_probe_is_unavailable(name: str) -> None:
 
 
 def test_registry_targets_exist_in_micro() -> None:
-    assert len(MICRO) == 10
+    assert len(MICRO) == 11
     for name in MICRO:
         info = next(p for p in PROBES if p.name == name)
         module, _, function = info.target.partition(":")
@@ -294,6 +295,22 @@ def test_every_micro_probe_runs_ok_with_telemetry(probe: Callable[[str], ProbeRe
         assert reading.unit, reading.key
     data = json.loads(json.dumps(result.to_dict()))
     assert ProbeResult.from_dict(data).to_dict() == data
+
+
+@pytest.mark.gpu
+def test_one_thread_reads_as_a_busy_gpu(probe: Callable[[str], ProbeResult]) -> None:
+    result = probe("util_one_thread")
+    busy, idle = value(result, "gpu_util_one_thread"), value(result, "gpu_util_idle")
+    assert busy >= 95, result.message           # time with a kernel running, not chip busy
+    assert idle < busy
+    sm_util = result.reading("sm_util_one_thread")
+    assert sm_util is not None
+    if sm_util.status == "ok":                  # GPM (Hopper and newer): one SM of many
+        sms = value(run_probe("cuda_properties"), "multiProcessorCount")
+        assert 0 < value(result, "sm_util_one_thread") < 3 * 100 / sms
+        assert value(result, "sm_occupancy_one_thread") < 1
+    rows = [row for t in result.tables for row in t.rows]
+    assert sum(1 for row in rows if row[0] == "one thread spinning") >= 8
 
 
 @pytest.mark.gpu

@@ -249,6 +249,18 @@ def test_docker_on_cgroup_v1(docker_v1: Path) -> None:
     assert result.message.endswith(", no NVIDIA GPU, in a container")
 
 
+def test_cpu_period_and_local_distance_on_v1(docker_v1: Path) -> None:
+    got = readings(system(docker_v1))
+    period = got["cgroup_cpu_period"]
+    assert (period.value, period.unit, period.status) == (100.0, "ms", "ok")
+    assert period.detail == "100000 µs, from /sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us"
+    (docker_v1 / "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us").write_text("250000\n")
+    assert readings(system(docker_v1))["cgroup_cpu_period"].value == 250.0
+    local = got["numa_local_distance"]
+    assert (local.value, local.unit) == (10, "SLIT units")
+    assert local.detail == "the diagonal of the distance table: node0 10"
+
+
 def test_v1_without_limits_says_no_limit(docker_v1: Path) -> None:
     cg = docker_v1 / "sys/fs/cgroup"
     (cg / "memory/memory.limit_in_bytes").write_text("9223372036854771712\n")
@@ -386,6 +398,41 @@ def test_v2_process_in_the_root_cgroup_has_no_limits(numa_host_v2: Path) -> None
         assert (got[key].value, got[key].status) == (None, "ok")
         assert got[key].detail.startswith("no limit: no ")
         assert got[key].detail.endswith(" in /sys/fs/cgroup or its parents")
+    period = got["cgroup_cpu_period"]
+    assert (period.status, period.detail) == (
+        "not_supported", "no cpu.max in /sys/fs/cgroup or its parents (the root cgroup of v2 "
+        "has none)")
+
+
+def test_cpu_period_and_local_distance_on_v2(numa_host_v2: Path) -> None:
+    cg = numa_host_v2 / "sys/fs/cgroup/user.slice/user-1000.slice"
+    got = readings(system(numa_host_v2))
+    assert (got["cgroup_cpu_period"].value, got["cgroup_cpu_period"].detail) == (
+        100.0, "100000 µs, from /sys/fs/cgroup/user.slice/user-1000.slice/session-3.scope/"
+        "cpu.max")
+    assert (got["numa_local_distance"].value, got["numa_local_distance"].detail) == (
+        10, "the diagonal of the distance table: node0 10, node1 10")
+    # A leaf without cpu.max (its parent did not enable the cpu controller) reads its parent's.
+    (cg / "session-3.scope/cpu.max").unlink()
+    (cg / "cpu.max").write_text("max 50000\n")
+    period = readings(system(numa_host_v2))["cgroup_cpu_period"]
+    assert (period.value, period.detail) == (
+        50.0, "50000 µs, from /sys/fs/cgroup/user.slice/user-1000.slice/cpu.max (a parent "
+        "cgroup)")
+    (cg / "cpu.max").write_text("lots\n")
+    period = readings(system(numa_host_v2))["cgroup_cpu_period"]
+    assert (period.status, period.detail) == (
+        "error", "/sys/fs/cgroup/user.slice/user-1000.slice/cpu.max should give a period in "
+        "microseconds, not 'lots'")
+    # Firmware may disagree with the ACPI rule; the reading says so and names each node.
+    (numa_host_v2 / "sys/devices/system/node/node1/distance").write_text("21 11\n")
+    local = readings(system(numa_host_v2))["numa_local_distance"]
+    assert (local.value, local.detail) == (
+        11, "the nodes disagree, the largest is shown: node0 10, node1 11")
+    (numa_host_v2 / "sys/devices/system/node/node1/distance").write_text("21\n")
+    local = readings(system(numa_host_v2))["numa_local_distance"]
+    assert (local.status, local.detail) == (
+        "error", "node1/distance should list 2 distances, one per node, not '21'")
 
 
 def test_v2_without_mountinfo_uses_the_layout(numa_host_v2: Path) -> None:
@@ -498,10 +545,23 @@ def test_cgroup_limits_here_agree_with_their_files(here: ProbeResult) -> None:
         assert cpuset.value == compact_cpu_list(parse_cpu_list(path.read_text()))
 
 
+def test_cpu_period_here_agrees_with_its_file(here: ProbeResult) -> None:
+    period = readings(here)["cgroup_cpu_period"]
+    assert period.status in ("ok", "not_supported"), period
+    if period.status == "ok":
+        path = Path(period.detail.split(", from ")[1].split(" (")[0])
+        fields = path.read_text().split()
+        micros = int(fields[0] if path.name == "cpu.cfs_period_us" else fields[1])
+        assert period.value == micros / 1000
+
+
 def test_numa_and_gpus_here(here: ProbeResult) -> None:
     got = readings(here)
-    nodes = list(Path("/sys/devices/system/node").glob("node[0-9]*"))
+    nodes = sorted(Path("/sys/devices/system/node").glob("node[0-9]*"),
+                   key=lambda node: int(node.name[4:]))
     assert got["numa_nodes"].value == len(nodes)
+    diagonal = [int((node / "distance").read_text().split()[i]) for i, node in enumerate(nodes)]
+    assert got["numa_local_distance"].value == max(diagonal)
     gpus = sorted(d.name for d in Path("/sys/bus/pci/devices").iterdir()
                   if (d / "vendor").read_text().strip() == "0x10de"
                   and (d / "class").read_text().strip().startswith("0x03"))

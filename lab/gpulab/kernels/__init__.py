@@ -1,7 +1,7 @@
 """CUDA C kernels for the probes, shipped as package data and compiled on first use.
 
 Each topic is one `.cu` file beside this module (`copy.cu`, `stride.cu`,
-`chase.cu`, `smem.cu`, `divergence.cu`, `fma.cu`), so the CUDA C reads as
+`chase.cu`, `smem.cu`, `divergence.cu`, `fma.cu`, `spin.cu`), so the CUDA C reads as
 CUDA C, not as a Python string. `source(topic)` gives its text; `module(topic)`
 compiles it with `cupy.RawModule` (NVRTC) once per process; `function(topic,
 name)` gives one `extern "C" __global__` function, ready to launch with an
@@ -24,7 +24,7 @@ from gpulab.errors import GpulabError
 
 __all__ = ["TOPICS", "KernelError", "function", "kernel_names", "module", "source"]
 
-TOPICS: tuple[str, ...] = ("copy", "stride", "chase", "smem", "divergence", "fma")
+TOPICS: tuple[str, ...] = ("copy", "stride", "chase", "smem", "divergence", "fma", "spin")
 
 _ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(')
 

@@ -30,6 +30,7 @@ __all__ = [
     "read_strided",
     "smem_bank_access",
     "smem_chase",
+    "spin_one_thread",
     "time_ms",
 ]
 
@@ -187,3 +188,14 @@ def fma_chains(out: Any, *, iters: int, blocks: int, threads: int) -> None:
     function("fma", "fma_chains")(
         (blocks,), (threads,),
         (out, numpy.float32(1.0), numpy.float32(0.5), numpy.uint32(iters)))
+
+
+def spin_one_thread(out: Any, *, ns: int) -> None:
+    """Enqueue the one-thread spin (<<<1, 1>>>) for `ns` nanoseconds of GPU time.
+
+    `out` is a uint64 array of 2: the kernel writes the nanoseconds it ran
+    and the turns of its loop.
+    """
+    numpy = importlib.import_module("numpy")
+
+    function("spin", "spin_one_thread")((1,), (1,), (numpy.uint64(ns), out))

@@ -236,6 +236,34 @@ def _numa(files: _Files, out: _Collector) -> None:
     detail = f"node* folders in {files.show(folder)}"
     out.add(Reading("numa_nodes", "NUMA nodes", len(nodes),
                     detail="; ".join([detail, *(f"unreadable: {p}" for p in problems)])))
+    out.add(_local_distance([(row[0], row[4]) for row in rows]))
+
+
+def _local_distance(distances: list[tuple[Value, Value]]) -> Reading:
+    """Each node's SLIT distance to itself, from the diagonal of the distance table.
+
+    A node's distance line lists its distance to every online node in node
+    order, so node i's own entry is at i's place among the nodes.
+    """
+    key, label = "numa_local_distance", "NUMA distance of a node to itself"
+    convention = "ACPI SLIT units, relative, not time"
+    if not distances:
+        return Reading.not_supported(key, label, "no NUMA nodes to read")
+    order = [number for number, _ in distances]
+    own: list[tuple[Value, int]] = []
+    for place, (number, line) in enumerate(distances):
+        fields = str(line or "").split()
+        if len(fields) != len(order) or not all(f.isdigit() for f in fields):
+            return Reading.failed(key, label, f"node{number}/distance should list {len(order)} "
+                                              f"distances, one per node, not {line!r}")
+        own.append((number, int(fields[place])))
+    values = {value for _, value in own}
+    each = ", ".join(f"node{number} {value}" for number, value in own)
+    if len(values) > 1:
+        return Reading(key, label, max(values), "SLIT units", convention,
+                       detail=f"the nodes disagree, the largest is shown: {each}")
+    return Reading(key, label, values.pop(), "SLIT units", convention,
+                   detail=f"the diagonal of the distance table: {each}")
 
 
 def _gpus(files: _Files, out: _Collector) -> None:

@@ -227,9 +227,42 @@ def _cgroups(files: _Files, out: _Collector) -> None:
     else:
         out.add(_limit(files, cpu, "cgroup_cpu_limit", "cgroup CPU quota", "CPUs", ("cpu.max",),
                        lambda texts: parse_cpu_max(texts[0])))
+    out.add(_cpu_period(files, cpu))
     out.add(_limit(files, pids, "cgroup_pids_limit", "cgroup task limit", "tasks",
                    ("pids.max",), _pids))
     out.add(_cpuset(files, cpuset))
+
+
+def _cpu_period(files: _Files, place: _Place | str) -> Reading:
+    """The period over which this cgroup's CPU quota is counted, in milliseconds.
+
+    v2 keeps it as the second field of cpu.max, v1 in cpu.cfs_period_us, both
+    in microseconds. The nearest cgroup from this one upwards that has the file
+    gives it (the root cgroup of v2 has no cpu.max).
+    """
+    key, label = "cgroup_cpu_period", "cgroup CPU quota period"
+    convention = "the CFS bandwidth period: the quota is granted anew in every period"
+    if isinstance(place, str):
+        return Reading.not_supported(key, label, place)
+    name = "cpu.cfs_period_us" if place.version == 1 else "cpu.max"
+    for folder in place.upwards():
+        try:
+            text = files.read(folder / name)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return Reading.failed(key, label, f"cannot read {files.show(folder / name)}: "
+                                              f"{_why(exc)}")
+        fields = text.split()
+        field = fields[0] if place.version == 1 else (fields[1] if len(fields) == 2 else "")
+        if not field.isdigit() or int(field) <= 0:
+            return Reading.failed(key, label, f"{files.show(folder / name)} should give a "
+                                              f"period in microseconds, not {text.strip()!r}")
+        where = "" if folder == place.leaf else " (a parent cgroup)"
+        return Reading(key, label, int(field) / 1000, "ms", convention,
+                       detail=f"{int(field)} µs, from {files.show(folder / name)}{where}")
+    return Reading.not_supported(key, label, f"no {name} in {files.show(place.leaf)} or its "
+                                             "parents (the root cgroup of v2 has none)")
 
 
 def _cpuset(files: _Files, place: _Place | str) -> Reading:
