@@ -230,3 +230,21 @@ def test_cli_reports_bad_input_without_a_traceback(tmp_path):
     done = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(tmp_path),
                            "--gpus", "first"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "--gpus 'first'" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has an NVIDIA "
+                    "GPU; the check is for a --gpus list NVML cannot read")
+def test_a_gpu_nvml_cannot_read_is_refused_before_grading(tmp_path):
+    """--gpus names GPUs to trust with learner work: one NVML cannot see is an error, up front."""
+    folder = tmp_path / "class" / "ada"
+    folder.mkdir(parents=True)
+    shutil.copy(ROOT / "solutions" / "cuda-programming" / "vector-add.ipynb", folder)
+    done = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(tmp_path / "class"),
+                           "--exercises", "vector-add", "--gpus", "0,1", "--unsafe",
+                           "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert "--gpus 0,1: NVML cannot read GPU 0; this machine has no NVIDIA GPU NVML can read" \
+        in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out" / "grades.csv").exists()

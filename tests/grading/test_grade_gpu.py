@@ -10,6 +10,8 @@ must still pass.
 
 from __future__ import annotations
 
+import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -21,6 +23,7 @@ import pytest
 from gpulab.grading import sandbox
 from gpulab.grading.gpu import gpu_missing
 from gpulab.grading.grade import GradeOptions, grade_class
+from gpulab.multicast import NO_MULTICAST
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = ROOT / "solutions" / "cuda-programming" / "vector-add.ipynb"
@@ -121,3 +124,67 @@ def test_a_gpu_that_does_not_recover_is_taken_out_of_rotation(tmp_path: Path) ->
                if e.kind == "not-run"]
     assert all("every GPU was taken out of rotation" in e.message for e in not_run)
     time.sleep(2)
+
+
+def _gpu_count() -> int:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlDeviceGetCount())
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no NVML: the module's skip marks already say why
+        return 0
+
+
+@pytest.mark.skipif(_gpu_count() < 2, reason=f"needs two GPUs: NVML sees {_gpu_count()}")
+def test_twenty_learners_spread_over_two_gpus_and_a_failed_gpu_stops_only_itself(
+        tmp_path: Path) -> None:
+    """`--gpus 0,1`: both GPUs take jobs; when GPU 1 stops recovering, GPU 0 grades the rest."""
+    folder = tmp_path / "class"
+    hostile = {3: "out-of-bounds", 11: "endless-kernel"}
+    names = [f"{n:02d}-{hostile.get(n, 'good')}" for n in range(20)]
+    for name in names:
+        _learner(folder, name.split("-", 1)[1])
+        (folder / name.split("-", 1)[1]).rename(folder / name)
+    squatter: list[subprocess.Popen[bytes]] = []
+
+    def progress(text: str, done: int, total: int) -> None:
+        if done == 6 and not squatter:     # an outside process takes 4 GiB of GPU 1 and stays
+            squatter.append(subprocess.Popen(
+                [sys.executable, "-c", "import cupy, time; x = cupy.ones(2**30, cupy.float32);"
+                 " cupy.cuda.runtime.deviceSynchronize(); print('held', flush=True); "
+                 "time.sleep(600)"], stdout=subprocess.PIPE,
+                env={**os.environ, "CUDA_VISIBLE_DEVICES": "1", **NO_MULTICAST}))
+            assert squatter[0].stdout is not None
+            squatter[0].stdout.readline()
+
+    out = tmp_path / "out"
+    try:
+        summary = grade_class(GradeOptions(folder, out, ("vector-add",), workers=2, timeout=120,
+                                           gpus=("0", "1"), gpu_recovery_s=3.0),
+                              progress=progress)
+    finally:
+        for process in squatter:
+            process.kill()
+            process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+    worth = summary.maxima["vector-add"]
+    got = {learner.slug: learner.exercises[0] for learner in summary.learners}
+    shown = "; ".join(f"{slug}: {g.kind} {g.earned:g} {g.message[:80]}" for slug, g in got.items())
+    assert len(got) == 20, shown
+    for slug, grade in got.items():
+        if "good" in slug:
+            assert (grade.kind, grade.earned) == ("right", worth), shown
+    assert got["03-out-of-bounds"].kind == "gpu-fault", shown
+    assert got["11-endless-kernel"].kind == "timeout", shown
+    assert [e for e in summary.gpu_events if "GPU 1" in e and "out of rotation" in e], \
+        summary.gpu_events
+    assert not [e for e in summary.gpu_events if "GPU 0" in e], summary.gpu_events
+    with sqlite3.connect(out / "gradebook.sqlite") as db:
+        per_gpu = dict(db.execute("SELECT gpu, count(*) FROM grades GROUP BY gpu").fetchall())
+    assert set(per_gpu) == {"0", "1"} and sum(per_gpu.values()) == 20, per_gpu
+    assert per_gpu["0"] > per_gpu["1"] >= 1, per_gpu

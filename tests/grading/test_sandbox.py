@@ -200,3 +200,23 @@ except OSError as exc:
         sandbox.remove_cgroups(spec)
     assert seen.get("error") == "Resource temporarily unavailable", seen
     assert seen["children"] < 16, seen
+
+
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["sandboxed", "plain"])
+def test_nvlink_multicast_stays_off_in_every_child(policy, sandboxed, monkeypatch):
+    """Whatever environment the caller passes, the child runs with NVLink multicast off."""
+    if sandboxed and not GUARDS.bubblewrap:
+        pytest.skip(f"no bubblewrap sandbox here: {GUARDS.bubblewrap_problem}")
+    monkeypatch.delenv(sandbox.ENV, raising=False)
+    code = ("import json, os; print(json.dumps({k: os.environ.get(k) for k in "
+            "('NCCL_NVLS_ENABLE', 'TORCH_SYMM_MEM_DISABLE_MULTICAST', 'NVSHMEM_DISABLE_NVLS')}))")
+    env = {**os.environ, "NCCL_NVLS_ENABLE": "1"}
+    job = sandbox.spawn([sys.executable, "-c", code], env=env, cwd="/",
+                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                        policy=policy if sandboxed else None)
+    try:
+        out, _ = job.process.communicate(timeout=60)
+    finally:
+        job.close()
+    assert json.loads(out) == {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+                               "NVSHMEM_DISABLE_NVLS": "1"}

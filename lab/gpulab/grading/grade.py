@@ -5,10 +5,12 @@ this machine offers (`gpulab.grading.sandbox`) and refuse without a
 file-system guard unless ``--unsafe``; note each exercise's worth by running
 its checks on the released notebook; then one job per learner and exercise,
 each a checks process of its own (`gpulab.grading.runner`) whose learner code
-runs sandboxed. CPU jobs run ``--workers`` at a time; GPU jobs one per GPU at
-a time, and after each, NVML must show the GPU back as it was (no new
-process, memory back) before it takes the next; a GPU that does not recover
-is taken out of rotation. Every grade is written to the gradebook as it
+runs sandboxed. CPU jobs run ``--workers`` at a time; beside them each GPU
+has a lane that runs GPU jobs one at a time from a queue all lanes share, so
+GPU jobs spread over the GPUs as each comes free. After each job NVML must
+show the GPU back as it was (no new process, memory back) before its lane
+takes the next; a GPU that does not recover is taken out of rotation, its
+lane stops and the other GPUs go on with the queue. Every grade is written to the gradebook as it
 comes, so a killed run goes on where it stopped; then grades.csv and the
 feedback are written from the gradebook.
 """
@@ -16,7 +18,6 @@ feedback are written from the gradebook.
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import hashlib
 import importlib
 import queue
@@ -38,6 +39,7 @@ from gpulab.grading import sandbox
 from gpulab.grading.gradebook import Gradebook
 from gpulab.grading.runner import CheckReport, check_files, run_checks
 from gpulab.grading.verdict import KINDS, CheckRow, ExerciseGrade, Kind, LearnerGrades
+from gpulab.multicast import NO_MULTICAST
 
 __all__ = ["GradeError", "GradeOptions", "GradeSummary", "grade_class"]
 
@@ -122,41 +124,37 @@ def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
 # -- GPUs ---------------------------------------------------------------------------------
 
 class GpuPool:
-    """The GPUs GPU jobs may use: one job per GPU at a time, checked after each job."""
+    """The GPUs GPU jobs may use, each checked after every job it ran.
+
+    Each GPU gets a lane of its own in `_run_jobs`: one job at a time, taken
+    from the queue all lanes share, so the jobs spread over the GPUs as they
+    come free and a GPU that fails stops only its own lane.
+    """
 
     def __init__(self, gpus: Sequence[str], recovery_s: float,
                  event: Callable[[str, str], None]) -> None:
-        self.free: queue.Queue[str] = queue.Queue()
-        self.healthy = set(gpus)
+        self.gpus = list(dict.fromkeys(gpus))
         self.recovery_s = recovery_s
         self.event = event
         self.baseline: dict[str, tuple[set[int], int]] = {}
-        self.lock = threading.Lock()
-        for gpu in gpus:
-            self.baseline[gpu] = _gpu_state(gpu) or (set(), 0)
-            self.free.put(gpu)
+        for gpu in self.gpus:
+            state = _gpu_state(gpu)
+            if state is None:
+                have = _visible_gpus()
+                raise GradeError(f"--gpus {','.join(self.gpus)}: NVML cannot read GPU {gpu}; "
+                                 + (f"this machine's GPUs are {', '.join(have)}" if have
+                                    else "this machine has no NVIDIA GPU NVML can read"))
+            self.baseline[gpu] = state
 
-    def take(self) -> str | None:
-        """A healthy GPU, waiting for one to be free; None when none is left."""
-        while True:
-            with self.lock:
-                if not self.healthy:
-                    return None
-            with contextlib.suppress(queue.Empty):
-                gpu = self.free.get(timeout=0.5)
-                if gpu in self.healthy:
-                    return gpu
-
-    def give_back(self, gpu: str) -> None:
-        """After a job: wait until NVML shows the GPU as before, else retire it."""
+    def recovered(self, gpu: str) -> bool:
+        """After a job: wait until NVML shows the GPU as before; False (logged) if it does not."""
         before_pids, before_used = self.baseline[gpu]
         deadline = time.monotonic() + self.recovery_s
         state = _gpu_state(gpu)
         while state is not None:
             pids, used = state
             if pids <= before_pids and used <= before_used + 64 * 2**20:
-                self.free.put(gpu)
-                return
+                return True
             if time.monotonic() > deadline:
                 break
             time.sleep(0.2)
@@ -169,8 +167,7 @@ class GpuPool:
                             f"(processes {extra or 'none new'}, "
                             f"{(state[1] - before_used) / 2**20:.0f} MiB more in use): "
                             "taken out of rotation")
-        with self.lock:
-            self.healthy.discard(gpu)
+        return False
 
 
 def _gpu_state(gpu: str) -> tuple[set[int], int] | None:
@@ -349,31 +346,21 @@ def _run_jobs(jobs: list[Job], options: GradeOptions, policy: sandbox.Policy,
     lock = threading.Lock()
     stopping = threading.Event()      # ctrl-c: what is still running is not recorded
 
-    def one(job: Job) -> None:
-        gpu = ""
-        if job.entry.gpu:
-            taken = pool.take() if pool is not None else None
-            if taken is None:
-                why = ("no NVIDIA GPU on the grading machine" if pool is None
-                       else "every GPU was taken out of rotation")
-                grade = ExerciseGrade(job.entry.name, "not-run", 0.0,
-                                      summary.maxima[job.entry.name], f"not graded: {why}",
-                                      guards=in_force, notebook_hash=job.notebook_hash)
-                book.record(job.slug, grade, checks_hash=hashes[job.entry.name], gpu="",
-                            run_id=run_id, graded_at=_now())
-                _tick()
-                return
-            gpu = taken
+    def not_run(job: Job, why: str) -> None:
+        grade = ExerciseGrade(job.entry.name, "not-run", 0.0, summary.maxima[job.entry.name],
+                              f"not graded: {why}", guards=in_force,
+                              notebook_hash=job.notebook_hash)
+        book.record(job.slug, grade, checks_hash=hashes[job.entry.name], gpu="",
+                    run_id=run_id, graded_at=_now())
+        _tick()
+
+    def one(job: Job, gpu: str = "") -> None:
         started = time.monotonic()
-        env = {sandbox.ENV: replace(policy, gpu=job.entry.gpu).to_json()}
+        env = {sandbox.ENV: replace(policy, gpu=job.entry.gpu).to_json(), **NO_MULTICAST}
         if gpu:
             env["CUDA_VISIBLE_DEVICES"] = gpu
-        try:
-            report = run_checks(job.entry, job.notebook, hidden=True, env=env,
-                                timeout=options.timeout)
-        finally:
-            if gpu and pool is not None:
-                pool.give_back(gpu)
+        report = run_checks(job.entry, job.notebook, hidden=True, env=env,
+                            timeout=options.timeout)
         if stopping.is_set():
             return
         kind, message, rows = verdict(report)
@@ -385,6 +372,25 @@ def _run_jobs(jobs: list[Job], options: GradeOptions, policy: sandbox.Policy,
                     run_id=run_id, graded_at=_now())
         _tick(f"{job.slug} · {job.entry.name}: {kind}")
 
+    waiting: queue.Queue[Job] = queue.Queue()
+    for job in gpu_jobs:
+        waiting.put(job)
+
+    def lane(gpu: str) -> None:
+        """One GPU's jobs, one at a time, until none is left or the GPU fails."""
+        assert pool is not None
+        while not stopping.is_set():
+            try:
+                job = waiting.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                one(job, gpu)
+            finally:
+                healthy = pool.recovered(gpu)
+            if not healthy:
+                return
+
     def _tick(text: str = "") -> None:
         nonlocal finished
         with lock:
@@ -395,17 +401,25 @@ def _run_jobs(jobs: list[Job], options: GradeOptions, policy: sandbox.Policy,
 
     if progress is not None:
         progress("", 0, total)
-    workers = max(1, options.workers)
-    executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
+    cpu = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, options.workers))
+    lanes = concurrent.futures.ThreadPoolExecutor(max_workers=len(pool.gpus) if pool else 1)
     try:
-        futures = [executor.submit(one, job) for job in jobs]
+        futures = [lanes.submit(lane, gpu) for gpu in (pool.gpus if pool else [])]
+        futures += [cpu.submit(one, job) for job in jobs if not job.entry.gpu]
         for future in concurrent.futures.as_completed(futures):
             future.result()
+        # What the lanes left: no GPU at all, or every GPU taken out of rotation.
+        why = ("no NVIDIA GPU on the grading machine" if pool is None
+               else "every GPU was taken out of rotation")
+        while not waiting.empty():
+            not_run(waiting.get_nowait(), why)
     except BaseException:
         stopping.set()
-        executor.shutdown(wait=False, cancel_futures=True)
+        for executor in (cpu, lanes):
+            executor.shutdown(wait=False, cancel_futures=True)
         raise
-    executor.shutdown(wait=True)
+    for executor in (cpu, lanes):
+        executor.shutdown(wait=True)
 
 
 # -- the report for people ----------------------------------------------------------------

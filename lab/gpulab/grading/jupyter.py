@@ -8,10 +8,13 @@ its output (the address and token JupyterLab prints) going to a log file.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from gpulab.multicast import NO_MULTICAST
 
 __all__ = ["install_hint", "jupyter_lab_command", "launch"]
 
@@ -41,4 +44,5 @@ def launch(command: list[str], cwd: Path, log: Path) -> subprocess.Popen[bytes]:
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         return subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, **NO_MULTICAST})

@@ -44,6 +44,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from gpulab.multicast import NO_MULTICAST
+
 __all__ = ["ENV", "Guards", "Policy", "Sandboxed", "available", "from_env", "kill_group",
            "pid_one", "remove_cgroups", "run_cgroups", "spawn", "worker_pid"]
 
@@ -324,8 +326,12 @@ def spawn(argv: Sequence[str], *, env: dict[str, str], cwd: str,
           stdout: int | IO[Any] | None = subprocess.DEVNULL,
           stderr: int | IO[Any] | None = subprocess.DEVNULL,
           gpu: bool = False, policy: Policy | None = None) -> Sandboxed:
-    """Start `argv` in its own session -- sandboxed if a policy is in force, else as is."""
+    """Start `argv` in its own session -- sandboxed if a policy is in force, else as is.
+
+    Either way its environment keeps NVLink multicast off (`gpulab.multicast`).
+    """
     policy = policy if policy is not None else from_env()
+    env = {**env, **NO_MULTICAST}
     if policy is None:
         process = subprocess.Popen(list(argv), stdin=stdin, stdout=stdout, stderr=stderr,
                                    pass_fds=tuple(pass_fds), cwd=cwd, env=env,
