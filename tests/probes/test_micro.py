@@ -201,7 +201,7 @@ def test_cycle_successors_exact() -> None:
 # ---- kernels as package data ----------------------------------------------------------------
 
 EXPECTED_KERNELS = {
-    "copy": ("copy_float4", "copy_float4_unrolled", "copy_float4_ilp", "copy_float4_chunked"),
+    "copy": ("copy_float4", "copy_float4_tiles"),
     "stride": ("read_strided",),
     "chase": ("pointer_chase",),
     "smem": ("smem_chase", "smem_bank_access"),
@@ -230,7 +230,7 @@ def test_unknown_topics_and_kernels_are_clear_errors() -> None:
     with pytest.raises(KernelError, match="topics are copy, stride"):
         kernels.source("nope")
     with pytest.raises(KernelError,
-                       match="defines copy_float4, copy_float4_unrolled, copy_float4_ilp"):
+                       match="defines copy_float4, copy_float4_tiles"):
         kernels.function("copy", "copy_float8")
 
 
@@ -319,6 +319,9 @@ def test_hbm_copy_is_compared_with_memcpy(probe: Callable[[str], ProbeResult]) -
     memcpy, kernel = value(result, "memcpy_bandwidth"), value(result, "copy_kernel_bandwidth")
     assert memcpy > 0 and kernel > 0
     assert 0.5 < value(result, "ratio") < 1.2
+    assert value(result, "gridstride_copy_bandwidth") <= kernel
+    kernels = {row[0] for t in result.tables for row in t.rows}
+    assert kernels == {"copy_float4", "copy_float4_tiles"}
     memcpy_reading = result.reading("memcpy_bandwidth")
     assert memcpy_reading is not None
     assert memcpy_reading.convention == "bytes read + bytes written"
@@ -402,15 +405,18 @@ def test_tensor_core_matmul_beats_fp32(probe: Callable[[str], ProbeResult]) -> N
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", ["copy_float4", "copy_float4_unrolled", "copy_float4_ilp",
-                                     "copy_float4_chunked"])
 @pytest.mark.parametrize("count", [1, 31, 33, 1000, 65_537])
-def test_copy_kernels_copy_every_element(variant: str, count: int) -> None:
+def test_copy_kernels_copy_every_element(count: int) -> None:
     cupy = cuda()
     src = cupy.arange(count * 4, dtype=cupy.uint32) * 7 + 3
     dst = cupy.zeros_like(src)
-    launch.copy(variant, src, dst, blocks=3, threads=64)
+    launch.copy("copy_float4", src, dst, blocks=3, threads=64)   # a grid far smaller than n
     assert bool(cupy.array_equal(dst, src))
+    for threads in (64, 128, 1024):
+        dst = cupy.zeros(count * 4 + 8, dtype=cupy.uint32)      # 2 float4 of guard after
+        assert launch.copy_tiles(src, dst[:count * 4], threads=threads) == -(-count // threads)
+        assert bool(cupy.array_equal(dst[:count * 4], src))
+        assert not bool(dst[count * 4:].any()), "the tiled copy wrote past the end"
 
 
 @pytest.mark.gpu

@@ -23,6 +23,7 @@ __all__ = [
     "LINE_BYTES",
     "chase",
     "copy",
+    "copy_tiles",
     "cycle_successors",
     "cycle_table",
     "divergent_paths",
@@ -75,6 +76,19 @@ def copy(variant: str, src: Any, dst: Any, *, blocks: int, threads: int,
     function("copy", variant)((blocks,), (threads,),
                               (src, dst, numpy.uint64(src.nbytes // 16)),
                               shared_mem=shared_mem)
+
+
+def copy_tiles(src: Any, dst: Any, *, threads: int) -> int:
+    """Enqueue the tiled copy of copy.cu (one float4 per thread); returns the grid it used.
+
+    The grid has a thread for every float4: ceil(n / threads) blocks.
+    """
+    numpy = importlib.import_module("numpy")
+
+    n = int(src.nbytes) // 16
+    blocks = max(1, -(-n // threads))
+    function("copy", "copy_float4_tiles")((blocks,), (threads,), (src, dst, numpy.uint64(n)))
+    return blocks
 
 
 def read_strided(src: Any, stride: int, partial: Any, *, blocks: int, threads: int) -> None:
