@@ -7,11 +7,17 @@ device handles as numbered placeholders) or the `NVMLError` it raised.
 same answer (the n-th call the n-th answer, then the last one again), structs
 come back as objects with the same attributes, and errors come back as real
 pynvml exceptions, so `except pynvml.NVMLError_NotSupported` still works.
+The few files the probes read beside NVML (a process's name in /proc, a
+GPU's NUMA node and local CPUs in sysfs) are recorded and replayed the same
+way.
 
     python -m gpulab.probes.nvml_record OUT.json
 
 runs the NVML probes and a short telemetry sampling through a Recorder and
-writes the recording, with the probes' results beside it for comparison.
+writes the recording, with the probes' results beside it for comparison
+("results"); then the GPU topology probe, whose result goes under
+"topology", with the text of `nvidia-smi topo -m` from the same machine under
+"nvidia_smi_topo" (null where nvidia-smi is missing) to check it against.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import ctypes
 import datetime as dt
 import importlib
 import json
+import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -179,6 +187,14 @@ class Recorder:
         self._add("process_name", [pid], result=name)
         return name
 
+    def sysfs_text(self, path: str) -> str | None:
+        """A sysfs file's text (None if unreadable), recorded like an NVML answer."""
+        from gpulab.probes.topology import sysfs_text
+
+        text = sysfs_text(path)
+        self._add("sysfs_text", [path], result=text)
+        return text
+
     def recording(self, machine: str, **extra: Any) -> dict[str, Any]:
         """Everything recorded so far, as the JSON a `Replay` reads."""
         try:
@@ -241,6 +257,10 @@ class Replay:
         answer: str | None = self._answer("process_name", (pid,))
         return answer
 
+    def sysfs_text(self, path: str) -> str | None:
+        answer: str | None = self._answer("sysfs_text", (path,))
+        return answer
+
     def _answer(self, name: str, args: Sequence[Any]) -> Any:
         encoded = to_plain(list(args), {})
         key = _key(name, encoded)
@@ -262,17 +282,35 @@ class Replay:
 # ---- the command ---------------------------------------------------------------------------
 
 def record(seconds: float = 0.5, inner: Any = None) -> dict[str, Any]:
-    """Run inventory(), sample() and a short telemetry sampling through a Recorder."""
+    """Run inventory(), sample(), a short telemetry sampling and gpu_topology() through a
+    Recorder; with the real pynvml, also keep `nvidia-smi topo -m`'s text."""
     from gpulab.probes.nvml import inventory, sample
     from gpulab.probes.telemetry import Sampler
+    from gpulab.probes.topology import gpu_topology
 
     recorder = Recorder(inner)
     results = [inventory(recorder), sample(recorder)]
     with Sampler(backend=recorder) as sampler:
         time.sleep(seconds)
+    topology = gpu_topology(recorder)
     return recorder.recording(results[0].device or "no NVIDIA GPU",
                               results=[r.to_dict() for r in results],
-                              telemetry=sampler.telemetry.to_dict())
+                              telemetry=sampler.telemetry.to_dict(),
+                              topology=topology.to_dict(),
+                              nvidia_smi_topo=None if inner is not None else _nvidia_smi_topo())
+
+
+def _nvidia_smi_topo() -> str | None:
+    """What `nvidia-smi topo -m` prints here, or None without nvidia-smi or on failure."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        done = subprocess.run([smi, "topo", "-m"], capture_output=True, text=True, timeout=60,
+                              check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -285,7 +323,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(argv)
     data = record(options.seconds)
     options.out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    statuses = ", ".join(f"{r['probe']} {r['status']}" for r in data["results"])
+    statuses = ", ".join(f"{r['probe']} {r['status']}"
+                         for r in [*data["results"], data["topology"]])
     print(f"wrote {len(data['calls'])} NVML calls from {data['machine']} to {options.out} "
           f"({statuses})")
     return 0

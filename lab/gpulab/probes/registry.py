@@ -50,6 +50,10 @@ PROBES: tuple[ProbeInfo, ...] = (
     ProbeInfo("nvml_sample", "GPU live sample (NVML)", "nvml",
               "utilisation, clocks, P-state, power, temperature, clock-event reasons, "
               "processes", "nvml:sample"),
+    ProbeInfo("gpu_topology", "GPU topology", "nvml",
+              "every GPU's PCI bus id, NUMA node and local CPUs; each pair's path "
+              "(nvidia-smi topo -m labels) and P2P status; NVLink links",
+              "topology:gpu_topology"),
     ProbeInfo("cuda_properties", "CUDA device properties", "cuda",
               "SM count, L2, shared memory, registers, thread limits, clocks",
               "cuda:properties"),
@@ -74,6 +78,10 @@ PROBES: tuple[ProbeInfo, ...] = (
     ProbeInfo("occupancy_bandwidth", "Occupancy and bandwidth", "cuda",
               "copy bandwidth as resident warps per SM fall",
               "micro_bandwidth:occupancy_bandwidth"),
+    ProbeInfo("p2p_bandwidth", "GPU-to-GPU copies", "cuda",
+              "cudaMemcpyPeer, an SM copy reading the other GPU and a host-staged copy for "
+              "every pair, with small-copy and load latency (needs two GPUs)",
+              "micro_p2p:p2p_bandwidth"),
     ProbeInfo("util_one_thread", "GPU utilisation of a one-thread kernel", "cuda",
               "NVML's GPU utilisation and GPM's SM counters while one thread spins",
               "micro_util:util_one_thread"),
