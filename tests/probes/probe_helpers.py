@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pynvml
 import pytest
 
 
@@ -17,3 +18,33 @@ def cuda_device() -> Any:
     except Exception as exc:  # no driver: skip, do not fail
         pytest.skip(f"no usable NVIDIA GPU or driver: {exc}")
     return cupy
+
+
+# ---- editing NVML recordings (gpulab.probes.nvml_record) -----------------------------------
+
+
+def entries(data: dict[str, Any], call: str, args: list[Any] | None = None) -> list[Any]:
+    """Every recorded entry of `call` (with these arguments, if given), in order."""
+    return [e for e in data["calls"]
+            if e["call"] == call and (args is None or e["args"] == args)]
+
+
+def set_answer(data: dict[str, Any], call: str, *, result: Any = None, error: int | None = None,
+               args: list[Any] | None = None) -> None:
+    """Make `call` (with these arguments, if given) answer `result` or raise `error`.
+
+    With `args` and no such entry yet, the entry is added.
+    """
+    found = entries(data, call, args)
+    if not found:
+        assert args is not None, call
+        found = [{"call": call, "args": args}]
+        data["calls"].append(found[0])
+    for entry in found:
+        entry.pop("result", None)
+        entry.pop("error", None)
+        if error is None:
+            entry["result"] = result
+        else:
+            entry["error"] = {"class": type(pynvml.NVMLError(error)).__name__, "value": error,
+                              "text": str(pynvml.NVMLError(error))}

@@ -20,6 +20,7 @@ from typing import Any
 
 import pynvml
 import pytest
+from probe_helpers import entries, set_answer
 
 from gpulab.probes import ProbeResult, Reading, run_probe
 from gpulab.probes.nvml import inventory, process_name, sample
@@ -53,12 +54,6 @@ def load(name: str) -> dict[str, Any]:
     return data
 
 
-def entries(data: dict[str, Any], call: str, args: list[Any] | None = None) -> list[Any]:
-    """Every recorded entry of `call` (with these arguments, if given), in order."""
-    return [e for e in data["calls"]
-            if e["call"] == call and (args is None or e["args"] == args)]
-
-
 def answer(data: dict[str, Any], call: str, args: list[Any] | None = None) -> Any:
     """The first recorded answer of a call; the test fails if it was an error."""
     found = entries(data, call, args)
@@ -69,16 +64,13 @@ def answer(data: dict[str, Any], call: str, args: list[Any] | None = None) -> An
 
 def with_answer(data: dict[str, Any], call: str, *, result: Any = None,
                 error: int | None = None) -> dict[str, Any]:
-    """A copy of a recording in which every `call` answers `result` or raises `error`."""
+    """A copy of a recording in which every `call` answers `result` or raises `error`.
+
+    A call the recording does not hold is left out, not added.
+    """
     changed = copy.deepcopy(data)
-    for entry in entries(changed, call):
-        entry.pop("result", None)
-        entry.pop("error", None)
-        if error is None:
-            entry["result"] = result
-        else:
-            entry["error"] = {"class": type(pynvml.NVMLError(error)).__name__, "value": error,
-                              "text": str(pynvml.NVMLError(error))}
+    if entries(changed, call):
+        set_answer(changed, call, result=result, error=error)
     return changed
 
 

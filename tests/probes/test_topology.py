@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import pynvml
 import pytest
+from probe_helpers import entries, set_answer
 
 from gpulab.probes import ProbeResult, Reading, run_probe
 from gpulab.probes.nvml_record import Recorder, Replay, ReplayMismatch, record
@@ -53,32 +54,10 @@ def load(path: Path) -> dict[str, Any]:
     return data
 
 
-def entries(data: dict[str, Any], call: str, args: list[Any] | None = None) -> list[Any]:
-    return [e for e in data["calls"] if e["call"] == call and (args is None or e["args"] == args)]
-
-
 def answer(data: dict[str, Any], call: str, args: list[Any]) -> Any:
     found = entries(data, call, args)
     assert found and "result" in found[0], f"the recording has no answer to {call}{args}"
     return found[0]["result"]
-
-
-def set_answer(data: dict[str, Any], call: str, *, result: Any = None, error: int | None = None,
-               args: list[Any] | None = None) -> None:
-    """Make `call` (with these arguments, if given) answer `result` or raise `error`."""
-    found = entries(data, call, args)
-    if not found:
-        assert args is not None, call
-        found = [{"call": call, "args": args}]
-        data["calls"].append(found[0])
-    for entry in found:
-        entry.pop("result", None)
-        entry.pop("error", None)
-        if error is None:
-            entry["result"] = result
-        else:
-            entry["error"] = {"class": type(pynvml.NVMLError(error)).__name__, "value": error,
-                              "text": str(pynvml.NVMLError(error))}
 
 
 def constructed() -> dict[str, Any]:
