@@ -22,7 +22,6 @@ from gpulab.kernels import function
 __all__ = [
     "LINE_BYTES",
     "chase",
-    "chase_pointer",
     "copy",
     "copy_pointers",
     "copy_tiles",
@@ -141,9 +140,17 @@ def cycle_table(table: Any, lines: int, *, seed: int) -> Any:
 
 
 def chase(table: Any, start_line: int, *, warm_steps: int, steps: int) -> tuple[int, int]:
-    """Run the one-thread pointer chase; return (line reached, cycles for `steps` loads)."""
+    """Run the one-thread pointer chase; return (line reached, cycles for `steps` loads).
+
+    `table` is a CuPy array, or the device address of one (an int) for a table
+    in another GPU's memory with peer access enabled, where CuPy would refuse
+    an array of another device; the results live on the current device.
+    """
     cupy = importlib.import_module("cupy")
     numpy = importlib.import_module("numpy")
+
+    if isinstance(table, int):
+        table = numpy.uint64(table)
 
     out_index = cupy.zeros(1, dtype=cupy.uint32)
     out_cycles = cupy.zeros(1, dtype=cupy.int64)
@@ -151,26 +158,6 @@ def chase(table: Any, start_line: int, *, warm_steps: int, steps: int) -> tuple[
     function("chase", "pointer_chase")(
         (1,), (1,),
         (table, numpy.uint32(start_line * per_line), numpy.uint64(warm_steps),
-         numpy.uint64(steps), out_index, out_cycles))
-    return int(out_index.get()[0]) // per_line, int(out_cycles.get()[0])
-
-
-def chase_pointer(table: int, start_line: int, *, warm_steps: int, steps: int) -> tuple[int, int]:
-    """`chase` through a table given by its device address, on the current device.
-
-    For a table in another GPU's memory (peer access enabled), where CuPy
-    would refuse an array of another device; the results live on the
-    current device. Returns (line reached, cycles for `steps` loads).
-    """
-    cupy = importlib.import_module("cupy")
-    numpy = importlib.import_module("numpy")
-
-    out_index = cupy.zeros(1, dtype=cupy.uint32)
-    out_cycles = cupy.zeros(1, dtype=cupy.int64)
-    per_line = LINE_BYTES // _WORD
-    function("chase", "pointer_chase")(
-        (1,), (1,),
-        (numpy.uint64(table), numpy.uint32(start_line * per_line), numpy.uint64(warm_steps),
          numpy.uint64(steps), out_index, out_cycles))
     return int(out_index.get()[0]) // per_line, int(out_cycles.get()[0])
 
@@ -186,6 +173,7 @@ def copy_pointers(src: int, dst: int, nbytes: int, *, blocks: int, threads: int)
     function("copy", "copy_float4")((blocks,), (threads,),
                                     (numpy.uint64(src), numpy.uint64(dst),
                                      numpy.uint64(nbytes // 16)))
+
 
 def smem_chase(table: Any, steps: int) -> tuple[int, int]:
     """Chase `table` (uint32, at most 4096 words) in shared memory from word 0.

@@ -371,7 +371,7 @@ def _chase(cupy: Any, home: int, runner: int, *, seed: int) -> float:
             cp.cuda.get_current_stream().synchronize()
             del scratch
     with cp.cuda.Device(runner):
-        reached, cycles = launch.chase_pointer(table.data.ptr, start, warm_steps=0, steps=steps)
+        reached, cycles = launch.chase(table.data.ptr, start, warm_steps=0, steps=steps)
     if reached != expected:
         raise _WrongResult(f"chase on GPU {runner} through GPU {home}'s memory ended at line "
                            f"{reached}, the cycle says {expected}")
