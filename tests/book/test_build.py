@@ -322,7 +322,8 @@ def test_exercise_pages_say_how_to_open_and_check(book: Built) -> None:
     for exercise in load_course().exercises():
         text = " ".join(book.pages[f"exercises/{exercise.name}.html"].text.split())
         assert f"gpulab check {exercise.name}" in text
-        assert f"jupyter lab exercises/{exercise.lesson}/{exercise.name}.ipynb" in text
+        assert "gpulab init" in text and f"gpulab open {exercise.name}" in text
+        assert "jupyter lab exercises/" not in text     # the course's copy is never the learner's
         assert all(f"Hint {n}" in text for n in range(1, len(exercise.hints) + 1))
 
 
@@ -436,3 +437,25 @@ def test_the_book_never_replaces_a_folder_that_is_not_a_book(
     assert keep.read_text(encoding="utf-8") == "mine"
     assert main(["book", "--out", str(keep)]) == 2
     assert "is a file, not a folder" in capsys.readouterr().err
+
+
+def test_search_never_gives_a_check_yourself_answer_away(book: Built) -> None:
+    from gpulab.book.index import plain_text
+    from gpulab.book.lesson_page import ANSWER, node_anchor
+
+    search = (book.out / "search.html").read_text(encoding="utf-8")
+    found = re.search(r'<script type="application/json" id="search-index">(.*?)</script>',
+                      search, flags=re.S)
+    assert found
+    index = {row["u"]: row["x"] for row in json.loads(found.group(1).replace("<\\/", "</"))}
+    course, asked = load_course(), 0
+    for entry in course.entries:
+        for node in course.lesson(entry.id).nodes:
+            answers = [plain_text(n.markdown) for n in node.notes
+                       if n.markdown.lstrip().startswith(ANSWER)]
+            if not answers:
+                continue
+            asked += 1
+            text = index[f"lessons/{entry.id}.html#{node_anchor(node.key)}"]
+            assert ANSWER not in text and answers[0][len(ANSWER):].strip()[:40] not in text
+    assert asked > 50

@@ -3,14 +3,14 @@
 The build first reads every lesson, so a broken course fails before a page is
 written, with the linter's file:line messages for every broken lesson. Pages
 are rendered into a fresh folder beside the output and moved into place at
-the end: a failed build leaves the previous book as it was.
+the end (see `gpulab.book.output`): a failed build leaves the previous book
+as it was.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +21,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, TemplateError
 
 from gpulab.book.index import IndexEntry, a_to_z, plain_text, search_json
 from gpulab.book.lesson_page import (
+    answer_at,
     claim_card,
     mindmap_data,
     mindmap_json,
@@ -29,9 +30,17 @@ from gpulab.book.lesson_page import (
 )
 from gpulab.book.markdown import MarkdownRenderer, pygments_css
 from gpulab.book.notebooks import NotebookRenderer
+from gpulab.book.output import (
+    MARKER,
+    BookError,
+    check_out,
+    put_in_place,
+    work_folder,
+    write_error,
+)
+from gpulab.book.toc import contents
 from gpulab.course.catalog import shipped_dir
 from gpulab.course.problems import CourseError, Problem
-from gpulab.errors import GpulabError
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
@@ -41,15 +50,8 @@ if TYPE_CHECKING:
 __all__ = ["MARKER", "BookError", "BookResult", "Progress", "build_book", "check_course",
            "default_out", "find_book_dir"]
 
-MARKER = ".gpulab-book"
-"""A file in every built book: only a folder holding it is ever replaced."""
-
 Progress = Callable[[str, int, int], None]
 """Called before each step with what it does, the steps done and the steps in all."""
-
-
-class BookError(GpulabError):
-    """The book cannot be built for a reason outside the course (the output folder)."""
 
 
 @dataclass(frozen=True)
@@ -116,33 +118,23 @@ def build_book(course: Course, out: Path, *, progress: Progress | None = None) -
     `out` must be a new or empty folder, or a book built before (it is replaced).
     """
     started = time.perf_counter()
-    out = out.expanduser().resolve()
-    _check_out(out)
+    out = check_out(out)
     problems = check_course(course)
     if problems:
         raise CourseError(problems)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    work = work_folder(out)
     try:
         builder = _Builder(course, work, find_book_dir(), progress)
         pages = builder.build()
         (work / MARKER).write_text("built by `gpulab book`; the whole folder is replaced "
                                    "on the next build\n", encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(work, out)
+        put_in_place(work, out)
+    except OSError as exc:
+        raise write_error(exc, "cannot build the book") from None
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
     return BookResult(out, tuple(pages), time.perf_counter() - started)
-
-
-def _check_out(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        raise BookError(f"{out} is a file, not a folder: choose another --out")
-    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
-        raise BookError(f"{out} holds files that are not a gpulab book, and building "
-                        "replaces the whole folder: choose an empty or new folder for --out")
 
 
 class _Builder:
@@ -167,6 +159,7 @@ class _Builder:
         self.entries = {e.id: e for e in reversed(course.entries)}  # the first of a duplicate
         self.lessons: dict[str, Lesson] = {i: course.lesson(i) for i in self.ids}
         self.renderer = MarkdownRenderer(self.ids)
+        self.toc = contents(course)
         self.index: list[IndexEntry] = []
         self.pages: list[str] = []
         self.done = 0
@@ -204,7 +197,8 @@ class _Builder:
         depth = page.count("/")
         try:
             html = self.env.get_template(template).render(
-                root="../" * depth, page=page, course_title=self.course.title, **context)
+                root="../" * depth, page=page, course_title=self.course.title, toc=self.toc,
+                **context)
         except TemplateError as exc:
             where = getattr(exc, "filename", None) or template
             line = getattr(exc, "lineno", None)
@@ -230,7 +224,8 @@ class _Builder:
         for node in lesson.nodes:
             cited.extend(c for c in node.claims if c not in cited)
             if node.parent is not None:
-                text = " ".join(plain_text(n.markdown) for n in node.notes)
+                asked = node.notes[:answer_at(node)]    # search must not give an answer away
+                text = " ".join(plain_text(n.markdown) for n in asked)
                 self.index.append(IndexEntry(node.title, f"{href}#{node_anchor(node.key)}",
                                              lesson.title, "node", text))
         cards = [claim_card(self.course.claims[c], recorded) for c in cited
@@ -306,4 +301,3 @@ class _Builder:
     def search_page(self) -> None:
         self.write("search.html", "search.html", index_json=search_json(self.index),
                    groups=a_to_z(self.index))
-

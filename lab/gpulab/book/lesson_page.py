@@ -3,7 +3,9 @@
 The mindmap and the outline are the same tree. The mindmap's data follows
 markmap's format (``content`` as HTML, ``children``, ``payload``), so the
 vendored markmap view draws it as it is; the outline is the no-JavaScript
-reading of it, with each node's notes under it.
+reading of it, with each node's notes under it. A "Check yourself" question
+keeps its answer (the notes from the one that starts with ``Answer:``) in a
+folded ``<details>``, as the exercise pages keep their hints.
 """
 
 from __future__ import annotations
@@ -21,14 +23,20 @@ if TYPE_CHECKING:
     from gpulab.probes.model import ProbeResult
 
 __all__ = [
+    "ANSWER",
     "ClaimCard",
     "OutlineNode",
+    "answer_at",
     "claim_card",
     "mindmap_data",
     "mindmap_json",
     "node_anchor",
     "outline",
 ]
+
+
+ANSWER = "Answer:"
+"""How a lesson starts the note that answers its node's question."""
 
 
 def node_anchor(key: str) -> str:
@@ -80,11 +88,28 @@ def outline(lesson: Lesson, renderer: MarkdownRenderer) -> OutlineNode:
     """The lesson's tree as outline entries, notes rendered."""
 
     def convert(node: Node) -> OutlineNode:
-        notes = "".join(renderer.block(note.markdown) for note in node.notes)
+        notes = _notes_html(node, renderer)
         return OutlineNode(node_anchor(node.key), _title_html(node, renderer), notes,
                            node.claims, node.fold, [convert(child) for child in node.children])
 
     return convert(lesson.root)
+
+
+def answer_at(node: Node) -> int | None:
+    """The index of the note that starts the node's answer ("Check yourself"), if any."""
+    return next((i for i, note in enumerate(node.notes)
+                 if note.kind == "paragraph" and note.markdown.lstrip().startswith(ANSWER)),
+                None)
+
+
+def _notes_html(node: Node, renderer: MarkdownRenderer) -> str:
+    """The node's notes as HTML; an answer and what follows it folded."""
+    html = [renderer.block(note.markdown) for note in node.notes]
+    answer = answer_at(node)
+    if answer is None:
+        return "".join(html)
+    return ("".join(html[:answer]) + '<details class="answer"><summary>Show the answer'
+            "</summary>\n" + "".join(html[answer:]) + "</details>\n")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
 """Lesson Markdown as HTML: the lessons' own dialect, code highlighted by Pygments.
 
 Links between lessons (``numa.md``, ``numa.md#part``) become links between the
-book's lesson pages; every other link is left as the author wrote it.
+book's lesson pages; every other link is left as the author wrote it. A line
+end inside a paragraph is a space, as in CommonMark (the lessons' parser keeps
+markmap's ``breaks``, which would break every paragraph at the source's line
+ends), and every table sits in a box of its own that scrolls sideways.
 """
 
 from __future__ import annotations
@@ -20,12 +23,16 @@ from pygments.util import ClassNotFound  # type: ignore[import-untyped]
 
 from gpulab.course.lesson import markdown_parser
 
-__all__ = ["DARK_STYLE", "LIGHT_STYLE", "MarkdownRenderer", "pygments_css"]
+__all__ = ["DARK_STYLE", "LIGHT_STYLE", "TABLE_WRAP", "MarkdownRenderer", "pygments_css",
+           "wrap_tables"]
 
 LIGHT_STYLE = "default"
 DARK_STYLE = "monokai"
 _LESSON_LINK = re.compile(r"^(?P<id>[a-z0-9][a-z0-9-]*)\.md(?P<anchor>#.*)?$")
 _FORMATTER = HtmlFormatter(nowrap=True)
+TABLE_WRAP = '<div class="table-wrap">'
+"""What every table of the book sits in: a box that scrolls sideways on its own."""
+_TABLE_TAG = re.compile(r"<table\b[^>]*>|</table>", re.IGNORECASE)
 
 
 class MarkdownRenderer:
@@ -36,6 +43,7 @@ class MarkdownRenderer:
         self._prefix = lesson_prefix
         self._md = markdown_parser()
         self._md.options["highlight"] = _highlight
+        self._md.options["breaks"] = False
         rewrite = self._rewrite
 
         def link_open(renderer: Any, tokens: Sequence[Token], idx: int, options: OptionsDict,
@@ -43,7 +51,17 @@ class MarkdownRenderer:
             rewrite(tokens[idx])
             return str(renderer.renderToken(tokens, idx, options, env))
 
+        def table_open(renderer: Any, tokens: Sequence[Token], idx: int,
+                       options: OptionsDict, env: EnvType) -> str:
+            return TABLE_WRAP + str(renderer.renderToken(tokens, idx, options, env))
+
+        def table_close(renderer: Any, tokens: Sequence[Token], idx: int,
+                        options: OptionsDict, env: EnvType) -> str:
+            return str(renderer.renderToken(tokens, idx, options, env)) + "</div>\n"
+
         self._md.add_render_rule("link_open", link_open)
+        self._md.add_render_rule("table_open", table_open)
+        self._md.add_render_rule("table_close", table_close)
 
     def block(self, markdown: str) -> str:
         """A block of Markdown (a note) as HTML."""
@@ -61,6 +79,13 @@ class MarkdownRenderer:
                                   f"{found.group('anchor') or ''}")
         elif href.startswith(("http://", "https://")):
             token.attrSet("rel", "noopener")
+
+
+def wrap_tables(html: str) -> str:
+    """HTML from elsewhere (nbconvert's) with each table in the book's scrolling box."""
+    return _TABLE_TAG.sub(lambda found: (found.group(0) + "</div>"
+                                         if found.group(0).startswith("</")
+                                         else TABLE_WRAP + found.group(0)), html)
 
 
 def _highlight(code: str, lang: str, attrs: str) -> str:
