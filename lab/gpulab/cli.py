@@ -215,17 +215,11 @@ def _show(args: argparse.Namespace) -> int:
 
 def _probe_list(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
 
-    from gpulab.probes import PROBES
+    from gpulab.probes.registry import cannot_run_here
+    from gpulab.probes.render import render_probe_list
 
-    table = Table(header_style="bold", box=None)
-    for column in ("probe", "needs", "what it measures"):
-        table.add_column(column)
-    needs = {"host": "Linux", "nvml": "NVIDIA driver", "cuda": "GPU + CuPy"}
-    for info in PROBES:
-        table.add_row(info.name, needs[info.needs], info.summary)
-    Console().print(table)
+    Console().print(render_probe_list(cannot_run_here()))
     return 0
 
 
@@ -234,6 +228,7 @@ def _probe_run(args: argparse.Namespace) -> int:
 
     from gpulab import __version__
     from gpulab.probes import PROBES, ProbeResult, get_probe, run_probe
+    from gpulab.probes.registry import exit_status
 
     if args.all == bool(args.names):
         print("gpulab: name the probes to run, or give --all", file=sys.stderr)
@@ -254,21 +249,21 @@ def _probe_run(args: argparse.Namespace) -> int:
     if args.json:
         results = [measure(name).to_dict() for name in names]
         print(json.dumps({"gpulab": __version__, "schema": 1, "results": results}, indent=2))
-        return 1 if any(r["status"] == "error" for r in results) else 0
+        return exit_status((r["status"] for r in results), every=args.all)
     from rich.console import Console
     from rich.rule import Rule
 
     from gpulab.probes.render import render_result
 
     console = Console()
-    failed = False
+    statuses: list[str] = []
     for name in names:
         with console.status(f"running {name}…"):
             result = measure(name)
         console.print(Rule(style="dim"))
         console.print(render_result(result))
-        failed = failed or result.status == "error"
-    return 1 if failed else 0
+        statuses.append(result.status)
+    return exit_status(statuses, every=args.all)
 
 
 def _probe_schema(args: argparse.Namespace) -> int:

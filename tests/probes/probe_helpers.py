@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pynvml
 import pytest
+
+H200_NVML = Path(__file__).resolve().parents[1] / "fixtures" / "nvml" / "h200.json"
+"""NVML's answers on gpulab's H200, recorded there: a machine with a driver, replayed."""
 
 
 def cuda_device() -> Any:
@@ -18,6 +22,18 @@ def cuda_device() -> Any:
     except Exception as exc:  # no driver: skip, do not fail
         pytest.skip(f"no usable NVIDIA GPU or driver: {exc}")
     return cupy
+
+
+def no_driver_here() -> str:
+    """Why NVML finds no GPU on this very machine, in the NVML probes' own words; skips
+    where NVML finds one (the no-driver path cannot be seen there)."""
+    from gpulab.probes import nvml
+
+    found = nvml.inventory()
+    if found.status != "no_gpu":
+        pytest.skip(f"NVML answers here ({found.status}): this checks a machine without a "
+                    "driver")
+    return found.message
 
 
 # ---- editing NVML recordings (gpulab.probes.nvml_record) -----------------------------------

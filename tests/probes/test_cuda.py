@@ -1,5 +1,6 @@
-"""The CUDA properties probe: without CuPy here (the real path a learner without the cuda
-extra meets), and on the GPU, field by field against the CUDA runtime itself."""
+"""The CUDA properties probe: without CuPy here (the real path a learner without a GPU
+meets: no NVIDIA driver at all), with the H200's recorded driver but no CuPy, and on the
+GPU, field by field against the CUDA runtime itself."""
 
 from __future__ import annotations
 
@@ -8,41 +9,82 @@ import importlib.util
 import json
 
 import pytest
-from probe_helpers import cuda_device
+from probe_helpers import H200_NVML, cuda_device, no_driver_here
 
-from gpulab.probes.cuda import CUPY_MISSING, open_device, properties
+from gpulab.probes.cuda import open_device, properties
 from gpulab.probes.model import ProbeResult
+from gpulab.probes.nvml_record import Replay
+from gpulab.probes.readiness import Driver, cupy_missing_text, driver
 from gpulab.probes.registry import get_probe, run_probe
 
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
+without_cupy = pytest.mark.skipif(HAS_CUPY, reason="CuPy is installed here; this checks the "
+                                                   "machine without it")
 
 
 # ---- without CuPy ---------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(HAS_CUPY, reason="CuPy is installed here; this checks the machine without it")
-def test_without_cupy_properties_is_unavailable_and_says_how_to_fix_it() -> None:
+@without_cupy
+def test_without_a_driver_the_reason_is_the_missing_driver_not_cupy() -> None:
+    why = no_driver_here()
     result = properties()
-    assert result.status == "unavailable"
-    assert result.message == CUPY_MISSING
-    assert "cuda12 or cuda13 extra" in result.message
+    assert (result.status, result.message) == ("no_gpu", why)
+    assert why.startswith("no NVIDIA GPU found: ")
+    assert "CuPy" not in result.message and "cuda1" not in result.message
     assert result.readings == ()
     assert result.probe == "cuda_properties"
 
 
-@pytest.mark.skipif(HAS_CUPY, reason="CuPy is installed here; this checks the machine without it")
+@without_cupy
+def test_with_a_driver_but_no_cupy_it_says_which_cupy_to_install() -> None:
+    found = open_device("x", "X", nvml_backend=Replay.load(H200_NVML))
+    assert isinstance(found, ProbeResult)
+    assert found.status == "unavailable"
+    # the recorded driver supports CUDA 13.0: the cuda13 extra, and only it
+    assert found.message == ("CuPy is not installed: pip install 'gpulab[cuda13]', the CuPy "
+                             "built for the CUDA 13.0 that the NVIDIA driver here supports")
+    assert "cuda12" not in found.message
+
+
+@pytest.mark.parametrize(("version", "advice"), [
+    ("12.4", "pip install 'gpulab[cuda12]', the CuPy built for the CUDA 12.4"),
+    ("14.1", "supports CUDA 14.1, which runs CUDA 13 programs too"),
+    ("11.8", "update the NVIDIA driver (it supports only CUDA 11.8"),
+    ("", "'gpulab[cuda12]' or 'gpulab[cuda13]', whichever matches"),
+])
+def test_cupy_advice_follows_the_drivers_cuda_version(version: str, advice: str) -> None:
+    text = cupy_missing_text(Driver("ok", cuda_version=version))
+    assert text.startswith("CuPy is not installed: ") and advice in text
+
+
+def test_driver_reads_the_recorded_cuda_version() -> None:
+    found = driver(Replay.load(H200_NVML))
+    assert (found.status, found.cuda_version, found.gpus) == ("ok", "13.0", 1)
+
+
+@without_cupy
+def test_grading_gives_the_same_reason_for_skipping_gpu_checks() -> None:
+    from gpulab.grading.gpu import gpu_missing
+
+    why = no_driver_here()
+    assert gpu_missing() == f"needs an NVIDIA GPU ({why})"
+    assert "CuPy" not in str(gpu_missing())
+
+
+@without_cupy
 def test_without_cupy_open_device_returns_a_result_not_an_exception() -> None:
     found = open_device("x", "X")
     assert isinstance(found, ProbeResult)
-    assert (found.status, found.message) == ("unavailable", CUPY_MISSING)
+    assert found.status in ("no_gpu", "unavailable") and found.message
 
 
-@pytest.mark.skipif(HAS_CUPY, reason="CuPy is installed here; this checks the machine without it")
+@without_cupy
 def test_registry_runs_the_probe_without_cupy() -> None:
     info = get_probe("cuda_properties")
     assert info.function() is properties
     result = run_probe("cuda_properties")
-    assert result.status == "unavailable"
+    assert result.status in ("no_gpu", "unavailable")
     data = json.loads(json.dumps(result.to_dict()))
     assert ProbeResult.from_dict(data).to_dict() == data
 

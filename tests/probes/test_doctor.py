@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from probe_helpers import no_driver_here
 
 from gpulab.probes import nvml
 from gpulab.probes.doctor import Check, CudaRuntime, checks_from, cuda_runtime, doctor, parse_cpus
@@ -44,6 +46,31 @@ def test_a_machine_without_a_gpu_skips_the_gpu_checks() -> None:
     assert "no NVIDIA GPU on this machine" in checks["NVIDIA driver"].found
     assert checks["NVML readable"].status == "skip"
     assert not [c for c in checks.values() if c.status == "fail"]
+
+
+def test_without_a_driver_no_fix_advises_installing_cupy() -> None:
+    why = no_driver_here()
+    checks = by_name(doctor())
+    for check in checks.values():
+        assert "CuPy" not in check.fix and "gpulab[cuda" not in check.fix, check
+    cuda = checks["CUDA runtime usable"]
+    assert cuda.status == "skip" and not cuda.fix
+    if importlib.util.find_spec("cupy") is None:
+        assert cuda.found == ("CuPy is not installed; it needs an NVIDIA GPU and driver, and "
+                              "there is none here")
+    assert checks["NVML readable"].found == why
+
+
+def test_with_a_driver_but_no_cupy_the_fix_matches_the_driver() -> None:
+    def no_cupy(name: str) -> object:
+        raise ImportError(f"No module named {name!r}")
+
+    inventory = nvml.inventory(backend=Replay.load(H200))
+    check = by_name(checks_from(run_probe("system"), inventory,
+                                cuda_runtime(no_cupy)))["CUDA runtime usable"]
+    assert check.status == "fail"
+    assert "pip install 'gpulab[cuda13]'" in check.fix and "CUDA 13.0" in check.fix
+    assert "cuda12" not in check.fix
 
 
 def test_recorded_h200_passes_the_gpu_checks() -> None:

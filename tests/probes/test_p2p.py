@@ -11,8 +11,8 @@ from importlib.resources import files
 import jsonschema
 import pytest
 from probe_helpers import cuda_device as cuda
+from probe_helpers import no_driver_here
 
-from gpulab.probes.cuda import CUPY_MISSING
 from gpulab.probes.micro_common import GiB, MiB
 from gpulab.probes.micro_p2p import (
     PairFigures,
@@ -132,9 +132,10 @@ def test_the_probe_is_registered() -> None:
 # ---- without CuPy ---------------------------------------------------------------------------
 
 @pytest.mark.skipif(HAS_CUPY, reason="CuPy is installed here; this checks the machine without it")
-def test_without_cupy_the_probe_is_unavailable() -> None:
+def test_without_a_driver_the_probe_says_so() -> None:
+    why = no_driver_here()
     result = run_probe("p2p_bandwidth")
-    assert result.status == "unavailable" and result.message == CUPY_MISSING
+    assert result.status == "no_gpu" and result.message == why
     assert result.readings == () and result.tables == ()
 
 

@@ -218,8 +218,10 @@ def test_docker_on_cgroup_v1(docker_v1: Path) -> None:
     assert got["in_container"].detail == (
         "yes: the pid namespace is not the initial one (inode 4026532290); /proc/self/cgroup "
         "path /docker/abc123 names a container runtime; /.dockerenv exists")
-    assert got["namespaces_differ_from_pid1"].status == "not_supported"
-    assert got["namespaces_differ_from_pid1"].detail == "cannot read /proc/1/ns: missing"
+    differ = got["namespaces_differ_from_pid1"]
+    assert differ.status == "unknown" and differ.value is None
+    assert differ.shown == "cannot tell"     # PID 1 may differ: we may not look
+    assert differ.detail == "cannot read /proc/1/ns: missing"
     rows = {row[0]: row for row in table(result, "Namespaces")}
     assert rows["pid"] == ("pid", 4026532290, None, None, False)
     assert rows["user"] == ("user", INITIAL["user"], None, None, True)
@@ -466,7 +468,8 @@ def test_an_empty_root_degrades_without_raising(tmp_path: Path) -> None:
     assert got["os"].detail == "/etc/os-release is missing; /usr/lib/os-release is missing"
     assert got["cgroup_version"].status == "not_supported"
     assert got["numa_nodes"].detail.startswith("cannot read /sys/devices/system/node: missing")
-    assert got["gpus_in_sysfs"].status == "not_supported"
+    assert got["gpus_in_sysfs"].status == "unknown"
+    assert got["gpus_in_sysfs"].shown == "cannot tell"
     assert got["namespaces_differ_from_pid1"].detail == "cannot read /proc/1/ns: missing"
     assert got["in_container"].value is False
     assert got["nvidia_device_nodes"].status == "ok"
@@ -488,6 +491,15 @@ def test_affinity_matches_the_kernel(here: ProbeResult) -> None:
     assert parse_cpu_list(str(got["cpu_affinity"].value)) == sorted(allowed)
     online = Path("/sys/devices/system/cpu/online").read_text()
     assert got["cpus_online"].value == len(parse_cpu_list(online))
+
+
+def test_no_two_readings_share_a_label(here: ProbeResult) -> None:
+    labels = [r.label for r in here.readings]
+    assert len(labels) == len(set(labels)), sorted(label for label in labels
+                                                   if labels.count(label) > 1)
+    got = readings(here)
+    assert got["cpu_affinity"].label == "CPUs this process may run on"
+    assert got["cpu_affinity_count"].label == "Number of CPUs this process may run on"
 
 
 def test_kernel_and_os_here(here: ProbeResult) -> None:

@@ -137,14 +137,12 @@ def gpu_missing() -> str | None:
 
 @functools.cache
 def _gpu_missing() -> str | None:
-    if importlib.util.find_spec("cupy") is None:
-        return "needs an NVIDIA GPU (CuPy is not installed here)"
-    try:
-        cupy = importlib.import_module("cupy")
-        count = int(cupy.cuda.runtime.getDeviceCount())
-    except Exception as exc:  # no driver, no device, a broken install: all mean "no GPU"
-        return f"needs an NVIDIA GPU (the CUDA runtime says: {exc})"
-    return None if count > 0 else "needs an NVIDIA GPU (none found)"
+    # The first thing missing, as the CUDA probes say it: the driver (NVML needs no CuPy),
+    # then CuPy, then a device.
+    from gpulab.probes.readiness import cannot_run
+
+    why = cannot_run("cuda")
+    return None if why is None else f"needs an NVIDIA GPU ({why.message})"
 
 
 @functools.cache

@@ -12,9 +12,11 @@ cudaDevAttrMemoryClockRate = 36) and, where that fails, from NVML's maximum
 clocks. Each clock reading says which way was used.
 
 `open_device` is the one door to the GPU for this module and for the
-microbenchmarks (`gpulab.probes.micro_*`): it turns a missing CuPy into an
-`unavailable` result and a missing GPU or driver into a `no_gpu` result, in
-words.
+microbenchmarks (`gpulab.probes.micro_*`). When there is no usable device it
+says why, in the order of `gpulab.probes.readiness`: no NVIDIA driver or GPU
+first (a `no_gpu` result in NVML's words, whatever CuPy's state), then a
+missing or broken CuPy (`unavailable`, with the pip command for the driver's
+CUDA version), then a CUDA runtime that finds no device (`no_gpu`).
 """
 
 from __future__ import annotations
@@ -27,17 +29,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulab.probes.model import ProbeResult, Reading, summarise
+from gpulab.probes.readiness import Driver, cupy_missing_text, driver, install_advice
 
 __all__ = [
-    "CUPY_MISSING",
     "CudaDevice",
     "nvml_device",
     "open_device",
     "properties",
 ]
-
-CUPY_MISSING = ("CuPy is not installed: install gpulab with the cuda12 or cuda13 extra "
-                "(make lab does)")
 
 _ATTR_CLOCK_RATE = 13          # cudaDevAttrClockRate, kHz
 _ATTR_MEMORY_CLOCK_RATE = 36   # cudaDevAttrMemoryClockRate, kHz
@@ -53,29 +52,64 @@ class CudaDevice:
     props: Mapping[str, Any]
 
 
-def open_device(probe: str, title: str) -> CudaDevice | ProbeResult:
-    """The current CUDA device, or the result that says why there is none."""
+@dataclass(frozen=True)
+class _NoDevice:
+    """Why CuPy gave no device: "missing", "broken", "none" (no device) or "runtime"."""
+
+    kind: str
+    detail: str = ""
+
+
+def open_device(probe: str, title: str, *, nvml_backend: Any = None) -> CudaDevice | ProbeResult:
+    """The current CUDA device, or the result that says why there is none.
+
+    NVML (through `nvml_backend`, the real pynvml by default) is asked only when
+    there is no device, to tell a machine without a driver from one without CuPy.
+    """
+    found = _device()
+    if isinstance(found, CudaDevice):
+        return found
+    return _why_not(probe, title, found, driver(nvml_backend))
+
+
+def _device() -> CudaDevice | _NoDevice:
     if importlib.util.find_spec("cupy") is None:
-        return ProbeResult(probe, title, "unavailable", CUPY_MISSING)
+        return _NoDevice("missing")
     try:
         cupy = importlib.import_module("cupy")
     except Exception as exc:  # a broken CuPy install fails in many ways
-        return ProbeResult(probe, title, "unavailable",
-                           f"CuPy is installed but does not load ({type(exc).__name__}: "
-                           f"{exc}): reinstall gpulab with the cuda extra that matches "
-                           "the CUDA version nvidia-smi reports (make lab picks it)")
+        return _NoDevice("broken", f"{type(exc).__name__}: {exc}")
     try:
         count = int(cupy.cuda.runtime.getDeviceCount())
         if count == 0:
-            return ProbeResult(probe, title, "no_gpu", "no NVIDIA GPU found by the CUDA runtime")
+            return _NoDevice("none")
         index = int(cupy.cuda.Device().id)
         props = cupy.cuda.runtime.getDeviceProperties(index)
     except Exception as exc:  # no driver, no device, a driver too old: all "no GPU"
-        return ProbeResult(probe, title, "no_gpu",
-                           f"no usable NVIDIA GPU or driver found: the CUDA runtime says {exc}")
+        return _NoDevice("runtime", str(exc))
     name = props.get("name", b"")
     name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
     return CudaDevice(cupy, index, name, props)
+
+
+def _why_not(probe: str, title: str, missing: _NoDevice, found: Driver) -> ProbeResult:
+    """The first thing missing: the driver (as NVML says), then CuPy, then a device."""
+    if found.status == "no_gpu":
+        return ProbeResult(probe, title, "no_gpu", found.message)
+    if missing.kind == "missing":
+        return ProbeResult(probe, title, "unavailable", cupy_missing_text(found))
+    if missing.kind == "broken":
+        return ProbeResult(probe, title, "unavailable",
+                           f"CuPy is installed but does not load ({missing.detail}): "
+                           f"reinstall it: {install_advice(found)}")
+    if missing.kind == "none":
+        listed = (f", although the NVIDIA driver lists {found.gpus} (is CUDA_VISIBLE_DEVICES "
+                  "set to none of them?)" if found.gpus else "")
+        return ProbeResult(probe, title, "no_gpu",
+                           f"no NVIDIA GPU found by the CUDA runtime{listed}")
+    return ProbeResult(probe, title, "no_gpu",
+                       f"no usable NVIDIA GPU or driver found: the CUDA runtime says "
+                       f"{missing.detail}")
 
 
 @contextlib.contextmanager

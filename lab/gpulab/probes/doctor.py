@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from gpulab.probes.model import ProbeResult, Reading, Table
+from gpulab.probes.readiness import Driver, install_advice
 from gpulab.probes.registry import run_probe
 
 __all__ = ["Check", "checks_from", "cuda_runtime", "doctor", "parse_cpus"]
@@ -145,16 +146,24 @@ def _nvml(inventory: ProbeResult, *, skip: bool = False) -> Check:
 
 
 def _cuda_check(cuda: CudaRuntime, inventory: ProbeResult) -> Check:
+    """CuPy is judged only where there is a driver: without one, CuPy is not the problem."""
     if cuda.status == "ok":
         return Check("CUDA runtime usable", "pass", cuda.detail)
+    if inventory.status in ("no_gpu", "unavailable"):
+        # No driver (or NVML cannot say): the NVML check above says what to do, if anything.
+        found = ("CuPy is not installed" if cuda.status == "missing"
+                 else f"CuPy is installed but cannot run ({cuda.detail})")
+        why = ("there is none here" if inventory.status == "no_gpu"
+               else "NVML cannot tell whether there is one here (see NVML readable)")
+        return Check("CUDA runtime usable", "skip",
+                     f"{found}; it needs an NVIDIA GPU and driver, and {why}")
+    driver = Driver("ok", cuda_version=str(_value(inventory, "cuda_driver_version") or ""))
     if cuda.status == "missing":
-        no_gpu = inventory.status in ("no_gpu", "unavailable")
-        return Check("CUDA runtime usable", "skip" if no_gpu else "fail", cuda.detail,
-                     "make lab installs the CuPy that matches the driver "
-                     "(pip install 'gpulab[cuda13]' or 'gpulab[cuda12]')")
+        return Check("CUDA runtime usable", "fail", cuda.detail, install_advice(driver))
     return Check("CUDA runtime usable", "fail", cuda.detail,
                  "check that the driver works (nvidia-smi) and that CuPy's CUDA major "
-                 "version is not newer than the driver's")
+                 f"version is not newer than the driver's; to reinstall: "
+                 f"{install_advice(driver)}")
 
 
 def _cupy_matches(cuda: CudaRuntime, inventory: ProbeResult) -> Check:

@@ -9,7 +9,8 @@ ran. `to_dict()` gives plain JSON data that matches `result.schema.json`;
 
 A probe never raises for a machine that lacks something: no GPU, no driver,
 a counter the GPU does not support. Those are results (`no_gpu`,
-`unavailable`, a reading with status `not_supported`), said in words.
+`unavailable`, a reading with status `not_supported`, or `unknown` where the
+probe cannot tell from here), said in words.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ __all__ = [
 SCHEMA_VERSION = 1
 
 Value = float | int | str | bool | None
-ReadingStatus = Literal["ok", "not_supported", "error"]
+# not_supported: this machine, GPU or driver has no such thing; unknown: it may
+# have it, but the probe cannot tell from here (a file it may not read).
+ReadingStatus = Literal["ok", "not_supported", "unknown", "error"]
 # ok: everything read; partial: some readings not supported or failed;
 # no_gpu: no NVIDIA GPU or driver here; unavailable: a needed library is
 # missing (e.g. CuPy); error: the probe itself failed.
@@ -63,14 +66,21 @@ class Reading:
                    detail=detail or "not supported on this GPU or driver")
 
     @classmethod
+    def unknown(cls, key: str, label: str, detail: str) -> Reading:
+        """A reading the probe cannot make from here; `detail` says why."""
+        return cls(key, label, None, status="unknown", detail=detail)
+
+    @classmethod
     def failed(cls, key: str, label: str, detail: str) -> Reading:
         return cls(key, label, None, status="error", detail=detail)
 
     @property
     def shown(self) -> str:
-        """The value as a person reads it: "4262 GB/s", "not supported"."""
+        """The value as a person reads it: "4262 GB/s", "not supported", "cannot tell"."""
         if self.status == "not_supported":
             return "not supported"
+        if self.status == "unknown":
+            return "cannot tell"
         if self.status == "error":
             return "error"
         value = self.value

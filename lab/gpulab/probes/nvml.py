@@ -43,6 +43,7 @@ from gpulab.probes.nvml_session import (
     _Session,
     nvml_session,
 )
+from gpulab.probes.readiness import no_gpu_text
 
 __all__ = ["inventory", "sample"]
 
@@ -54,7 +55,7 @@ _NVLINK_LINKS = 36          # the most links NVML numbers (NVML_NVLINK_MAX_LINKS
 
 def _not_here(probe: str, title: str, exc: NvmlUnavailable) -> ProbeResult:
     if exc.status == "no_gpu":
-        return ProbeResult(probe, title, "no_gpu", f"no NVIDIA GPU found: {exc.reason}")
+        return ProbeResult(probe, title, "no_gpu", no_gpu_text(exc.reason))
     return ProbeResult(probe, title, "unavailable", exc.reason)
 
 

@@ -1,22 +1,24 @@
 """The probes gpulab knows, by name, imported only when one runs.
 
-Claims in the lessons name these probes; `gpulab probe list` shows them and
-`gpulab probe run NAME` runs them. A probe that fails unexpectedly becomes an
-`error` result with the reason, never a traceback.
+Claims in the lessons name these probes; `gpulab probe list` shows them, with
+which of them can run here (`cannot_run_here`), and `gpulab probe run NAME`
+runs them. A probe that fails unexpectedly becomes an `error` result with the
+reason, never a traceback. `exit_status` is the exit status of a run.
 """
 
 from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from gpulab.errors import GpulabError
 from gpulab.probes.model import ProbeResult
 
-__all__ = ["PROBES", "ProbeInfo", "UnknownProbe", "get_probe", "run_probe"]
+__all__ = ["PROBES", "ProbeInfo", "UnknownProbe", "cannot_run_here", "exit_status", "get_probe",
+           "run_probe"]
 
 
 class UnknownProbe(GpulabError):
@@ -114,3 +116,26 @@ def run_probe(name: str) -> ProbeResult:
         result = ProbeResult(info.name, info.title, "error",
                              f"the probe failed: {type(exc).__name__}: {exc}")
     return replace(result, seconds=time.perf_counter() - start)
+
+
+def cannot_run_here(nvml_backend: Any = None) -> dict[str, ProbeResult]:
+    """For each kind of need ("nvml", "cuda") that this machine cannot meet, the result that
+    says why (see `gpulab.probes.readiness`); blocking: NVML starts and CuPy is imported."""
+    from gpulab.probes.readiness import cannot_run
+
+    found: dict[str, ProbeResult] = {}
+    for needs in ("nvml", "cuda"):
+        why = cannot_run(needs, nvml_backend)
+        if why is not None:
+            found[needs] = why
+    return found
+
+
+def exit_status(statuses: Iterable[str], *, every: bool = False) -> int:
+    """The exit status of `gpulab probe run`: 1 when a probe failed, or when a probe named on
+    the command line could not run here (no GPU, no driver, no CuPy); 0 otherwise.
+
+    With `every` (``--all``) a probe that cannot run here is expected, not a failure.
+    """
+    bad = {"error"} if every else {"error", "no_gpu", "unavailable"}
+    return 1 if any(status in bad for status in statuses) else 0

@@ -1,6 +1,13 @@
-"""Probe results for people: Rich renderables for the terminal."""
+"""Probe results for people: Rich renderables for the terminal.
+
+`render_result` draws one result; a recorded one says where and when it was
+recorded, and that it is not this machine's. `render_probe_list` lists the
+probes with whether each can run here, and why not.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from rich.console import Group, RenderableType
 from rich.padding import Padding
@@ -8,14 +15,17 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from gpulab.probes.model import ProbeResult, Table, Telemetry
+from gpulab.probes.readiness import NEEDS
+from gpulab.probes.registry import PROBES
 
-__all__ = ["STATUS_STYLE", "render_result", "render_telemetry"]
+__all__ = ["STATUS_STYLE", "render_probe_list", "render_result", "render_telemetry"]
 
 STATUS_STYLE = {
     "ok": "green", "partial": "yellow", "no_gpu": "cyan", "unavailable": "cyan",
     "error": "bold red",
 }
-_READING_STYLE = {"ok": "", "not_supported": "dim", "error": "red"}
+_NEEDING = {"nvml": "the NVIDIA driver", "cuda": "a GPU and CuPy"}
+_READING_STYLE = {"ok": "", "not_supported": "dim", "unknown": "dim", "error": "red"}
 
 
 def render_result(result: ProbeResult) -> RenderableType:
@@ -27,7 +37,8 @@ def render_result(result: ProbeResult) -> RenderableType:
     if result.device:
         heading.append(f"  {result.device}", style="dim")
     if result.recorded:
-        heading.append(f"  ({result.recorded.label})", style="italic magenta")
+        heading.append(f"  ({result.recorded.label}, not this machine)",
+                       style="italic magenta")
     parts: list[RenderableType] = [heading, Text(result.message)]
     if result.readings:
         grid = RichTable(show_header=True, header_style="bold", box=None, pad_edge=False)
@@ -60,14 +71,42 @@ def render_telemetry(telemetry: Telemetry) -> Text:
     return Text("during the run: " + "; ".join(bits), style="dim")
 
 
-def _table(table: Table) -> RichTable:
-    grid = RichTable(title=table.title, title_justify="left", header_style="bold")
+def render_probe_list(cannot_run: Mapping[str, ProbeResult]) -> RenderableType:
+    """Every probe, what it needs, whether it can run here, and what it measures; then, once
+    for each need this machine lacks, why (`cannot_run`: from `registry.cannot_run_here`)."""
+    grid = RichTable(header_style="bold", box=None)
+    for column in ("probe", "needs", "runs here", "what it measures"):
+        grid.add_column(column)
+    for info in PROBES:
+        here = (Text("no", style="yellow") if info.needs in cannot_run
+                else Text("yes", style="green"))
+        grid.add_row(info.name, NEEDS[info.needs], here, info.summary)
+    parts: list[RenderableType] = [grid]
+    reasons: dict[str, list[str]] = {}      # one line per reason, naming every need it stops
+    for needs, why in cannot_run.items():
+        reasons.setdefault(why.message, []).append(_NEEDING[needs])
+    for message, needing in reasons.items():
+        line = Text(f"\nProbes that need {' or '.join(needing)} cannot run here: ",
+                    style="bold")
+        line.append(message, style="")
+        parts.append(line)
+    return Group(*parts)
+
+
+def _table(table: Table) -> RenderableType:
+    """A table under its title; the title on a line of its own, never squeezed to the
+    table's width, and "none found" instead of headers over no rows."""
+    title = Text(table.title, style="italic")
+    if not table.rows:
+        title.append(": none found", style="")
+        return title
+    grid = RichTable(header_style="bold")
     units = table.units or ("",) * len(table.columns)
     for column, unit in zip(table.columns, units, strict=False):
         grid.add_column(f"{column} ({unit})" if unit else column, justify="right")
     for row in table.rows:
         grid.add_row(*("–" if cell is None else _cell(cell) for cell in row))
-    return grid
+    return Group(title, grid)
 
 
 def _cell(value: object) -> str:

@@ -3,8 +3,9 @@
 Everything here is read from files (/proc, /sys, /etc, /dev) plus three system
 calls (uname, sched_getaffinity and a PATH search), so it runs on any Linux
 machine, with or without a GPU. Each file that cannot be read becomes a
-reading with status `not_supported` or `error` whose detail names the file;
-nothing raises.
+reading with status `not_supported` (the machine has no such thing),
+`unknown` (it may, but this process may not look) or `error`, whose detail
+names the file; nothing raises.
 
 `system(root)` reads every file under `root` instead of "/", so tests can
 build a small fake /proc and /sys tree; the system calls still describe this
@@ -97,8 +98,8 @@ def _kernel(files: _Files, out: _Collector) -> None:
         return
     out.add(Reading("cpu_affinity", "CPUs this process may run on", compact_cpu_list(allowed),
                     convention="kernel CPU list", detail="os.sched_getaffinity(0)"))
-    out.add(Reading("cpu_affinity_count", "CPUs this process may run on", len(allowed), "CPUs",
-                    detail="os.sched_getaffinity(0)"))
+    out.add(Reading("cpu_affinity_count", "Number of CPUs this process may run on",
+                    len(allowed), "CPUs", detail="os.sched_getaffinity(0)"))
 
 
 # ---- containers and namespaces --------------------------------------------------------------
@@ -146,8 +147,8 @@ def _containers(files: _Files, out: _Collector) -> None:
         out.problems.append(my_problem)
     label = "Namespaces that differ from PID 1's"
     if pid1_problem or not pid1:
-        out.add(Reading.not_supported("namespaces_differ_from_pid1", label,
-                                      pid1_problem or "no namespaces listed for PID 1"))
+        out.add(Reading.unknown("namespaces_differ_from_pid1", label,
+                                pid1_problem or "no namespaces listed for PID 1"))
     else:
         differ = [name for name, _, _, same, _ in rows if same is False]
         out.add(Reading("namespaces_differ_from_pid1", label, ", ".join(differ) or "none",
@@ -271,8 +272,8 @@ def _gpus(files: _Files, out: _Collector) -> None:
     try:
         devices = sorted(folder.iterdir())
     except OSError as exc:
-        out.add(Reading.not_supported("gpus_in_sysfs", "NVIDIA GPUs on the PCI bus",
-                                      f"cannot read {files.show(folder)}: {_why(exc)}"))
+        out.add(Reading.unknown("gpus_in_sysfs", "NVIDIA GPUs on the PCI bus",
+                                f"cannot read {files.show(folder)}: {_why(exc)}"))
         return
 
     def optional(device: Path, name: str) -> str | None:
