@@ -15,6 +15,7 @@ def _private_state(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GPULAB_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+    monkeypatch.delenv("GPULAB_WORKSPACE", raising=False)  # the user's, never the tests'
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpulab import __version__
@@ -30,6 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
+        if getattr(args, "course", None):
+            _use_course(Path(args.course))
         return handler(args)
     except GpulabError as exc:
         print(f"gpulab: {exc}", file=sys.stderr)
@@ -106,16 +109,9 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="print JSON for scripts")
     doctor.set_defaults(handler=_doctor)
 
-    check = commands.add_parser(
-        "check", help="run an exercise's checks on your notebook",
-        description="Run an exercise's checks on the saved notebook and print each check with "
-                    "its points; a pass or a failure is kept in your progress, which the app "
-                    "shows. Exit status 1 if a check fails.",
-    )
-    check.add_argument("exercise", metavar="EXERCISE", help="exercise name, e.g. namespaces")
-    check.add_argument("--notebook", metavar="PATH",
-                       help="the notebook to check (default: the exercise's own)")
-    check.set_defaults(handler=_check)
+    from gpulab.cli_learn import add_commands
+
+    add_commands(commands)
 
     grade = commands.add_parser(
         "grade", help="grade a class's notebooks: gradebook, LMS CSV, feedback",
@@ -140,6 +136,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="per learner and exercise (default: the exercise's time limit)")
     grade.add_argument("--unsafe", action="store_true",
                        help="grade even where no sandbox can hide files from learner code")
+    _course_option(grade)
     grade.set_defaults(handler=_grade)
 
     book = commands.add_parser(
@@ -152,6 +149,7 @@ def _parser() -> argparse.ArgumentParser:
                            "(default: book/_build/html in the checkout)")
     book.add_argument("--open", action="store_true",
                       help="open the front page in the web browser when built")
+    _course_option(book)
     book.set_defaults(handler=_book)
 
     dev = commands.add_parser("dev", help="tools for course authors",
@@ -163,12 +161,14 @@ def _parser() -> argparse.ArgumentParser:
                     "unsourced numbers, links); print each problem "
         "as file:line with a hint. Exit status 2 if anything is wrong.",
     )
+    _course_option(lint)
     lint.set_defaults(handler=_lint)
     build = dev_commands.add_parser(
         "build", help="generate exercises/ from solutions/",
         description="Generate every exercises/<lesson>/<name>.ipynb from its solution: answers "
                     "replaced by stubs, outputs cleared.")
     build.add_argument("names", nargs="*", metavar="NAME", help="only these exercises")
+    _course_option(build)
     build.set_defaults(handler=_build)
     dev_check = dev_commands.add_parser(
         "check", help="prove every exercise sound: built, failing as shipped, solved",
@@ -177,8 +177,27 @@ def _parser() -> argparse.ArgumentParser:
                     "GPU exercises run only with --gpu.")
     dev_check.add_argument("names", nargs="*", metavar="NAME", help="only these exercises")
     dev_check.add_argument("--gpu", action="store_true", help="also check the GPU exercises")
+    _course_option(dev_check)
     dev_check.set_defaults(handler=_dev_check)
     return parser
+
+
+def _course_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--course", metavar="DIR",
+        help="the course to use: a course checkout with lessons/, exercises/ and (for an "
+             "instructor) solutions/ with the hidden checks (default: the installed course)")
+
+
+def _use_course(folder: Path) -> None:
+    """Point this process and the processes it starts at the course in `folder`."""
+    lessons = folder.expanduser().resolve() / "lessons"
+    if not (lessons / "course.toml").is_file():
+        raise GpulabError(f"--course {folder}: not a course (it has no lessons/course.toml)\n"
+                          "    hint: give the folder of a gpulab course checkout")
+    os.environ["GPULAB_COURSE_DIR"] = str(lessons)
+    if (lessons.parent / "book" / "templates").is_dir():
+        os.environ["GPULAB_BOOK_DIR"] = str(lessons.parent / "book")
 
 
 def _app(args: argparse.Namespace) -> int:
@@ -309,24 +328,6 @@ def _doctor(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _check(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from gpulab.grading.panel import find_exercise, report_text
-    from gpulab.grading.record import save_report
-    from gpulab.grading.runner import run_checks
-
-    entry = find_exercise(args.exercise)
-    report = run_checks(entry, Path(args.notebook) if args.notebook else None)
-    print(report_text(report))
-    problem = save_report(report)  # the app's exercise list shows it
-    if problem:
-        print(f"gpulab: {problem}", file=sys.stderr)
-    if report.status in ("invalid", "error"):
-        return BAD_INPUT
-    return 0 if report.status in ("passed", "skipped") else 1
-
-
 def _grade(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -351,16 +352,28 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from gpulab.course import load_course
     from gpulab.grading.build import build_all
 
-    course = load_course()
+    course = _authoring_course()
     unknown = _unknown_exercises(course, args.names)
     if unknown:
         return unknown
     for path in build_all(course, args.names):
         print(f"wrote {path}")
     return 0
+
+
+def _authoring_course() -> Course:
+    """The course, if it has the solutions an author's command needs."""
+    from gpulab.course import load_course
+
+    course = load_course()
+    solutions = course.manifest.path.parent.parent / "solutions"
+    if not solutions.is_dir():
+        raise GpulabError(f"this course has no solutions/ ({solutions.parent}): the installed "
+                          "course ships none\n    hint: give a course checkout with "
+                          "--course DIR")
+    return course
 
 
 def _unknown_exercises(course: Course, names: list[str]) -> int:
@@ -375,10 +388,9 @@ def _unknown_exercises(course: Course, names: list[str]) -> int:
 
 
 def _dev_check(args: argparse.Namespace) -> int:
-    from gpulab.course import load_course
     from gpulab.grading.build import check_all
 
-    course = load_course()
+    course = _authoring_course()
     unknown = _unknown_exercises(course, args.names)
     if unknown:
         return unknown

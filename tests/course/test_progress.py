@@ -95,20 +95,41 @@ def test_exercise_records_round_trip_and_old_files_load(tmp_path: Path) -> None:
     path.write_text('{"version": 1, "last_lesson": "numa", "hints": {"squares": 1}}')
     store = ProgressStore(path)
     progress = store.load()  # written before exercises were recorded
-    assert store.warning is None and progress.exercises == {}
-    record = progress.record_check("squares", passed=False, earned=2, possible=3.0,
-                                   at="2026-12-02T15:00:00+00:00")
+    assert store.warning is None and progress.workspaces == {}
+    record = progress.record_check("squares", workspace="/w/one", passed=False, earned=2,
+                                   possible=3.0, at="2026-12-02T15:00:00+00:00")
     assert record == ExerciseRecord("failing", 2.0, 3.0, "2026-12-02T15:00:00+00:00")
     assert not record.passed
     store.save(progress)
     saved = json.loads(path.read_text())
     assert saved["version"] == 1
-    assert saved["exercises"] == {"squares": {"status": "failing", "earned": 2.0,
-                                              "possible": 3.0, "at": "2026-12-02T15:00:00+00:00"}}
+    assert saved["workspaces"] == {"/w/one": {"squares": {
+        "status": "failing", "earned": 2.0, "possible": 3.0, "at": "2026-12-02T15:00:00+00:00"}}}
     again = ProgressStore(path).load()
     assert again == progress and again.last_lesson == "numa"
-    now = again.record_check("squares", passed=True, earned=3, possible=3)
+    now = again.record_check("squares", workspace="/w/one", passed=True, earned=3, possible=3)
     assert now.passed and now.at.endswith("+00:00")
+
+
+def test_each_workspace_has_its_own_exercise_records(tmp_path: Path) -> None:
+    progress = Progress()
+    progress.record_check("squares", workspace="/w/one", passed=True, earned=3, possible=3)
+    progress.record_check("squares", workspace="/w/two", passed=False, earned=0, possible=3)
+    assert progress.exercises("/w/one")["squares"].passed
+    assert not progress.exercises("/w/two")["squares"].passed
+    assert progress.exercises("/w/three") == {}
+    progress.forget_check("squares", workspace="/w/two")
+    assert progress.exercises("/w/two") == {} and progress.exercises("/w/one")["squares"].passed
+
+
+def test_results_saved_before_workspaces_are_kept_apart(tmp_path: Path) -> None:
+    path = tmp_path / "progress.json"
+    path.write_text('{"version": 1, "exercises": {"squares": {"status": "passed", "earned": 3, '
+                    '"possible": 3, "at": "2026-12-02T15:00:00+00:00"}}}')
+    progress = ProgressStore(path).load()
+    # checks of the course's own exercises/ folder: no workspace of the learner's is named ""
+    assert progress.exercises("")["squares"].passed
+    assert set(progress.workspaces) == {""}
 
 
 def test_a_bad_exercise_record_is_kept_aside(tmp_path: Path) -> None:
@@ -121,19 +142,30 @@ def test_a_bad_exercise_record_is_kept_aside(tmp_path: Path) -> None:
 
 
 def test_newer_exercise_records_are_adopted(tmp_path: Path) -> None:
-    mine = Progress()
-    mine.record_check("a", passed=False, earned=0, possible=3, at="2026-12-02T15:00:00+00:00")
-    mine.record_check("b", passed=True, earned=3, possible=3, at="2026-12-02T15:00:00+00:00")
-    theirs = Progress()
-    theirs.record_check("a", passed=True, earned=3, possible=3, at="2026-12-02T16:00:00+01:00")
-    theirs.record_check("b", passed=False, earned=0, possible=3, at="2026-12-02T14:00:00+00:00")
-    theirs.record_check("c", passed=False, earned=1, possible=2, at="2026-12-02T14:00:00+00:00")
+    def check(progress: Progress, name: str, passed: bool, earned: float, at: str) -> None:
+        progress.record_check(name, workspace="/w", passed=passed, earned=earned, possible=3,
+                              at=at)
+
+    mine, theirs = Progress(), Progress()
+    check(mine, "a", False, 0, "2026-12-02T15:00:00+00:00")
+    check(mine, "b", True, 3, "2026-12-02T15:00:00+00:00")
+    check(theirs, "a", True, 3, "2026-12-02T16:00:00+01:00")
+    check(theirs, "b", False, 0, "2026-12-02T14:00:00+00:00")
+    check(theirs, "c", False, 1, "2026-12-02T14:00:00+00:00")
     # 16:00+01:00 is 15:00 UTC: the same instant as ours, so not newer
     assert mine.adopt_exercises(theirs) == ["c"]
-    theirs.exercises["a"].at = "2026-12-02T15:00:01+00:00"
+    theirs.workspaces["/w"]["a"].at = "2026-12-02T15:00:01+00:00"
     assert mine.adopt_exercises(theirs) == ["a"]
-    assert mine.exercises["a"].passed and mine.exercises["b"].passed
-    assert mine.exercises["c"].earned == 1
+    records = mine.exercises("/w")
+    assert records["a"].passed and records["b"].passed
+    assert records["c"].earned == 1
+
+
+def test_hints_revealed_elsewhere_are_adopted() -> None:
+    mine, theirs = Progress(hints={"a": 2, "b": 1}), Progress(hints={"a": 1, "b": 3, "c": 1})
+    assert mine.adopt_hints(theirs)
+    assert mine.hints == {"a": 2, "b": 3, "c": 1}
+    assert not mine.adopt_hints(theirs)
 
 
 def test_peek_never_moves_a_file(tmp_path: Path) -> None:

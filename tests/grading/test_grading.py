@@ -7,6 +7,7 @@ and the `gpulab` command.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -163,43 +164,98 @@ def test_strip_solution_keeps_indentation_and_rejects_unclosed() -> None:
         strip_solution("### END SOLUTION")
 
 
+def _gpulab(env: dict[str, str], *args: str, timeout: float = 120
+            ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpulab", *args], capture_output=True,
+                          text=True, env=env, timeout=timeout)
+
+
 def test_gpulab_check_command(course_root: Path) -> None:
     state = course_root / "state"
     env = {"GPULAB_COURSE_DIR": str(course_root / "lessons"), "PATH": "/usr/bin:/bin",
            "GPULAB_STATE_DIR": str(state)}
-    done = subprocess.run([sys.executable, "-m", "gpulab", "check", "squares", "--notebook",
-                           str(solution_path(entry(course_root)))],  # type: ignore[arg-type]
-                          capture_output=True, text=True, env=env, timeout=120)
+    released = course_root / "exercises" / "basics" / "squares.ipynb"
+    pristine = released.read_bytes()
+
+    def record(workspace: Path) -> object:
+        records = ProgressStore(state / "progress.json").load().exercises(str(workspace))
+        return records.get("squares")
+
+    nowhere = _gpulab(env, "check", "squares")
+    assert nowhere.returncode == 2 and "you have no workspace yet: `gpulab init`" in \
+        nowhere.stderr
+    made = _gpulab(env, "init", str(course_root / "ws"))
+    assert made.returncode == 0, made.stderr
+    workspace = (course_root / "ws").resolve()
+    mine = workspace / "basics" / "squares.ipynb"
+    assert mine.read_bytes() == pristine
+
+    # another notebook is judged, but never kept as the workspace's result
+    done = _gpulab(env, "check", "squares", "--notebook",
+                   str(solution_path(entry(course_root))))  # type: ignore[arg-type]
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[0] == "squares: passed (3 of 3 points)"
-    passed = ProgressStore(state / "progress.json").load().exercises["squares"]
-    assert (passed.status, passed.earned, passed.possible) == ("passed", 3, 3)
-    failing = subprocess.run([sys.executable, "-m", "gpulab", "check", "squares"],
-                             capture_output=True, text=True, env=env, timeout=120)
+    assert "not kept in your progress: it is not your workspace's notebook" in done.stderr
+    assert record(workspace) is None
+
+    failing = _gpulab(env, "check", "squares")
     assert failing.returncode == 1
     assert "✗ squares small numbers  [0/2]" in failing.stdout
-    failed = ProgressStore(state / "progress.json").load().exercises["squares"]
-    assert (failed.status, failed.earned, failed.possible) == ("failing", 0, 3)
+    failed = record(workspace)
+    assert (failed.status, failed.earned, failed.possible) == ("failing", 0, 3)  # type: ignore[attr-defined]
+
+    shutil.copy(solution_path(entry(course_root)), mine)  # type: ignore[arg-type]
+    by_path = _gpulab(env, "check", str(mine))        # a notebook's path names its exercise
+    assert by_path.returncode == 0, by_path.stdout + by_path.stderr
+    passed = record(workspace)
+    assert (passed.status, passed.earned, passed.possible) == ("passed", 3, 3)  # type: ignore[attr-defined]
+
     broken = course_root / "broken.ipynb"
     broken.write_text("{")
-    invalid = subprocess.run([sys.executable, "-m", "gpulab", "check", "squares", "--notebook",
-                              str(broken)], capture_output=True, text=True, env=env, timeout=60)
+    invalid = _gpulab(env, "check", "squares", "--notebook", str(broken), timeout=60)
     assert invalid.returncode == 2
-    assert ProgressStore(state / "progress.json").load().exercises["squares"] == failed
-    unknown = subprocess.run([sys.executable, "-m", "gpulab", "check", "nope"],
-                             capture_output=True, text=True, env=env, timeout=60)
+    assert record(workspace) == passed
+    unknown = _gpulab(env, "check", "nope", timeout=60)
     assert unknown.returncode == 2 and "no exercise named 'nope'" in unknown.stderr
+    assert released.read_bytes() == pristine       # the course's copy was never written
+
+
+def test_gpulab_reset_keeps_the_learners_notebook(course_root: Path) -> None:
+    state = course_root / "state"
+    env = {"GPULAB_COURSE_DIR": str(course_root / "lessons"), "PATH": "/usr/bin:/bin",
+           "GPULAB_STATE_DIR": str(state)}
+    assert _gpulab(env, "init", str(course_root / "ws")).returncode == 0
+    mine = (course_root / "ws" / "basics" / "squares.ipynb").resolve()
+    shutil.copy(solution_path(entry(course_root)), mine)  # type: ignore[arg-type]
+    solved = mine.read_bytes()
+    assert _gpulab(env, "check", "squares").returncode == 0
+    reset = _gpulab(env, "reset", "squares")
+    assert reset.returncode == 0, reset.stderr
+    (backup,) = mine.parent.glob("squares.backup-*.ipynb")
+    assert backup.read_bytes() == solved and f"Yours is kept as {backup}" in reset.stdout
+    assert mine.read_bytes() == (course_root / "exercises" / "basics" / "squares.ipynb"
+                                 ).read_bytes()
+    progress = ProgressStore(state / "progress.json").load()
+    assert progress.exercises(str(mine.parents[1])) == {}    # the old pass is forgotten
+    again = _gpulab(env, "reset", "squares")                    # pristine: no second backup
+    assert again.returncode == 0 and len(list(mine.parent.glob("squares.backup-*"))) == 1
 
 
 def test_the_solution_runs_top_to_bottom_in_a_real_kernel(course_root: Path) -> None:
     from nbclient import NotebookClient
 
-    path = solution_path(entry(course_root))  # type: ignore[arg-type]
+    from gpulab.course.workspace import init_workspace
+
+    state = course_root / "state"
+    env = {"GPULAB_COURSE_DIR": str(course_root / "lessons"), "GPULAB_STATE_DIR": str(state)}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GPULAB_STATE_DIR", str(state))
+        workspace, _ = init_workspace(load_course(course_root / "lessons"), course_root / "ws")
+    path = workspace.root / "basics" / "squares.ipynb"       # solved in the workspace
+    shutil.copy(solution_path(entry(course_root)), path)  # type: ignore[arg-type]
     notebook = read_notebook(path)
     NotebookClient(notebook, timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute(
-        env={"GPULAB_COURSE_DIR": str(course_root / "lessons"),
-             "GPULAB_STATE_DIR": str(course_root / "state")})
+                   resources={"metadata": {"path": str(path.parent)}}).execute(env=env)
     explore = [c for c in notebook.cells if c.metadata.get("gpulab", {}).get("role") == "explore"]
     assert explore[0].outputs[0]["text"] == "9\n"
     panel = notebook.cells[-1].outputs[0]
@@ -207,5 +263,5 @@ def test_the_solution_runs_top_to_bottom_in_a_real_kernel(course_root: Path) -> 
     assert "application/vnd.jupyter.widget-view+json" in data
     assert "passed</span> — 3 of 3 poin" in data["text/plain"]  # the repr is cut there
     # the notebook's check keeps the result for the app, like `gpulab check`
-    record = ProgressStore(course_root / "state" / "progress.json").load().exercises["squares"]
+    record = ProgressStore(state / "progress.json").load().exercises(workspace.key)["squares"]
     assert (record.status, record.earned, record.possible) == ("passed", 3, 3)

@@ -1,57 +1,84 @@
-"""Finding JupyterLab for an exercise notebook, and starting it detached."""
+"""JupyterLab for a workspace, called in-process as the app calls it: started, reused, stopped.
+
+The server must never be a child of the caller (the app runs for hours: a child
+that dies would stay a zombie until it quits), must answer before
+`open_notebook` returns, and must be gone after `stop_server`. The same
+module from the wheel, as root and as another user, is tested in
+tests/learner/test_learner_jupyterlab.py.
+"""
 
 from __future__ import annotations
 
 import os
-import sys
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from gpulab.grading.jupyter import install_hint, jupyter_lab_command, launch
+from gpulab.course import load_course
+from gpulab.course.workspace import Workspace, init_workspace
+from gpulab.grading.jupyter import JupyterError, Server, open_notebook, stop_server
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def _program(folder: Path, name: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text("#!/bin/sh\nexit 0\n")
-    path.chmod(0o755)
-    return path
+@pytest.fixture
+def workspace(tmp_path: Path) -> Iterator[Workspace]:
+    made, _ = init_workspace(load_course(ROOT / "lessons"), tmp_path / "ws")
+    try:
+        yield made
+    finally:
+        stop_server(made)
 
 
-def test_the_jupyter_beside_python_comes_first(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    venv, elsewhere = tmp_path / "venv" / "bin", tmp_path / "elsewhere"
-    mine = _program(venv, "jupyter")
-    _program(venv, "jupyter-lab")
-    _program(elsewhere, "jupyter")
-    _program(elsewhere, "jupyter-lab")
-    monkeypatch.setattr(sys, "executable", str(venv / "python"))
-    monkeypatch.setenv("PATH", str(elsewhere))
-    notebook = tmp_path / "x.ipynb"
-    assert jupyter_lab_command(notebook) == [str(mine), "lab", str(notebook)]
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[-1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
 
 
-def test_path_is_used_and_jupyter_without_lab_does_not_count(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    venv, elsewhere = tmp_path / "venv" / "bin", tmp_path / "elsewhere"
-    _program(venv, "jupyter")  # jupyter's core, but no JupyterLab beside it
-    found = _program(elsewhere, "jupyter")
-    _program(elsewhere, "jupyter-lab")
-    monkeypatch.setattr(sys, "executable", str(venv / "python"))
-    monkeypatch.setenv("PATH", str(elsewhere))
-    assert jupyter_lab_command(tmp_path / "x.ipynb") == [str(found), "lab",
-                                                          str(tmp_path / "x.ipynb")]
-    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
-    assert jupyter_lab_command(tmp_path / "x.ipynb") is None
-    assert install_hint() == f"{venv / 'python'} -m pip install jupyterlab"
+def _answers(url: str) -> int:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=30) as reply:
+        return int(reply.status)
 
 
-def test_launch_detaches_and_logs(tmp_path: Path) -> None:
-    log = tmp_path / "state" / "jupyterlab.log"
-    code = "import os; print('leader' if os.getsid(0) == os.getpid() else 'attached')"
-    process = launch([sys.executable, "-c", code], tmp_path, log)
-    assert process.wait(timeout=30) == 0
-    assert log.read_text() == "leader\n"
-    assert os.getsid(0) != process.pid
+def test_started_reused_and_stopped_never_a_child_of_the_caller(workspace: Workspace) -> None:
+    entry = next(e for e in load_course(ROOT / "lessons").exercises() if e.name == "roofline")
+    opened = open_notebook(workspace, workspace.notebook(entry), browser=False)
+    assert not opened.reused and opened.browser is None
+    assert opened.url.startswith(f"http://127.0.0.1:{opened.server.port}/lab/tree/"
+                                 "memory-hierarchy/roofline.ipynb?token=")
+    assert _answers(opened.url) == 200
+    assert opened.server.pid not in _children(os.getpid())     # nothing of ours to reap
+    assert Path(f"/proc/{opened.server.pid}").exists()
+
+    again = open_notebook(workspace, workspace.root, browser=False)
+    assert again.reused and again.server == opened.server
+    assert again.url == opened.server.url()                      # the workspace's folder
+    stopped = stop_server(workspace)
+    assert stopped == opened.server
+    stat = Path(f"/proc/{opened.server.pid}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[-1].split()[0] in "ZX"
+    assert stop_server(workspace) is None
+
+
+def test_a_notebook_outside_the_workspace_is_refused(workspace: Workspace,
+                                                    tmp_path: Path) -> None:
+    with pytest.raises(JupyterError, match="is not in the workspace"):
+        open_notebook(workspace, tmp_path / "elsewhere.ipynb", browser=False)
+
+
+def test_addresses_and_the_ssh_line() -> None:
+    server = Server(pid=1, port=8123, token="abc", root="/w", log="/l")
+    assert server.url("a b/c.ipynb") == "http://127.0.0.1:8123/lab/tree/a%20b/c.ipynb?token=abc"
+    assert server.url() == "http://127.0.0.1:8123/lab?token=abc"
+    assert server.ssh.startswith("ssh -N -L 8123:127.0.0.1:8123 ")

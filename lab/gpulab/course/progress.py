@@ -3,8 +3,9 @@
 The file lives in the user's XDG state folder (``~/.local/state/gpulab``), or
 in ``$GPULAB_STATE_DIR`` when that is set. It records the last lesson, and per
 lesson the selected node, the expanded nodes and the nodes visited; per
-exercise the hints revealed and the outcome of its last check; and the history
-of the learner's predictions for claims, each with what was then measured.
+exercise the hints revealed and, per workspace (see `gpulab.course.workspace`),
+the outcome of its last check; and the history of the learner's predictions
+for claims, each with what was then measured.
 Writes are atomic (a temporary file renamed over the old one). A file that
 cannot be read is moved aside, never overwritten, so nothing the learner did is
 lost.
@@ -31,7 +32,9 @@ __all__ = ["ExerciseRecord", "LessonState", "Prediction", "Progress", "ProgressS
            "state_dir"]
 
 VERSION = 1
-"""The file's format; fields added later (``exercises``) are optional, so it stays 1."""
+"""The file's format; fields added later (``workspaces``) are optional, so it stays 1.
+Exercise results saved before workspaces existed (``exercises``) are kept under the
+workspace named "", which is never in use."""
 
 ExerciseStatus = Literal["failing", "passed"]
 
@@ -89,7 +92,8 @@ class Progress:
     lessons: dict[str, LessonState] = field(default_factory=dict)
     hints: dict[str, int] = field(default_factory=dict)
     predictions: list[Prediction] = field(default_factory=list)
-    exercises: dict[str, ExerciseRecord] = field(default_factory=dict)
+    workspaces: dict[str, dict[str, ExerciseRecord]] = field(default_factory=dict)
+    """Per workspace (its path), the last check of each exercise in it."""
 
     def lesson(self, lesson_id: str) -> LessonState:
         """The state of one lesson, created on first use."""
@@ -108,23 +112,40 @@ class Progress:
         visited = set(self.lessons.get(lesson_id, LessonState()).visited)
         return len(visited & keys) / len(keys)
 
-    def record_check(self, name: str, *, passed: bool, earned: float, possible: float,
-                     at: str | None = None) -> ExerciseRecord:
-        """Remember the outcome of a check of exercise `name` (`at` defaults to now)."""
+    def exercises(self, workspace: str) -> dict[str, ExerciseRecord]:
+        """The last check of each exercise in a workspace, by exercise name (read only)."""
+        return dict(self.workspaces.get(workspace, {}))
+
+    def record_check(self, name: str, *, workspace: str, passed: bool, earned: float,
+                     possible: float, at: str | None = None) -> ExerciseRecord:
+        """Remember the outcome of a check of exercise `name` in a workspace (`at`: now)."""
         record = ExerciseRecord("passed" if passed else "failing", float(earned),
                                 float(possible), at or _now())
-        self.exercises[name] = record
+        self.workspaces.setdefault(workspace, {})[name] = record
         return record
+
+    def forget_check(self, name: str, *, workspace: str) -> None:
+        """Forget an exercise's last check in a workspace (its notebook was reset)."""
+        self.workspaces.get(workspace, {}).pop(name, None)
 
     def adopt_exercises(self, other: Progress) -> list[str]:
         """Take `other`'s exercise records that are newer than ours; the names taken."""
         taken = []
-        for name, record in other.exercises.items():
-            mine = self.exercises.get(name)
-            if mine is None or _instant(record.at) > _instant(mine.at):
-                self.exercises[name] = record
-                taken.append(name)
+        for workspace, records in other.workspaces.items():
+            ours = self.workspaces.setdefault(workspace, {})
+            for name, record in records.items():
+                mine = ours.get(name)
+                if mine is None or _instant(record.at) > _instant(mine.at):
+                    ours[name] = record
+                    taken.append(name)
         return taken
+
+    def adopt_hints(self, other: Progress) -> bool:
+        """Take hints revealed elsewhere (``gpulab hint``); True when any was new."""
+        newer = {name: count for name, count in other.hints.items()
+                 if count > self.hints.get(name, 0)}
+        self.hints.update(newer)
+        return bool(newer)
 
 
 class ProgressStore:
@@ -195,10 +216,17 @@ def _from_json(data: Any) -> Progress:
     }
     hints = {str(k): int(v) for k, v in dict(data.get("hints", {})).items()}
     predictions = [_prediction(item) for item in list(data.get("predictions", []))]
-    exercises = {str(name): _exercise(item)
-                 for name, item in dict(data.get("exercises", {})).items()}
+    workspaces = {str(workspace): _exercises(records)
+                  for workspace, records in dict(data.get("workspaces", {})).items()}
+    legacy = _exercises(data.get("exercises", {}))
+    if legacy:
+        workspaces.setdefault("", {}).update(legacy)
     return Progress(_opt_str(data.get("last_lesson")), _opt_str(data.get("theme")), lessons, hints,
-                    predictions, exercises)
+                    predictions, workspaces)
+
+
+def _exercises(records: Any) -> dict[str, ExerciseRecord]:
+    return {str(name): _exercise(item) for name, item in dict(records).items()}
 
 
 def _exercise(item: Any) -> ExerciseRecord:

@@ -249,6 +249,11 @@ def grade_class(options: GradeOptions, *, course: Any = None,
                                                               *learner.problems)}
         names = [n for n in names if n in handed]
     summary = GradeSummary([], names, {}, problems=list(taken.problems), out=out, tag=tag)
+    unhidden = [name for name in names if not check_files(entries[name], hidden=True)[-1].is_file()]
+    if unhidden:
+        raise GradeError(f"the course at {course_root} has no hidden checks for "
+                         f"{', '.join(unhidden)} (an installed course ships none): grading "
+                         "needs the course checkout with solutions/; give it with --course DIR")
     if not names:
         raise GradeError(f"{options.submissions}: no notebook of any exercise was found "
                          "(each learner's folder or zip should hold <exercise>.ipynb files)"

@@ -64,17 +64,22 @@ def report_html(report: CheckReport) -> str:
 def check(name: str, notebook: str | None = None) -> Any:
     """Run the checks on the saved notebook; show a panel in Jupyter, text elsewhere.
 
-    A pass or a failure is kept in the learner's progress, for the app's exercise list.
+    The notebook is `notebook`, else ``<name>.ipynb`` in the working folder (where
+    JupyterLab runs a notebook's kernel), else the workspace's. A pass or a failure
+    of the workspace's notebook is kept in the learner's progress, for the app.
     """
+    from gpulab.course.workspace import current_workspace, require_workspace
+
     entry = find_exercise(name)
+    workspace = current_workspace()
     if notebook is not None:
         path = Path(notebook)
     elif (Path.cwd() / f"{name}.ipynb").is_file():
         path = Path.cwd() / f"{name}.ipynb"
     else:
-        path = entry.notebook
+        path = require_workspace().notebook(entry)
     report = run_checks(entry, path)
-    problem = save_report(report)  # the app's exercise list shows it
+    problem = save_report(report, entry, workspace)  # the app's exercise list shows it
     try:
         in_kernel = importlib.import_module("IPython").get_ipython() is not None
     except ImportError:
