@@ -210,3 +210,22 @@ def test_claims_folder_merges_files_and_names_duplicates(tmp_path: Path) -> None
     assert (problem.path, problem.line) == (folder / "c.toml", 2)
     assert problem.message == "claim 'one' is defined twice"
     assert problem.hint == "it is already defined in a.toml:1; keep one"
+
+
+def test_hidden_points_must_be_a_number_of_points(tmp_path: Path) -> None:
+    lessons = tmp_path / "lessons"
+    lessons.mkdir()
+    (lessons / "a.md").write_text("---\ntitle: A\nday: 1\nobjectives: [x]\n---\n# A\n")
+    base = ('[[lessons]]\nid = "a"\nday = 1\ntitle = "A"\n\n[[exercises]]\nname = "e"\n'
+            'lesson = "a"\nhints = ["h"]\n')
+    (lessons / "course.toml").write_text(base + "hidden_points = 4.5\n")
+    (entry,) = load_manifest(lessons / "course.toml").exercises
+    assert entry.hidden_points == 4.5
+    (lessons / "course.toml").write_text(base)
+    (entry,) = load_manifest(lessons / "course.toml").exercises
+    assert entry.hidden_points is None
+    for wrong in ("-1", "true", '"six"'):
+        (lessons / "course.toml").write_text(base + f"hidden_points = {wrong}\n")
+        manifest = load_manifest(lessons / "course.toml")
+        assert manifest.exercises == ()
+        assert "hidden_points must be a number of points, 0 or more" in manifest.problems[0].message

@@ -35,6 +35,7 @@ name = "squares"
 lesson = "basics"
 gpu = false
 time_limit = 30
+hidden_points = 1
 hints = ["multiply"]
 """
 LESSON = "---\ntitle: Basics\nday: 1\nobjectives: [x]\n---\n# Basics\n\n- a node\n"
@@ -111,6 +112,16 @@ def test_dev_check_proves_the_exercise(course_root: Path) -> None:
     stale.write_text(stale.read_text().replace("TODO", "DONE"))
     (problem,) = check_all(load_course(course_root / "lessons"), report=lines.append)
     assert problem.message == "differs from what its solution generates"
+
+
+def test_dev_check_keeps_the_hidden_points_the_learner_is_told_true(course_root: Path) -> None:
+    manifest = course_root / "lessons" / "course.toml"
+    for said, wrong in (("hidden_points = 3\n", "says 3"), ("", "does not say")):
+        manifest.write_text(MANIFEST.replace("hidden_points = 1\n", said))
+        (problem,) = check_all(load_course(course_root / "lessons"), report=[].append)
+        assert problem.message == (f"exercise 'squares': hidden_points {wrong}, but its hidden "
+                                   "checks are worth 1")
+        assert problem.hint == "set hidden_points = 1" and problem.line == 10   # name = "squares"
 
 
 @pytest.mark.parametrize(

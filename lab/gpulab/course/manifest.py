@@ -16,6 +16,7 @@
     lesson = "gpu-architecture"
     gpu = true
     time_limit = 120             # seconds
+    hidden_points = 6            # what the hidden checks add when graded (optional)
     hints = ["first hint", "a stronger hint", "nearly the answer"]
 
 Problems that concern one lesson (a duplicate id, a missing file) stay with
@@ -64,6 +65,8 @@ class ExerciseEntry:
     hints: tuple[str, ...]
     notebook: Path
     line: int | None
+    hidden_points: float | None = None
+    """What the hidden checks add in a grading run (None: the manifest does not say)."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,10 @@ def _exercises(
         limit = item.get("time_limit", 60)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
             bad("time_limit must be a positive number of seconds")
+        hidden = item.get("hidden_points")
+        if hidden is not None and (isinstance(hidden, bool) or not isinstance(hidden, int | float)
+                                   or hidden < 0):
+            bad("hidden_points must be a number of points, 0 or more")
         hints = item.get("hints")
         if not isinstance(hints, list) or not hints or not all(
             isinstance(h, str) and h.strip() for h in hints
@@ -197,7 +204,8 @@ def _exercises(
             continue
         notebook = root / "exercises" / str(lesson) / f"{name}.ipynb"
         assert isinstance(hints, list)
-        entries.append(ExerciseEntry(name, str(lesson), gpu, limit, tuple(hints), notebook, line))
+        entries.append(ExerciseEntry(name, str(lesson), gpu, limit, tuple(hints), notebook, line,
+                                     None if hidden is None else float(hidden)))
     return entries
 
 

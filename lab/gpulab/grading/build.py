@@ -22,7 +22,7 @@ from gpulab.grading.notebook import (
     to_exercise,
     write_notebook,
 )
-from gpulab.grading.runner import run_checks
+from gpulab.grading.runner import CheckReport, run_checks
 
 __all__ = ["build_all", "build_text", "check_all", "solution_path"]
 
@@ -55,7 +55,10 @@ def check_all(course: Course, names: Sequence[str] = (), *, gpu: bool = False,
     problems: list[Problem] = []
     for entry in _chosen(course, names):
         if entry.gpu and not gpu:
-            report(f"– {entry.name}: a GPU exercise, not checked here (use --gpu on a GPU)")
+            found = _hidden_points(entry, run_checks(entry, entry.notebook, hidden=True))
+            problems.extend(found)
+            report(f"{'–' if not found else '✗'} {entry.name}: a GPU exercise, its solution not "
+                   "checked here (use --gpu on a GPU)")
             continue
         found = _check_one(entry)
         problems.extend(found)
@@ -67,6 +70,25 @@ def _chosen(course: Course, names: Sequence[str]) -> list[ExerciseEntry]:
     return [entry for entry in course.exercises() if not names or entry.name in names]
 
 
+def _hidden_points(entry: ExerciseEntry, shipped: CheckReport) -> list[Problem]:
+    """course.toml's hidden_points must be what the hidden checks are worth: the learner is
+    told that number (never the checks)."""
+    if not shipped.results:
+        return []       # the checks did not run: said elsewhere
+    worth = sum(r.points for r in shipped.results if r.hidden)
+    if entry.hidden_points == worth:
+        return []
+    said = "does not say" if entry.hidden_points is None else f"says {entry.hidden_points:g}"
+    return [Problem(_manifest_of(entry), entry.line,
+                    f"exercise {entry.name!r}: hidden_points {said}, but its hidden checks are "
+                    f"worth {worth:g}", f"set hidden_points = {worth:g}")]
+
+
+def _manifest_of(entry: ExerciseEntry) -> Path:
+    """The course.toml that lists the exercise."""
+    return entry.notebook.parent.parent.parent / "lessons" / "course.toml"
+
+
 def _check_one(entry: ExerciseEntry) -> list[Problem]:
     source = solution_path(entry)
     try:
@@ -76,8 +98,8 @@ def _check_one(entry: ExerciseEntry) -> list[Problem]:
     if not entry.notebook.is_file() or entry.notebook.read_text(encoding="utf-8") != expected:
         return [Problem(entry.notebook, None, "differs from what its solution generates",
                         "run gpulab dev build and commit the result")]
-    problems = []
     shipped = run_checks(entry, entry.notebook, hidden=True)
+    problems = _hidden_points(entry, shipped)
     if shipped.status in ("invalid", "error"):
         problems.append(Problem(entry.notebook, None, f"the checks could not run on the "
                                 f"exercise: {shipped.message}"))
