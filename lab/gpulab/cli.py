@@ -102,9 +102,12 @@ def _parser() -> argparse.ArgumentParser:
     probe_schema.set_defaults(handler=_probe_schema)
 
     doctor = commands.add_parser(
-        "doctor", help="check this machine for the course: driver, CUDA, CuPy, cgroups, NUMA",
-        description="The environment check of days 1 and 2 as a checklist, with a fix for "
-                    "each item that fails. Exit status 1 if a check fails.",
+        "doctor", help="check this machine for the course: driver, CUDA, CuPy, cgroups, NUMA, "
+                       "and gpulab's own tools",
+        description="The environment check of days 1 and 2 as a checklist, then what the "
+                    "course tools need (pytest, JupyterLab, your workspace, bubblewrap for "
+                    "grading), with a fix for each item that fails. Exit status 1 if a check "
+                    "fails.",
     )
     doctor.add_argument("--json", action="store_true", help="print JSON for scripts")
     doctor.set_defaults(handler=_doctor)
@@ -295,10 +298,11 @@ def _probe_schema(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     import json
 
+    from gpulab.grading.readiness import learner_checks
     from gpulab.probes.doctor import doctor
 
     if args.json:
-        checks = doctor()
+        checks = doctor() + learner_checks()
         print(json.dumps([c.to_dict() for c in checks], indent=2))
         return 1 if any(c.status == "fail" for c in checks) else 0
     from rich.console import Console
@@ -307,7 +311,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
     console = Console()
     with console.status("checking this machine…"):
-        checks = doctor()
+        checks = doctor() + learner_checks()
     marks = {"pass": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "bold red"),
              "skip": ("–", "dim")}
     table = Table(box=None, show_header=False, pad_edge=False)

@@ -12,6 +12,7 @@ import email
 import hashlib
 import html
 import io
+import json
 import re
 import shutil
 import subprocess
@@ -138,6 +139,8 @@ def test_a_learner_from_init_to_a_checked_exercise(learner: Learner) -> None:
     assert made.returncode == 0, made.stderr
     workspace = learner.home / "gpulab-exercises"
     assert f"Made your workspace {workspace}" in made.stdout
+    doctor = {c["name"]: c["status"] for c in json.loads(learner.run("doctor", "--json").stdout)}
+    assert doctor["exercise checks"] == doctor["JupyterLab"] == doctor["your workspace"] == "pass"
     roofline = workspace / "memory-hierarchy" / "roofline.ipynb"
     solve(roofline, "roofline", "memory-hierarchy")
     learner.own(roofline)
