@@ -223,6 +223,7 @@ def test_cli_reports_bad_input_without_a_traceback(tmp_path):
                           timeout=120)
     assert done.returncode == 2
     assert "no such folder or zip file" in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[0].startswith("gpulab grade: ")   # no progress bar first
     done = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(tmp_path),
                            "--exercises", "no-such-exercise"], capture_output=True, text=True,
                           timeout=120)

@@ -493,12 +493,17 @@ def main(options: GradeOptions) -> int:
     task = bar.add_task("", total=None)
 
     def progress(text: str, done: int, total: int) -> None:
+        if not bar.live.is_started:     # drawn from the first step: a refusal draws no bar
+            bar.start()
         bar.update(task, completed=done, total=total, description=text)
 
     try:
-        with bar:
+        try:
             summary = grade_class(options, progress=progress,
                                   command="gpulab grade " + " ".join(sys.argv[2:]))
+        finally:
+            if bar.live.is_started:
+                bar.stop()
     except KeyboardInterrupt:
         console.print("[yellow]stopped.[/] The grades so far are in the gradebook; run the "
                       "same command again to go on where it stopped.")
