@@ -67,6 +67,17 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
 
 
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A workspace made by `gpulab init`, in the state folder the terminal's gpulab uses."""
+    folder = tmp_path / "workspace"
+    env = {**os.environ, "GPULAB_STATE_DIR": str(tmp_path / "state")}
+    done = subprocess.run([str(GPULAB), "init", str(folder)], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder
+
+
 def test_app_starts_lists_lessons_and_quits(terminal: Terminal) -> None:
     course = load_course()
     screen = terminal.wait_for(course.entries[0].title)
@@ -84,3 +95,26 @@ def test_app_starts_lists_lessons_and_quits(terminal: Terminal) -> None:
     while terminal.alive() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not terminal.alive(), "gpulab did not quit on q"
+
+
+def test_the_learner_loop_in_a_terminal(workspace: Path, terminal: Terminal) -> None:
+    """First run: the hint; n opens the next exercise with its task, watched; l its
+    lesson; q quits from the lesson too."""
+    course = load_course()
+    lessons = [entry.id for entry in course.entries]
+    first = min(course.exercises(), key=lambda e: lessons.index(e.lesson))  # teaching order
+    terminal.wait_for("New here? ? lists the keys")
+    terminal.keys("n")
+    screen = terminal.wait_for("the task")
+    assert f"Exercise {first.name}" in screen
+    assert "saving the notebook runs the checks" in screen
+    assert (workspace / first.lesson / first.notebook.name).is_file()
+    terminal.wait_for("The visible checks are worth")
+    terminal.keys("l")
+    screen = terminal.wait_for("Next lesson")
+    time.sleep(0.5)
+    terminal.keys("q")
+    deadline = time.monotonic() + 15
+    while terminal.alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not terminal.alive(), "gpulab did not quit on q in a lesson"

@@ -162,6 +162,16 @@ def _subset(dump, slugs, out: Path):
             for table, rows in dump.items() if table in ("grades", "checks")}
 
 
+def _graded(out: Path) -> int:
+    """How many grades the gradebook under `out` holds now (-1 before it exists)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{out / 'gradebook.sqlite'}?mode=ro",
+                                                uri=True, timeout=1)) as book:
+            return int(book.execute("SELECT count(*) FROM grades").fetchone()[0])
+    except sqlite3.Error:
+        return -1
+
+
 @needs_bwrap
 def test_killed_run_resumes_to_the_same_gradebook(tmp_path):
     """kill -9 the grader at random points; the same command finishes the job identically."""
@@ -180,10 +190,17 @@ def test_killed_run_resumes_to_the_same_gradebook(tmp_path):
     logs = []
     for attempt in range(6):
         logs.append(tmp_path / f"attempt-{attempt}.log")
+        # killed once the gradebook holds 0 to 2 grades more than the last attempt left:
+        # a point in the run chosen by its progress, not by a guess of how long it takes
+        target = _graded(out) + rng.randrange(3)
         with logs[-1].open("wb") as log:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                        start_new_session=True)
-        time.sleep(rng.uniform(1.0, 4.0))
+        deadline = time.monotonic() + 120
+        while process.poll() is None and time.monotonic() < deadline and (
+                _graded(out) < max(target, 0)):
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 0.3))           # and somewhere inside the next job
         if process.poll() is not None:
             break
         os.killpg(process.pid, signal.SIGKILL)     # the grader and its children, at once

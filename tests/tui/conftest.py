@@ -10,6 +10,7 @@ import pytest
 from tui_helpers import FIXTURE, NVML_REPLAY, build_exercise_course
 
 from gpulab.course import Course, ProgressStore, load_course
+from gpulab.course.workspace import Workspace, init_workspace
 from gpulab.probes import ProbeResult, nvml, recorded
 from gpulab.probes.nvml_record import Replay
 from gpulab.tui import GpulabApp, make_app
@@ -55,11 +56,24 @@ def exercise_lessons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def exercise_app(exercise_lessons: Path, store_path: Path) -> Callable[..., GpulabApp]:
-    """A factory for apps over the course with "squares" (keywords go to `make_app`)."""
+def workspace(exercise_lessons: Path, tmp_path: Path) -> Workspace:
+    """The learner's workspace for the course with "squares", made as `gpulab init` makes
+    it (and remembered in the test's state folder); answers are written here, never into
+    the course."""
+    made, new = init_workspace(load_course(exercise_lessons), tmp_path / "workspace")
+    assert new and (made.root / "basics" / "squares.ipynb").is_file()
+    return made
+
+
+@pytest.fixture
+def exercise_app(exercise_lessons: Path, store_path: Path, workspace: Workspace
+                 ) -> Callable[..., GpulabApp]:
+    """A factory for apps over the course with "squares" and the learner's workspace
+    (keywords go to `make_app`)."""
 
     def build(**options: Any) -> GpulabApp:
         options.setdefault("has_gpu", False)
+        options.setdefault("workspace", workspace)
         return make_app(course=load_course(exercise_lessons), store=ProgressStore(store_path),
                         **options)
 

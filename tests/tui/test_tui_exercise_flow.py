@@ -1,8 +1,9 @@
-"""The learner's side of an exercise: check, fail, solve, pass, see the solution; the state
-everywhere exercises are listed; `gpulab check` seen by the app; JupyterLab from `o`.
+"""The learner's side of an exercise: check, fail, solve, pass, see the solution; watching the
+notebook; the state everywhere exercises are listed; `gpulab check` seen by the app.
 
 The checks really run: pytest in a process of its own and the worker that runs the
-learner's notebook, on the "squares" exercise of a copy of the fixture course.
+learner's notebook, on the "squares" exercise of a copy of the fixture course. The
+learner's notebook is the one in their workspace; the course's stays as shipped.
 """
 
 from __future__ import annotations
@@ -13,14 +14,13 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from textual.widgets import Markdown
 from tui_helpers import SIZE, on_screen, plain, solve, wait_for
 
 from gpulab.course import ProgressStore
-from gpulab.grading import jupyter
+from gpulab.course.workspace import Workspace
 from gpulab.probes.nvml_record import Replay
 from gpulab.tui import GpulabApp
 from gpulab.tui.measure import gpu_present
@@ -33,7 +33,7 @@ CHECK_TIME = 90.0
 
 
 def facts(app: GpulabApp) -> str:
-    return plain(app.screen.query_one("#exercise-facts").content)
+    return plain(app.screen.query_one("#exercise-facts").content, width=400)
 
 
 def checks(app: GpulabApp) -> str:
@@ -50,21 +50,23 @@ def label(app: GpulabApp, name: str) -> str:
     return str(node.label)
 
 
-def notified(app: GpulabApp) -> str:
-    return "\n".join(str(n.message) for n in app._notifications)
+def pristine(exercise_lessons: Path) -> bytes:
+    return (exercise_lessons.parent / "exercises" / "basics" / "squares.ipynb").read_bytes()
 
 
 async def test_check_fail_solve_pass_then_the_solution(
-    exercise_app: Callable[..., GpulabApp], exercise_lessons: Path, store_path: Path
+    exercise_app: Callable[..., GpulabApp], exercise_lessons: Path, store_path: Path,
+    workspace: Workspace
 ) -> None:
-    notebook = exercise_lessons.parent / "exercises" / "basics" / "squares.ipynb"
+    shipped = pristine(exercise_lessons)
+    notebook = workspace.root / "basics" / "squares.ipynb"
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
         assert "✎ squares  CPU · not started" in label(app, "squares")
         app.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         assert "not started" in facts(app)
-        assert "exercises/basics/squares.ipynb" in facts(app)
+        assert str(notebook) in facts(app)
         await pilot.press("s")  # no pass yet: the solution stays closed
         assert LOCKED in notes(app) and "def square" not in notes(app)
 
@@ -74,45 +76,83 @@ async def test_check_fail_solve_pass_then_the_solution(
         shown = checks(app)
         assert "✗ failing — 0 of 3 points" in shown
         assert "✗ squares small numbers  [0/2]" in shown and "NotImplementedError" in shown
-        saved = json.loads(store_path.read_text())["exercises"]["squares"]
+        saved = json.loads(store_path.read_text())["workspaces"][workspace.key]["squares"]
         assert (saved["status"], saved["earned"], saved["possible"]) == ("failing", 0, 3)
         assert saved["at"].endswith("+00:00")
         await pilot.press("s")
         assert LOCKED in notes(app)
 
+        await pilot.press("w")  # not watching: this save is checked by c below, not by itself
         solve(notebook)
         await pilot.press("c")
         await wait_for(pilot, lambda: "passed (3/3)" in facts(app), CHECK_TIME)
         assert "✓ passed — 3 of 3 points" in checks(app)
         assert "✓ squares a float  [1/1]" in checks(app)
-        assert json.loads(store_path.read_text())["exercises"]["squares"]["status"] == "passed"
+        saved = json.loads(store_path.read_text())["workspaces"][workspace.key]["squares"]
+        assert saved["status"] == "passed"
         await pilot.press("s")
         await wait_for(pilot, lambda: "```python" in notes(app))
         assert "**square**" in notes(app) and "return x * x * SCALE" in notes(app)
+        assert "BEGIN SOLUTION" not in notes(app) and "END SOLUTION" not in notes(app)
         assert "squares.ipynb" in notes(app)
 
         await pilot.press("escape")
         assert isinstance(app.screen, CourseMapScreen)
         assert "✎ squares  CPU · passed (3/3)" in label(app, "squares")
+    assert pristine(exercise_lessons) == shipped  # the course was never written to
+
+
+async def test_saving_the_notebook_runs_the_checks(
+    exercise_app: Callable[..., GpulabApp], workspace: Workspace, exercise_lessons: Path
+) -> None:
+    shipped = pristine(exercise_lessons)
+    notebook = workspace.root / "basics" / "squares.ipynb"
+    app = exercise_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_exercise("squares")
+        await on_screen(pilot, app, ExerciseScreen)
+        assert "saving the notebook runs the checks" in facts(app)
+        await pilot.pause(2.5)  # opening the screen runs nothing: nothing was saved
+        assert not app.screen.query_one("#exercise-checks").display
+        assert "not started" in facts(app)
+
+        solve(notebook)  # the learner saves in JupyterLab
+        await wait_for(pilot, lambda: "you saved the notebook" in checks(app), 10)
+        await wait_for(pilot, lambda: "passed (3/3)" in facts(app), CHECK_TIME)
+        assert "✓ passed — 3 of 3 points" in checks(app)
+
+        solve(notebook, "def square(x):\n    return x + x\n")  # a wrong answer, saved
+        await wait_for(pilot, lambda: "failing (" in facts(app), CHECK_TIME)
+        assert "✗ squares small numbers  [0/2]" in checks(app)
+        assert "square(3) gave 6, not 9" in checks(app)
+
+        await pilot.press("w")  # stop watching: a save runs nothing
+        assert "not watching" in facts(app)
+        solve(notebook)
+        await pilot.pause(3.0)
+        assert not app.is_checking("squares") and "failing (" in facts(app)
+    assert pristine(exercise_lessons) == shipped
 
 
 async def test_a_check_that_cannot_run_changes_nothing(
-    exercise_app: Callable[..., GpulabApp], store_path: Path
+    exercise_app: Callable[..., GpulabApp], store_path: Path, workspace: Workspace
 ) -> None:
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
         app.open_exercise("measure-cache")  # listed, but its notebook is not in this course
         await on_screen(pilot, app, ExerciseScreen)
+        assert "(not found: gpulab reset brings it back)" in facts(app)
         await pilot.press("c")
         await wait_for(pilot, lambda: "could not run" in checks(app), CHECK_TIME)
         assert "measure-cache.ipynb: cannot read it" in checks(app)
         assert "not started" in facts(app)
-        assert "measure-cache" not in app.keeper.progress.exercises
+        assert "measure-cache" not in app.keeper.progress.exercises(workspace.key)
         assert not store_path.exists() or "measure-cache" not in store_path.read_text()
 
 
 async def test_gpulab_check_is_recorded_and_the_app_takes_it_in(
-    exercise_app: Callable[..., GpulabApp], exercise_lessons: Path, store_path: Path
+    exercise_app: Callable[..., GpulabApp], exercise_lessons: Path, store_path: Path,
+    workspace: Workspace
 ) -> None:
     def gpulab_check(*args: str) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "GPULAB_COURSE_DIR": str(exercise_lessons),
@@ -120,46 +160,43 @@ async def test_gpulab_check_is_recorded_and_the_app_takes_it_in(
         return subprocess.run([sys.executable, "-m", "gpulab", "check", "squares", *args],
                               capture_output=True, text=True, env=env, timeout=CHECK_TIME)
 
-    failing = gpulab_check()
+    failing = gpulab_check()  # the workspace gpulab remembers (made by the fixture)
     assert failing.returncode == 1, failing.stdout + failing.stderr
-    record = ProgressStore(store_path).load().exercises["squares"]
+    record = ProgressStore(store_path).load().exercises(workspace.key)["squares"]
     assert (record.status, record.earned, record.possible) == ("failing", 0, 3)
-    broken = exercise_lessons.parent / "broken.ipynb"
-    broken.write_text("{")
-    invalid = gpulab_check("--notebook", str(broken))
-    assert invalid.returncode == 2
-    assert ProgressStore(store_path).load().exercises["squares"] == record
 
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert "failing (0/3)" in label(app, "squares")
-        solution = exercise_lessons.parent / "solutions" / "basics" / "squares.ipynb"
-        passing = gpulab_check("--notebook", str(solution))  # while the app runs
+        solve(workspace.root / "basics" / "squares.ipynb")
+        passing = gpulab_check()  # while the app runs
         assert passing.returncode == 0, passing.stdout + passing.stderr
         app.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         await pilot.press("h")  # saves at once: must not overwrite the newer result
         saved = json.loads(store_path.read_text())
         assert saved["hints"] == {"squares": 1}
-        assert saved["exercises"]["squares"]["status"] == "passed"
+        assert saved["workspaces"][workspace.key]["squares"]["status"] == "passed"
         assert "passed (3/3)" in facts(app)
         await pilot.press("escape")
         assert "passed (3/3)" in label(app, "squares")
 
 
 async def test_every_list_shows_the_state(
-    exercise_app: Callable[..., GpulabApp], store_path: Path
+    exercise_app: Callable[..., GpulabApp], store_path: Path, workspace: Workspace
 ) -> None:
     store = ProgressStore(store_path)
     progress = store.load()
-    progress.record_check("squares", passed=False, earned=2, possible=3)
+    progress.record_check("squares", workspace=workspace.key, passed=False, earned=2,
+                          possible=3)
+    progress.record_check("squares", workspace="/some/other/workspace", passed=True,
+                          earned=3, possible=3)
     store.save(progress)
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
         summary = app.screen.query_one(ItemSummary)
-        await pilot.pause()  # the cursor starts on the first lesson, basics
-        assert "✎ squares  CPU · failing (2/3)" in plain(summary.content)
+        await wait_for(pilot, lambda: "✎ squares  CPU · failing (2/3)" in plain(summary.content))
         await pilot.press("down")
         await pilot.pause()
         assert "status      failing (2/3)" in plain(summary.content)
@@ -194,49 +231,3 @@ async def test_gpu_states_told_or_replayed(
         await wait_for(pilot, lambda: replayed.gpu_here is True)
         await pilot.pause()
         assert "✎ vector-add  needs GPU · not started" in label(replayed, "vector-add")
-
-
-async def test_open_without_jupyterlab_says_how_to_install_it(
-    exercise_app: Callable[..., GpulabApp], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(jupyter.shutil, "which", lambda *args, **kwargs: None)
-
-    def launch(*args: Any) -> None:
-        raise AssertionError("nothing may start without JupyterLab")
-
-    monkeypatch.setattr(jupyter, "launch", launch)
-    app = exercise_app()
-    async with app.run_test(size=SIZE) as pilot:
-        app.open_exercise("squares")
-        await on_screen(pilot, app, ExerciseScreen)
-        await pilot.press("o")
-        await pilot.pause()
-        assert "JupyterLab is not installed" in notified(app)
-        assert f"{sys.executable} -m pip install jupyterlab" in notified(app)
-        assert app.notebook_servers == []
-
-
-async def test_open_starts_jupyterlab_on_the_notebook(
-    exercise_app: Callable[..., GpulabApp], exercise_lessons: Path,
-    monkeypatch: pytest.MonkeyPatch, state_dir: Path
-) -> None:
-    started: list[tuple[list[str], Path, Path]] = []
-
-    def launch(command: list[str], cwd: Path, log: Path) -> object:
-        started.append((command, cwd, log))
-        return object()
-
-    monkeypatch.setattr(jupyter, "launch", launch)
-    notebook = exercise_lessons.parent / "exercises" / "basics" / "squares.ipynb"
-    app = exercise_app()
-    async with app.run_test(size=SIZE) as pilot:
-        app.open_exercise("squares")
-        await on_screen(pilot, app, ExerciseScreen)
-        await pilot.press("o")
-        await pilot.pause()
-    beside = Path(sys.executable).parent
-    assert started == [([str(beside / "jupyter"), "lab", str(notebook)], notebook.parent,
-                        state_dir / "jupyterlab.log")]
-    assert len(app.notebook_servers) == 1
-    assert "Starting JupyterLab on squares.ipynb" in notified(app)
-    assert str(state_dir / "jupyterlab.log") in notified(app)

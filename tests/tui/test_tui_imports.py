@@ -55,3 +55,34 @@ def test_app_imports_nothing_heavy_before_first_paint() -> None:
     """)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("ok")
+
+
+def test_the_map_paints_before_any_lesson_is_parsed() -> None:
+    """The first frame of the course map needs the manifest only: no lesson parser (PyYAML,
+    markdown-it, so no lesson parsed), no other screen, no probe."""
+    result = _run("""
+        import sys
+        from textual.app import App
+        from gpulab.tui import make_app
+
+        display, seen = App._display, {}
+
+        def first_paint(self, screen, renderable):
+            display(self, screen, renderable)
+            if renderable is not None and not seen and self._running:
+                seen["modules"] = set(sys.modules)
+                self.exit()
+
+        App._display = first_paint
+        app = make_app()
+        app.run(headless=True, size=(100, 30))
+        modules = seen["modules"]
+        early = sorted(m for m in modules if m.split(".")[0] in ("yaml", "markdown_it")
+                       or m in ("gpulab.course.lesson", "gpulab.tui.screens.lesson",
+                                "gpulab.tui.screens.exercise", "gpulab.tui.measure",
+                                "gpulab.probes"))
+        assert not early, early  # no lesson parsed: parsing one imports the parser
+        print("ok")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("ok")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.widgets import Markdown
-from tui_helpers import SIZE, plain, wait_for
+from tui_helpers import SIZE, plain, screen_text, wait_for
 
 from gpulab.course import Course
 from gpulab.tui import GpulabApp
@@ -14,6 +16,7 @@ from gpulab.tui.screens import CourseMapScreen, LessonScreen
 from gpulab.tui.widgets import ClaimCard, MindmapTree, NodePane
 from gpulab.tui.widgets.claim_card import NOT_MEASURED
 from gpulab.tui.widgets.mindmap import initially_expanded
+from gpulab.tui.widgets.node_pane import ANSWER_FOLDED
 
 
 async def _open(app: GpulabApp, pilot: Pilot[None], lesson_id: str) -> LessonScreen:
@@ -143,3 +146,99 @@ async def test_selecting_nodes_updates_pane(new_app: Callable[[], GpulabApp]) ->
         await pilot.pause()
         assert "__global__" in _notes(screen)
         assert not screen.query(ClaimCard)
+
+
+CPUS_QUESTION = "writing-kernels/check-yourself/how-many-cpus-can-launch-kernels-here"
+WAIT_QUESTION = "writing-kernels/check-yourself/does-a-kernel-launch-wait-for-the-kernel"
+
+
+async def test_check_yourself_answers_stay_folded_until_asked(
+    new_app: Callable[..., GpulabApp]
+) -> None:
+    app = new_app()
+    async with app.run_test(size=(100, 40)) as pilot:
+        screen = await _open(app, pilot, "kernels")
+        screen.reveal(CPUS_QUESTION)
+        await pilot.pause()
+        pane = screen.query_one(NodePane)
+        drawn = screen_text(app)
+        assert "How many CPUs can launch kernels here?" in drawn
+        assert "every CPU the host has online" not in drawn  # the answer is folded
+        assert ANSWER_FOLDED.split(":")[0] in drawn
+        assert not screen.query(ClaimCard)  # a measured value would give it away
+        assert pane.answer_folded and "a" in _footer_keys(screen)
+        assert "m" not in _footer_keys(screen)  # nor may measuring, before the answer
+        await pilot.press("a")
+        await wait_for(pilot, lambda: bool(screen.query(ClaimCard)))
+        await pilot.pause()
+        drawn = screen_text(app)
+        assert "Answer: every CPU the host has online" in drawn
+        card = screen.query_one(ClaimCard)
+        answer = screen.query_one("#answer")
+        assert card.region.y > answer.region.y  # the card comes after the answer, not above
+        assert "a" not in _footer_keys(screen) and "m" in _footer_keys(screen)
+        screen.reveal(WAIT_QUESTION)  # another question: folded again
+        await pilot.pause()
+        assert "The launch returns at once" not in screen_text(app)
+        screen.reveal(CPUS_QUESTION)  # the one asked for stays open this session
+        await pilot.pause()
+        assert "every CPU the host has online" in screen_text(app)
+
+
+def _footer_keys(screen: LessonScreen) -> set[str]:
+    return {key for key, active in screen.active_bindings.items()
+            if active.binding.show and active.enabled}
+
+
+async def test_the_split_is_resizable_and_remembered(
+    new_app: Callable[..., GpulabApp], state_dir: Path
+) -> None:
+    app = new_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await _open(app, pilot, "kernels")
+        tree = screen.query_one(MindmapTree)
+        before = tree.region.width
+        assert before == 45
+        await pilot.press("greater_than_sign", "greater_than_sign")
+        await pilot.pause()
+        assert tree.region.width == 55 and screen.query_one(NodePane).region.x >= 55
+        await pilot.press("less_than_sign")
+        await pilot.pause()
+        assert tree.region.width == 50
+    assert json.loads((state_dir / "app.json").read_text()) == {"tree_width": 50}
+    again = new_app()
+    async with again.run_test(size=(100, 30)) as pilot:
+        screen = await _open(again, pilot, "memory")
+        assert screen.query_one(MindmapTree).region.width == 50
+
+
+async def test_long_labels_and_code_blocks_can_be_read(
+    new_app: Callable[..., GpulabApp]
+) -> None:
+    app = new_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _open(app, pilot, "kernels")
+        screen.reveal("writing-kernels/where-it-runs/the-host-launches-the-kernels")
+        await pilot.pause()
+        tree = screen.query_one(MindmapTree)
+        label = "The host launches the kernels  ◆ host_cpus"
+        assert label not in screen_text(app)  # cut at the pane's edge
+        title = plain(screen.query_one("#node-title").content)
+        assert title.strip() == "The host launches the kernels"  # in full beside the tree
+        await pilot.press("shift+right", "shift+right")
+        await pilot.pause()
+        assert tree.scroll_x > 0 and "◆ host_cpus" in screen_text(app)
+        rows = screen_text(app).splitlines()[tree.region.y:tree.region.bottom]
+        inside = [row[tree.region.x:tree.region.right - 1] for row in rows]  # not its border
+        assert not any(glyph in row for row in inside for glyph in "▁▂▃▄▅▆▇█▏▎▍▌▋▊▉")
+        await pilot.press("shift+left", "shift+left")
+        assert tree.scroll_x == 0
+
+        screen.reveal("writing-kernels/launching/a-grid-of-blocks")
+        await pilot.pause()
+        pane = screen.query_one(NodePane)
+        fence = pane.query_one("MarkdownFence")
+        assert fence.region.right <= pane.region.right
+        drawn = " ".join(screen_text(app).replace("▎", " ").split())
+        for piece in ("__global__ void add(float", "x[threadIdx.x] += 1; }"):
+            assert piece in drawn  # the line wraps: nothing is cut off at the right

@@ -2,13 +2,20 @@
 
 The host claim runs the real `system` probe; the H200 claim runs the real NVML
 inventory, either on this machine (no GPU: the card says so) or against the
-replayed H200.
+replayed H200. The CUDA claims (a copy of the fixture course with two more)
+run the real CUDA probe: on this machine without a driver, or with the
+replayed H200's driver and no CuPy. Where a claim cannot be measured here,
+the prediction is of the reading recorded on gpulab's H200, and the card
+compares them, labelled as a recording.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import json
+import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,10 +26,11 @@ from textual.widgets import Input, Static
 from tui_helpers import FIXTURE, SIZE, on_screen, plain, wait_for
 
 from gpulab.course import Course, ProgressStore, load_course
+from gpulab.course.progress import Prediction
 from gpulab.probes import ProbeResult, run_probe
 from gpulab.probes.nvml_record import FORMAT, Replay
 from gpulab.tui import GpulabApp, make_app
-from gpulab.tui.measure import ClaimState, distance_text, outcome_of
+from gpulab.tui.measure import ClaimBoard, ClaimState, distance_text, outcome_of
 from gpulab.tui.screens import GpuScreen, LessonScreen, PredictionScreen
 from gpulab.tui.screens.prediction import parse_prediction
 from gpulab.tui.widgets import ClaimCard
@@ -30,12 +38,73 @@ from gpulab.tui.widgets.claim_card import NOT_MEASURED
 
 HOST = "writing-kernels/where-it-runs/the-host-launches-the-kernels"
 H200 = "writing-kernels/where-it-runs/an-h200-holds-141-gb-of-hbm3e"
+SMS = "writing-kernels/where-it-runs/an-h200-sxm-has-132-sms"
+L2 = "writing-kernels/where-it-runs/an-h100-has-a-50-mb-l2-cache"
 SIZE_TALL = (120, 45)
+HAS_CUPY = importlib.util.find_spec("cupy") is not None
+without_cupy = pytest.mark.skipif(HAS_CUPY, reason="CuPy is installed here; this checks the "
+                                                   "machine without it")
+
+CUDA_CLAIMS = """
+[h200_sms]
+statement = "An H200 SXM has 132 SMs"
+value = 132
+unit = "SMs"
+device = "H200 SXM"
+source = "https://www.nvidia.com/en-us/data-center/h200/"
+probe = "cuda_properties"
+reading = "multiProcessorCount"
+tolerance = 0.0
+
+[h100_l2_cache]
+statement = "An H100 has a 50 MB L2 cache"
+value = 50
+unit = "MB"
+device = "H100 SXM5 / PCIe"
+source = "https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/"
+probe = "cuda_properties"
+reading = "l2CacheSize"
+tolerance = 0.0
+convention = "MB = 2^20 bytes, as CUDA's l2CacheSize reports it"
+"""
 
 
-def _app(store_path: Path, backend: Replay | None = None) -> GpulabApp:
-    return make_app(course=load_course(FIXTURE), store=ProgressStore(store_path),
+def _app(store_path: Path, backend: Replay | None = None, course: Path = FIXTURE) -> GpulabApp:
+    return make_app(course=load_course(course), store=ProgressStore(store_path),
                     nvml_backend=backend)
+
+
+@pytest.fixture
+def cuda_course(tmp_path: Path) -> Path:
+    """The fixture course with two claims that the CUDA properties probe measures."""
+    lessons = tmp_path / "course"
+    shutil.copytree(FIXTURE, lessons)
+    with (lessons / "claims" / "course.toml").open("a", encoding="utf-8") as claims:
+        claims.write(CUDA_CLAIMS)
+    notes = lessons / "kernels.md"
+    anchor = "- An H200 holds 141 GB of HBM3e <!-- claim: h200_memory -->\n"
+    text = notes.read_text(encoding="utf-8")
+    assert anchor in text
+    notes.write_text(text.replace(anchor, anchor + (
+        "- An H200 SXM has 132 SMs <!-- claim: h200_sms -->\n"
+        "- An H100 has a 50 MB L2 cache <!-- claim: h100_l2_cache -->\n")), encoding="utf-8")
+    return lessons
+
+
+def _question(app: GpulabApp) -> str:
+    return " ".join(plain(app.screen.query_one("#prediction-question", Static).content).split())
+
+
+async def _asked(app: GpulabApp, pilot: Pilot[None]) -> str:
+    """Open the prediction dialog with m; once it knows whether the probe runs here, its
+    question."""
+    await pilot.press("m")
+    await on_screen(pilot, app, PredictionScreen)
+    screen = app.screen
+    assert isinstance(screen, PredictionScreen)
+    await wait_for(pilot, lambda: screen.here is not None, timeout=30)
+    await pilot.pause()
+    return _question(app)
 
 
 async def _open_at(app: GpulabApp, pilot: Pilot[None], key: str) -> ClaimCard:
@@ -88,9 +157,8 @@ async def test_predict_measure_and_save(store_path: Path) -> None:
         card = await _open_at(app, pilot, HOST)
         assert NOT_MEASURED in _card_text(app)
         before = card.size.height
-        await pilot.press("m")
-        await on_screen(pilot, app, PredictionScreen)
-        assert "CPUs" in plain(app.screen.query_one("#prediction-question", Static).content)
+        question = await _asked(app, pilot)
+        assert "What will the system probe measure on this machine, in CPUs?" in question
         await pilot.press("4", "enter")
         await on_screen(pilot, app, LessonScreen)
         await _measured(app, pilot, "host_cpus")
@@ -202,28 +270,186 @@ async def test_no_gpu_here_says_so(
     store_path: Path, no_gpu_here: str, recorded_h200: dict[str, ProbeResult]
 ) -> None:
     app = _app(store_path)  # the real NVML: no NVIDIA driver on this machine
+    inventory = recorded_h200["nvml_inventory"]
+    assert inventory.recorded is not None
     async with app.run_test(size=SIZE_TALL) as pilot:
         await _open_at(app, pilot, H200)
-        await pilot.press("m")
-        await on_screen(pilot, app, PredictionScreen)
+        question = await _asked(app, pilot)
         await pilot.press("1", "4", "1", "enter")
         await on_screen(pilot, app, LessonScreen)
         await _measured(app, pilot, "h200_memory")
         text = _card_text(app)
+    # the dialog asked about the recording, not about this machine
+    assert " ".join(f"cannot run the nvml_inventory probe: {no_gpu_here}".split()) in question
+    assert "What do you predict it measured on gpulab's NVIDIA H200, in GB?" in question
+    assert "on this machine" not in question
     measured = _row(text, "measured")
+    assert measured.startswith("measured cannot be measured here: ")
     assert " ".join(no_gpu_here.split()) in measured
     assert "MiB" not in measured  # the recorded value is never shown as measured
-    inventory = recorded_h200["nvml_inventory"]
-    assert inventory.recorded is not None
     recorded_row = _row(text, "recorded")
-    assert inventory.recorded.label in recorded_row
+    assert f"{inventory.recorded.label}, not this machine: " in recorded_row
     memory = inventory.reading("memory_total_mib")
-    assert memory is not None and memory.shown in recorded_row
-    assert "agrees with 141 GB" in recorded_row
-    assert "nothing measured to compare it with" in _row(text, "predicted")
+    assert memory is not None
+    assert f"140.4 GB ({memory.shown}) — agrees with 141 GB" in recorded_row
+    # the prediction beside the recording, how far off, labelled, no verdict of its own
+    assert _row(text, "predicted") == ("predicted 141 GB within 0.5 % of the recorded 140.4 GB "
+                                       "on NVIDIA H200 · not graded")
+    assert "verdict" not in text
     saved = _predictions(store_path)
     assert len(saved) == 1 and saved[0]["measured"] is None
     assert saved[0]["verdict"] == "not_measured" and saved[0]["predicted"] == 141.0
+    assert saved[0]["device"] == "NVIDIA H200"   # a prediction of the recording
+
+
+@without_cupy
+async def test_a_cuda_claim_without_a_driver_says_so_before_and_after_m(
+    store_path: Path, cuda_course: Path, no_gpu_here: str, recorded_h200: dict[str, ProbeResult]
+) -> None:
+    app = _app(store_path, course=cuda_course)
+    reason = " ".join(no_gpu_here.split())
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        await _open_at(app, pilot, SMS)
+        await pilot.press("g")  # the GPU screen finds no GPU: the app knows before m
+        await on_screen(pilot, app, GpuScreen)
+        gpu = app.screen
+        assert isinstance(gpu, GpuScreen)
+        await wait_for(pilot, gpu.sampler_done.is_set)
+        await pilot.press("escape")
+        await on_screen(pilot, app, LessonScreen)
+        app.screen.reveal(HOST)
+        await pilot.pause()
+        app.screen.reveal(SMS)
+        await wait_for(pilot, lambda: app.screen.query_one(ClaimCard).state.missing != "")
+        before = _card_text(app)
+        question = await _asked(app, pilot)
+        await pilot.press("1", "2", "8", "enter")
+        await on_screen(pilot, app, LessonScreen)
+        await _measured(app, pilot, "h200_sms")
+        after = _card_text(app)
+    for text in (before, after):
+        assert _row(text, "measured") == f"measured cannot be measured here: {reason}"
+        assert "CuPy" not in text
+        recorded = _row(text, "recorded")
+        assert recorded.startswith("recorded recorded on NVIDIA H200, ")
+        assert recorded.endswith(", not this machine: 132 SMs — agrees with 132 SMs")
+        assert recorded.count("132 SMs") == 2   # the reading once, the spec once
+    assert "What do you predict it measured on gpulab's NVIDIA H200, in SMs?" in question
+    assert "CuPy" not in question
+    assert _row(after, "predicted") == ("predicted 128 SMs 3 % below the recorded 132 SMs on "
+                                        "NVIDIA H200 · not graded")
+
+
+@without_cupy
+async def test_a_cuda_claim_with_a_driver_but_no_cupy_says_how_to_install_it(
+    store_path: Path, cuda_course: Path, h200_replay: Replay,
+    recorded_h200: dict[str, ProbeResult]
+) -> None:
+    app = _app(store_path, h200_replay, course=cuda_course)   # the H200's driver, replayed
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        await _open_at(app, pilot, SMS)
+        question = await _asked(app, pilot)
+        await pilot.press("escape")
+        await on_screen(pilot, app, LessonScreen)
+        await _measured(app, pilot, "h200_sms")
+        text = _card_text(app)
+    install = ("CuPy is not installed: pip install 'gpulab[cuda13]', the CuPy built for the "
+               "CUDA 13.0 that the NVIDIA driver here supports")
+    assert install in question and "gpulab's NVIDIA H200" in question
+    assert _row(text, "measured") == f"measured cannot be measured here: {install}"
+    assert "cuda12" not in text and "no NVIDIA GPU found" not in text
+    assert "not this machine: 132 SMs — agrees with 132 SMs" in _row(text, "recorded")
+    assert "predicted" not in text
+
+
+async def test_a_recording_in_another_unit_is_shown_in_the_claims(
+    store_path: Path, cuda_course: Path, recorded_h200: dict[str, ProbeResult]
+) -> None:
+    app = _app(store_path, course=cuda_course)
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        card = await _open_at(app, pilot, L2)
+        claim = card.claim
+        card.state = ClaimState(missing="no NVIDIA GPU found: (for this test)",
+                                recorded=outcome_of(claim, recorded_h200["cuda_properties"]))
+        await pilot.pause()
+        text = _card_text(app)
+    l2 = recorded_h200["cuda_properties"].reading("l2CacheSize")
+    assert l2 is not None and l2.shown == "62914560 bytes"
+    # 60 MiB: in the claim's MB of 2^20 bytes, 60, with the raw reading beside it
+    assert ("not this machine: 60 MB (62914560 bytes) — measured on NVIDIA H200; the claim is "
+            "about H100 SXM5 / PCIe") in _row(text, "recorded")
+
+
+async def test_a_last_prediction_of_the_recording_is_shown_beside_it(
+    store_path: Path, no_gpu_here: str, recorded_h200: dict[str, ProbeResult]
+) -> None:
+    store = ProgressStore(store_path)
+    progress = store.load()
+    progress.predictions.append(Prediction(
+        claim="h200_memory", predicted=120.0, unit="GB", at="2026-12-04T10:00:00+00:00",
+        measured=None, verdict="not_measured", device="NVIDIA H200"))
+    store.save(progress)
+    app = _app(store_path)
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        await _open_at(app, pilot, H200)
+        await pilot.press("g")
+        await on_screen(pilot, app, GpuScreen)
+        gpu = app.screen
+        assert isinstance(gpu, GpuScreen)
+        await wait_for(pilot, gpu.sampler_done.is_set)
+        await pilot.press("escape")
+        await on_screen(pilot, app, LessonScreen)
+        app.screen.reveal(HOST)
+        await pilot.pause()
+        app.screen.reveal(H200)
+        await wait_for(pilot, lambda: app.screen.query_one(ClaimCard).state.missing != "")
+        text = _card_text(app)
+    assert _row(text, "predicted") == (
+        "predicted 120 GB 15 % below the recorded 140.4 GB on NVIDIA H200 · not graded "
+        "(your last prediction, 2026-12-04)")
+
+
+@without_cupy
+def test_prediction_of_the_recording_snapshot(
+    snap_compare: Callable[..., bool], store_path: Path, cuda_course: Path, h200_replay: Replay,
+    recorded_h200: dict[str, ProbeResult]
+) -> None:
+    """The card after predicting a claim this machine cannot measure (the replayed H200's
+    driver, no CuPy: the same words on every machine without CuPy). Update with
+    ``pytest tests/tui/test_tui_measure.py --snapshot-update`` and look at the SVG."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        app = pilot.app
+        assert isinstance(app, GpulabApp)
+        await _open_at(app, pilot, SMS)
+        await _asked(app, pilot)
+        await pilot.press("1", "2", "8", "enter")
+        await on_screen(pilot, app, LessonScreen)
+        await _measured(app, pilot, "h200_sms")
+        await pilot.app.workers.wait_for_complete()
+        app.clear_notifications()   # the toast goes after 5 s: not part of the picture
+        await pilot.pause()
+
+    app = _app(store_path, h200_replay, course=cuda_course)
+    assert snap_compare(app, terminal_size=SIZE_TALL, run_before=run_before)
+
+
+def test_a_prediction_without_a_gpu_is_kept_with_the_recordings_device(
+    course: Course, no_gpu_here: str, recorded_h200: dict[str, ProbeResult], h200_replay: Replay
+) -> None:
+    claim = course.claims["h200_memory"]
+    board = ClaimBoard()
+    board.finish(claim, run_probe("nvml_inventory"), 120.0)
+    kept = board.prediction(claim, 120.0, "2026-12-04T10:00:00+00:00")
+    assert kept == Prediction(claim="h200_memory", predicted=120.0, unit="GB",
+                              at="2026-12-04T10:00:00+00:00", measured=None,
+                              verdict="not_measured", device="NVIDIA H200")
+    from gpulab.probes import nvml
+
+    board.finish(claim, nvml.inventory(h200_replay), 120.0)   # measured (a replayed H200)
+    measured = board.prediction(claim, 120.0, "2026-12-04T10:00:00+00:00")
+    assert measured.device == "NVIDIA H200" and measured.verdict == "agrees"
+    assert measured.measured is not None and abs(measured.measured - 143771 / 1024) < 1e-9
 
 
 async def test_no_gpu_known_from_the_gpu_screen(

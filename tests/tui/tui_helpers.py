@@ -32,6 +32,16 @@ async def wait_for(pilot: Pilot[None], predicate: Callable[[], object], timeout:
         await pilot.pause(0.02)
 
 
+def screen_text(app: App[object]) -> str:
+    """What the terminal shows now, as plain text (the screen and the ones under a modal)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), color_system=None,
+                      record=True, legacy_windows=False, safe_box=False)
+    console.print(app.screen._compositor.render_update(
+        full=True, screen_stack=app._background_screens))
+    return console.export_text()
+
+
 def plain(renderable: object, width: int = 120) -> str:
     """What a Rich renderable prints, as plain text."""
     console = Console(width=width, file=io.StringIO(), color_system=None)
@@ -58,9 +68,15 @@ hints = ["Multiply x by itself.", "x * x"]
 """
 
 
+PART_TEXT = "## Part 1: a square\n\nWrite `square(x)`: x times itself, for ints and floats."
+"""The Markdown cell before the squares notebook's answer cell: the part's words."""
+
+
 def build_exercise_course(root: Path) -> Path:
     """The fixture course under root/lessons, plus a "squares" exercise (solution, checks and
-    the learner's notebook) under root/solutions and root/exercises; returns root/lessons."""
+    the released notebook) under root/solutions and root/exercises; returns root/lessons."""
+    import nbformat
+
     from gpulab.grading.notebook import read_notebook, to_exercise, write_notebook
 
     lessons = root / "lessons"
@@ -69,7 +85,11 @@ def build_exercise_course(root: Path) -> Path:
         manifest.write(SQUARES_ENTRY)
 
     source = root / "solutions" / "basics" / "squares.ipynb"
-    write_notebook(solution_notebook(), source)
+    solution = solution_notebook()
+    answer = next(i for i, cell in enumerate(solution.cells)
+                  if cell.metadata.get("gpulab", {}).get("role") == "answer")
+    solution.cells.insert(answer, nbformat.v4.new_markdown_cell(PART_TEXT))
+    write_notebook(solution, source)
     (root / "exercises" / "basics").mkdir(parents=True)
     (root / "exercises" / "basics" / "test_squares.py").write_text(CHECKS)
     write_notebook(to_exercise(read_notebook(source), source),
@@ -78,7 +98,8 @@ def build_exercise_course(root: Path) -> Path:
 
 
 def solve(notebook: Path, answer: str = ANSWER) -> None:
-    """Type `answer` into the notebook's answer cell and save it, as a learner would."""
+    """Type `answer` into the notebook's answer cell and save it, as a learner would (give it
+    the workspace's notebook: the course's stays pristine)."""
     from gpulab.grading.notebook import read_notebook, write_notebook
 
     found = read_notebook(notebook)

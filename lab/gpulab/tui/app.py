@@ -1,17 +1,17 @@
 """The gpulab app: built by `make_app`, started by `run_app` (``gpulab`` with no arguments).
 
 The app owns the course and the learner's progress; screens get both when they
-are made and send `ProgressChanged` up when they change the progress. The app
-saves a second after the last change, at once when a screen is left, a hint
-is revealed or a prediction is measured, and on exit.
+are made and send `ProgressChanged` up when they change the progress. Its
+learner half (`LearnerApp`) saves the progress, knows the learner's workspace
+and runs exercise checks.
 
 It also owns this session's claim measurements (`board`): a probe runs in a
 thread worker of the app, so leaving the lesson does not lose its result, and
-every claim card on screen is told when its claim changes. Exercise checks run
-the same way: the result is recorded in the progress and every screen that
-lists exercises is told (`LabScreen.exercises_changed`). Whether this machine
-has an NVIDIA GPU (`gpu_here`) is found out once, in a thread, when a screen
-first lists a GPU exercise.
+every claim card on screen is told when its claim changes.
+
+First paint comes first: only the course map's own modules are imported when
+the app is built; the other screens, the lesson parser, the probes and the
+workspace's sync load or run after the map is drawn.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import datetime as dt
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rich.text import Text
 from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -28,18 +27,9 @@ from textual.dom import DOMNode
 from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
-from textual.timer import Timer
 
-from gpulab.course import (
-    Claim,
-    Course,
-    CourseError,
-    ExerciseEntry,
-    ProgressStore,
-    SearchHit,
-    load_course,
-)
-from gpulab.course.progress import Prediction
+from gpulab.course import Claim, Course, CourseError, ProgressStore, SearchHit, load_course
+from gpulab.course.workspace import Workspace, WorkspaceError
 from gpulab.tui.commands import (
     DayCommands,
     ExerciseCommands,
@@ -47,49 +37,47 @@ from gpulab.tui.commands import (
     LessonCommands,
     ThemeCommands,
 )
-from gpulab.tui.measure import ClaimBoard, gpu_present, run_probe_for
+from gpulab.tui.learner import LearnerApp
 from gpulab.tui.messages import ProgressChanged
-from gpulab.tui.screens import (
-    CourseMapScreen,
-    ExerciseScreen,
-    FatalScreen,
-    GpuScreen,
-    HelpScreen,
-    LessonScreen,
-    PredictionScreen,
-    SearchScreen,
-)
-from gpulab.tui.screens.base import LabScreen
+from gpulab.tui.screens.course_map import CourseMapScreen, MapTarget
+from gpulab.tui.screens.fatal import FatalScreen
 from gpulab.tui.state import Keeper
-from gpulab.tui.text import exercise_state as state_of
-from gpulab.tui.widgets import ClaimCard, CourseTree, MindmapTree
 
 if TYPE_CHECKING:
-    from subprocess import Popen
-
-    from gpulab.grading.runner import CheckReport
     from gpulab.probes.model import ProbeResult
+    from gpulab.tui.measure import ClaimBoard
+    from gpulab.tui.widgets import ClaimCard
 
-__all__ = ["GpulabApp", "make_app", "run_app"]
+__all__ = ["GpulabApp", "help_sections", "make_app", "run_app"]
 
 DARK, LIGHT = "textual-dark", "textual-light"
-SAVE_DELAY = 1.0
-"""Seconds after the last change before the progress is written."""
-
-HELP_GROUPS: list[tuple[str, list[type[DOMNode]]]] = [
-    ("Course map", [CourseMapScreen, CourseTree]),
-    ("Lesson", [LessonScreen, MindmapTree]),
-    ("Exercise", [ExerciseScreen]),
-    ("GPU", [GpuScreen]),
-    ("Predicting a claim", [PredictionScreen]),
-    ("Search", [SearchScreen]),
-    ("Help", [HelpScreen]),
-    ("Course error", [FatalScreen]),
-]
-"""The screens (and their main widget) whose keys the help screen lists."""
 
 
-class GpulabApp(App[None]):
+def help_sections() -> list[tuple[str, list[type[DOMNode]]]]:
+    """The screens (and their main widget) whose keys the help screen lists."""
+    from gpulab.tui.screens import (
+        ExerciseScreen,
+        GpuScreen,
+        HelpScreen,
+        LessonScreen,
+        PredictionScreen,
+        SearchScreen,
+    )
+    from gpulab.tui.widgets import CourseTree, MindmapTree
+
+    return [
+        ("Course map", [CourseMapScreen, CourseTree]),
+        ("Lesson", [LessonScreen, MindmapTree]),
+        ("Exercise", [ExerciseScreen]),
+        ("GPU", [GpuScreen]),
+        ("Predicting a claim", [PredictionScreen]),
+        ("Search", [SearchScreen]),
+        ("Help", [HelpScreen]),
+        ("Course error", [FatalScreen]),
+    ]
+
+
+class GpulabApp(LearnerApp):
     """The course map, lessons, exercises, the GPU, search and help, over one course."""
 
     CSS_PATH = "gpulab.tcss"
@@ -100,6 +88,7 @@ class GpulabApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help"),
         Binding("f1", "help", "Help", show=False),
+        Binding("q", "quit", "Quit", show=False),
     ]
 
     class ClaimMeasured(Message):
@@ -113,22 +102,6 @@ class GpulabApp(App[None]):
             self.predicted = predicted
             self.at = at
 
-    class GpuFound(Message):
-        """Whether this machine has an NVIDIA GPU is known (None: it could not be told)."""
-
-        def __init__(self, present: bool | None) -> None:
-            super().__init__()
-            self.present = present
-
-    class ExerciseChecked(Message):
-        """An exercise's checks finished (posted from the checks' thread)."""
-
-        def __init__(self, exercise: ExerciseEntry, report: CheckReport, at: str) -> None:
-            super().__init__()
-            self.exercise = exercise
-            self.report = report
-            self.at = at
-
     def __init__(
         self,
         course: Course | None,
@@ -138,24 +111,22 @@ class GpulabApp(App[None]):
         gpu: object | None = None,
         nvml_backend: Any = None,
         has_gpu: bool | None = None,
+        workspace: Workspace | None = None,
     ) -> None:
-        super().__init__()
-        self.course = course
-        self.keeper = keeper
+        super().__init__(course, keeper, workspace, has_gpu, nvml_backend)
         self.error = error
         self.gpu = gpu
         """The GPU to probe; kept for the probes issue, not shown yet."""
-        self.nvml_backend = nvml_backend
-        """What NVML calls go through: None for the real library, or a stand-in with
-        pynvml's functions (a `gpulab.probes.nvml_record.Replay` in tests)."""
-        self.gpu_here = has_gpu
-        """Whether this machine has an NVIDIA GPU: None until known (see `find_gpu`)."""
-        self.board = ClaimBoard()
-        self.notebook_servers: list[Popen[bytes]] = []
-        """The JupyterLab servers started from this session (they outlive it)."""
-        self._save_timer: Timer | None = None
-        self._finding_gpu = False
-        self._checking: set[str] = set()
+        self._board: ClaimBoard | None = None
+
+    @property
+    def board(self) -> ClaimBoard:
+        """This session's claim measurements (made on first use)."""
+        if self._board is None:
+            from gpulab.tui.measure import ClaimBoard
+
+            self._board = ClaimBoard()
+        return self._board
 
     def get_default_screen(self) -> Screen[None]:
         if self.course is None:
@@ -172,32 +143,14 @@ class GpulabApp(App[None]):
             self.notify(self.keeper.warning, title="Progress", severity="warning", timeout=10)
         last = self.keeper.progress.last_lesson
         if self.course is not None and last in {e.id for e in self.course.entries}:
-            self.push_screen(LessonScreen(self.course, self.keeper, last))
-
-    def on_unmount(self) -> None:
-        self.save_progress()
+            self.open_lesson(last)
+        self.call_after_refresh(self.sync_workspace)
 
     def on_app_focus(self, event: events.AppFocus) -> None:
-        if self.keeper.sync():  # a check in the notebook or the shell, while we were away
+        # `gpulab init`, or a check in the notebook or the shell, while we were away
+        self.find_workspace()
+        if self.keeper.sync():
             self.exercises_changed()
-
-    def on_progress_changed(self, event: ProgressChanged) -> None:
-        self.keeper.changed()
-        if event.now:
-            self.save_progress()
-        elif self._save_timer is None:
-            self._save_timer = self.set_timer(SAVE_DELAY, self.save_progress)
-        else:
-            self._save_timer.reset()
-
-    def save_progress(self) -> None:
-        """Write the progress now, if it changed; a failure is shown, not raised."""
-        if self._save_timer is not None:
-            self._save_timer.stop()
-            self._save_timer = None
-        problem = self.keeper.save()
-        if problem is not None and self.is_running:
-            self.notify(problem, title="Progress", severity="error", timeout=10)
 
     def on_claim_card_shown(self, event: ClaimCard.Shown) -> None:
         event.card.state = self.board.state(event.card.claim, self.keeper.progress.predictions)
@@ -206,10 +159,8 @@ class GpulabApp(App[None]):
         claim, predicted = event.claim, event.predicted
         outcome = self.board.finish(claim, event.result, predicted)
         if predicted is not None:
-            verdict = outcome.verdict.kind if outcome.verdict is not None else "not_measured"
-            self.keeper.progress.predictions.append(Prediction(
-                claim=claim.id, predicted=predicted, unit=claim.unit, at=event.at,
-                measured=outcome.measured, verdict=verdict, device=event.result.device))
+            self.keeper.progress.predictions.append(
+                self.board.prediction(claim, predicted, event.at))
             self.post_message(ProgressChanged(now=True))
         self._refresh_cards(claim)
         if outcome.verdict is not None:
@@ -217,9 +168,11 @@ class GpulabApp(App[None]):
                         severity="warning" if outcome.verdict.kind == "differs" else "information")
         else:
             self.notify(outcome.problem, title=f"{claim.id}: not measured", timeout=5,
-                        severity="warning")
+                        severity="warning", markup=False)
 
     def _refresh_cards(self, claim: Claim) -> None:
+        from gpulab.tui.widgets import ClaimCard
+
         state = self.board.state(claim, self.keeper.progress.predictions)
         for screen in self.screen_stack:
             for card in screen.query(ClaimCard):
@@ -249,121 +202,79 @@ class GpulabApp(App[None]):
                         description=f"measure {claim.id} with {claim.probe}")
 
     def _run_claim_probe(self, claim: Claim, predicted: float | None, at: str) -> None:
+        from gpulab.tui.measure import run_probe_for
+
         result = run_probe_for(claim.probe, self.nvml_backend)
         self.post_message(self.ClaimMeasured(claim, result, predicted, at))
-
-    # -- exercises -------------------------------------------------------------
-    def exercise_state(self, exercise: ExerciseEntry) -> Text:
-        """Where the learner stands on an exercise, as every list of exercises shows it."""
-        if exercise.name in self._checking:
-            return Text("checking…", style="italic")
-        return state_of(exercise, self.keeper.progress.exercises.get(exercise.name),
-                        self.gpu_here)
-
-    def exercises_changed(self) -> None:
-        """Tell every screen that lists exercises to show their states again."""
-        for screen in self.screen_stack:
-            if isinstance(screen, LabScreen):
-                screen.exercises_changed()
-
-    def find_gpu(self) -> None:
-        """Find out, once and in a thread, whether this machine has an NVIDIA GPU."""
-        if self.gpu_here is not None or self._finding_gpu:
-            return
-        self._finding_gpu = True
-        self.run_worker(self._find_gpu, thread=True, group="find-gpu", exit_on_error=False,
-                        description="look for an NVIDIA GPU")
-
-    def _find_gpu(self) -> None:
-        try:
-            present = gpu_present(self.nvml_backend)
-        except Exception:  # not knowing is an answer: the lists show no GPU verdict
-            present = None
-        self.post_message(self.GpuFound(present))
-
-    def on_gpulab_app_gpu_found(self, event: GpuFound) -> None:
-        self.gpu_here = event.present
-        self.exercises_changed()
-
-    def is_checking(self, name: str) -> bool:
-        return name in self._checking
-
-    def check_exercise(self, exercise: ExerciseEntry) -> None:
-        """Run an exercise's checks on the learner's notebook in a thread; record the result."""
-        if exercise.name in self._checking:
-            self.notify(f"{exercise.name} is being checked already.", timeout=3)
-            return
-        self._checking.add(exercise.name)
-        self.exercises_changed()
-        self.run_worker(partial(self._run_checks, exercise), thread=True, group="check",
-                        exit_on_error=False, description=f"check {exercise.name}")
-
-    def _run_checks(self, exercise: ExerciseEntry) -> None:
-        from gpulab.grading.runner import CheckReport, run_checks
-
-        try:
-            report = run_checks(exercise)
-        except Exception as exc:  # the checks' failure must become a report
-            report = CheckReport(exercise.name, exercise.notebook, "error",
-                                 f"the checks failed: {type(exc).__name__}: {exc}")
-        at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        self.post_message(self.ExerciseChecked(exercise, report, at))
-
-    def on_gpulab_app_exercise_checked(self, event: ExerciseChecked) -> None:
-        from gpulab.grading.record import record_report
-
-        exercise, report = event.exercise, event.report
-        self._checking.discard(exercise.name)
-        if record_report(report, self.keeper.progress, event.at) is not None:
-            self.keeper.changed()
-            self.save_progress()
-        for screen in self.screen_stack:
-            if isinstance(screen, ExerciseScreen) and screen.exercise.name == exercise.name:
-                screen.show_report(report)
-        self.exercises_changed()
-        if not isinstance(self.screen, ExerciseScreen):
-            self.notify(f"{exercise.name}: {self.exercise_state(exercise).plain}",
-                        title="Checked", timeout=5)
 
     # -- navigation, used by screens and the command palette -----------------
     def open_gpu(self) -> None:
         """Show the GPU screen above the current one."""
+        from gpulab.tui.screens import GpuScreen
+
         if not isinstance(self.screen, GpuScreen):
             self.push_screen(GpuScreen(self.nvml_backend))
 
-    def _leave_gpu(self) -> None:
-        while isinstance(self.screen, GpuScreen) and len(self.screen_stack) > 1:
-            self.pop_screen()
-
     def open_lesson(self, lesson_id: str, key: str | None = None) -> None:
-        """Show a lesson (at a node, if given) above the course map."""
+        """Show a lesson (at a node, if given) above the course map; a lesson already open
+        below the top screen is returned to."""
+        from gpulab.tui.screens import LessonScreen
+
         if self.course is None:
             return
-        self._leave_gpu()
-        top = self.screen
-        if isinstance(top, LessonScreen) and top.lesson_id == lesson_id:
-            if key is not None:
-                top.reveal(key)
-            return
+        stack = self.screen_stack
+        for depth, screen in enumerate(reversed(stack[1:])):
+            if isinstance(screen, LessonScreen) and screen.lesson_id == lesson_id:
+                for _ in range(depth):
+                    self.pop_screen()
+                if key is not None:
+                    screen.reveal(key)
+                return
         self._show(LessonScreen(self.course, self.keeper, lesson_id, key))
 
-    def open_exercise(self, name: str) -> None:
-        """Show an exercise above the course map."""
+    def open_exercise(self, name: str, *, above: bool = False) -> None:
+        """Show an exercise above the course map, or `above` the current screen (escape
+        then returns to it)."""
+        from gpulab.tui.screens import ExerciseScreen
+
         if self.course is None:
             return
-        self._leave_gpu()
         for exercise in self.course.exercises():
             if exercise.name == name:
-                self._show(ExerciseScreen(self.course, self.keeper, exercise))
+                screen = ExerciseScreen(self.course, self.keeper, exercise)
+                if above:
+                    self.push_screen(screen)
+                else:
+                    self._show(screen)
                 return
         self.notify(f"There is no exercise {name!r}.", severity="warning")
 
-    def show_map(self, *, day: int | None = None, lesson: str | None = None) -> None:
-        """Return to the course map, with the cursor on a day or a lesson."""
+    def open_next_exercise(self, after: str | None = None) -> None:
+        """Open the next exercise not passed yet (see `next_unfinished`), or say there is none."""
+        exercise = self.next_unfinished(after)
+        if exercise is not None:
+            self.open_exercise(exercise.name)
+            return
+        here = next((e for e in self.course.exercises() if e.name == after), None) \
+            if self.course is not None else None
+        record = self.exercise_record(here) if here is not None else None
+        if here is not None and (record is None or not record.passed):
+            message = "This is the last exercise you have not passed yet."
+        else:
+            message = "Every exercise is passed. Well done!"
+        if self.gpu_here is False:
+            message += " (Those that need an NVIDIA GPU wait for a machine with one.)"
+        self.notify(message, title="Next exercise", timeout=6)
+
+    def show_map(self, *, day: int | None = None, lesson: str | None = None,
+                 exercise: str | None = None) -> None:
+        """Return to the course map, with the cursor on a day, a lesson or an exercise."""
         base = self.screen_stack[0]
         if not isinstance(base, CourseMapScreen):
             return
-        target = day if day is not None else lesson
+        target: MapTarget = day if day is not None else lesson
+        if exercise is not None:
+            target = ("exercise", exercise)
         if len(self.screen_stack) == 1:
             base.go_to(target)
             return
@@ -373,6 +284,8 @@ class GpulabApp(App[None]):
 
     def open_search(self, lesson_id: str | None) -> None:
         """Open the search modal; a chosen result opens its lesson at its node."""
+        from gpulab.tui.screens import SearchScreen
+
         if self.course is None:
             return
 
@@ -383,6 +296,9 @@ class GpulabApp(App[None]):
         self.push_screen(SearchScreen(self.course, lesson_id), jump)
 
     def _show(self, screen: Screen[None]) -> None:
+        """Show a screen right above the course map, in place of those above it."""
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
         if len(self.screen_stack) > 1:
             self.switch_screen(screen)
         else:
@@ -391,8 +307,10 @@ class GpulabApp(App[None]):
     # -- actions --------------------------------------------------------------
     def action_help(self) -> None:
         """Show every key of every screen."""
+        from gpulab.tui.screens import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(HELP_GROUPS))
+            self.push_screen(HelpScreen(help_sections()))
 
     def action_toggle_theme(self) -> None:
         """Switch between the dark and the light theme (remembered)."""
@@ -405,8 +323,10 @@ def make_app(
     gpu: object | None = None,
     nvml_backend: Any = None,
     has_gpu: bool | None = None,
+    workspace: Workspace | None = None,
 ) -> GpulabApp:
-    """Build the app over a course (default: the installed one) and a progress store.
+    """Build the app over a course (default: the installed one), a progress store and the
+    learner's workspace (default: the one in use, if any).
 
     A course that cannot be read gives an app that shows why, instead of raising.
     `nvml_backend` replaces the NVML library (a recorded `Replay` in tests).
@@ -419,8 +339,15 @@ def make_app(
             course = load_course()
         except CourseError as exc:
             error = exc
+    if workspace is None:
+        from gpulab.course.workspace import current_workspace
+
+        try:
+            workspace = current_workspace()
+        except WorkspaceError:
+            workspace = None        # the exercise screens say how to make one
     return GpulabApp(course, Keeper(store or ProgressStore()), error=error, gpu=gpu,
-                     nvml_backend=nvml_backend, has_gpu=has_gpu)
+                     nvml_backend=nvml_backend, has_gpu=has_gpu, workspace=workspace)
 
 
 def run_app() -> None:

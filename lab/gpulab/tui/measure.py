@@ -1,12 +1,19 @@
 """Claims measured in this session: run a claim's probe, judge the reading, remember it.
 
 `run_probe_for` runs a claim's probe (through the app's NVML backend for the
-NVML probes, so tests and demos can replay a recording). `outcome_of` turns a
-probe result into what it says about one claim: the reading, its verdict, or
-why there is none. `ClaimBoard` is the app's memory of the session: which
-claims are being measured, the latest outcome of each, and what this machine
-lacks (no GPU, no CuPy) as far as the probes have found; `ClaimBoard.state`
-gives a claim card everything it shows.
+NVML probes, and for the diagnosis of a CUDA probe that cannot run, so tests
+and demos can replay a recording); `find_out` says, without running it,
+whether a probe can run here. `outcome_of` turns a probe result into what it
+says about one claim: the reading, its verdict, or why there is none.
+`ClaimBoard` is the app's memory of the session: which claims are being
+measured, the latest outcome of each, and what this machine lacks (no GPU, no
+driver, no CuPy) as far as the probes have found; `ClaimBoard.state` gives a
+claim card everything it shows, and `ClaimBoard.prediction` what the progress
+keeps of a prediction.
+
+Where a claim's probe cannot run here, a card shows the reading recorded on
+gpulab's own H200 instead, always labelled as such, and a prediction is
+compared with that recording (never graded: it says how far off it was).
 
 Probes, NVML and the recorded results are imported only when they are
 needed, never before the app's first paint.
@@ -31,9 +38,12 @@ __all__ = [
     "ClaimState",
     "Outcome",
     "distance_text",
+    "find_out",
     "gpu_present",
+    "in_claim_unit",
     "outcome_of",
     "probe_needs",
+    "recorded_outcome",
     "run_probe_for",
 ]
 
@@ -47,12 +57,16 @@ def run_probe_for(name: str, nvml_backend: Any = None) -> ProbeResult:
     """Run a probe by name; blocking, so call it from a thread worker.
 
     With an NVML backend (a `Replay` in tests), the NVML probes ask it instead
-    of the real library. Any failure comes back as an `error` result, never a
-    traceback.
+    of the real library, and so does the diagnosis of a CUDA probe that cannot
+    run. Any failure comes back as an `error` result, never a traceback.
     """
     from gpulab.probes import ProbeResult, UnknownProbe, run_probe
 
     try:
+        if nvml_backend is not None and probe_needs(name) == "cuda":
+            why = find_out(name, nvml_backend)
+            if why is not None:
+                return why
         if nvml_backend is not None and name in _NVML_PROBES:
             from gpulab.probes import nvml
 
@@ -83,6 +97,16 @@ def gpu_present(nvml_backend: Any = None) -> bool | None:
     if reading is None or reading.status != "ok" or not isinstance(reading.value, int):
         return None
     return reading.value > 0
+
+
+def find_out(name: str, nvml_backend: Any = None) -> ProbeResult | None:
+    """Why probe `name` cannot run on this machine (the result it would give), or None when
+    it can; blocking (NVML starts, CuPy is imported), so call it from a thread worker."""
+    from gpulab.probes import get_probe
+    from gpulab.probes.readiness import cannot_run
+
+    info = get_probe(name)
+    return cannot_run(info.needs, nvml_backend, probe=info.name, title=info.title)
 
 
 def probe_needs(name: str) -> str:
@@ -129,25 +153,42 @@ def outcome_of(claim: Claim, result: ProbeResult) -> Outcome:
     verdict = judge(claim, float(value), reading.unit, result.device)
     measured = verdict.measured
     if measured is None:
-        converted = conversions(float(value), reading.unit, claim.unit)
-        measured = converted[0] if converted else None
+        measured = in_claim_unit(claim, float(value), reading.unit)
     return Outcome(result, reading, verdict, measured)
 
 
-def distance_text(predicted: float, measured: float, unit: str) -> str:
-    """How far a prediction was from the measurement, in words."""
+def in_claim_unit(claim: Claim, value: float, unit: str) -> float | None:
+    """`value` `unit` in the claim's unit, None when the units are of different kinds.
+
+    A size converts two ways (decimal and binary MB); the one nearer the claim's figure
+    is taken, as the verdict takes it.
+    """
+    candidates = conversions(value, unit, claim.unit) if unit.strip() else [value]
+    if not candidates:
+        return None
+    if claim.value is not None:
+        low = high = claim.value
+    elif claim.min is not None and claim.max is not None:
+        low, high = claim.min, claim.max
+    else:
+        return candidates[0]
+    return min(candidates, key=lambda c: (max(low - c, c - high, 0.0), abs(c - (low + high) / 2)))
+
+
+def distance_text(predicted: float, measured: float, unit: str, what: str = "measured") -> str:
+    """How far a prediction was from the measurement (or from what `what` names, "recorded")."""
     if predicted == measured:
-        return "exactly the measured value"
+        return f"exactly the {what} value"
     if measured == 0:
         side = "above" if predicted > measured else "below"
-        return f"{abs(predicted - measured):.4g} {unit} {side} the measured 0 {unit}"
+        return f"{abs(predicted - measured):.4g} {unit} {side} the {what} 0 {unit}"
     relative = (predicted - measured) / abs(measured)
     side = "above" if relative > 0 else "below"
     if abs(relative) < 0.005:
-        return f"within 0.5 % of the measured {measured:.4g} {unit}"
+        return f"within 0.5 % of the {what} {measured:.4g} {unit}"
     if abs(relative) >= 10:
-        return f"{predicted / measured:.3g}× the measured {measured:.4g} {unit}"
-    return f"{abs(relative) * 100:.0f} % {side} the measured {measured:.4g} {unit}"
+        return f"{predicted / measured:.3g}× the {what} {measured:.4g} {unit}"
+    return f"{abs(relative) * 100:.0f} % {side} the {what} {measured:.4g} {unit}"
 
 
 @dataclass(frozen=True)
@@ -160,6 +201,7 @@ class ClaimState:
     last: Prediction | None = None      # the learner's last saved measurement
     missing: str = ""                   # why the probe cannot run here, if known
     recorded: Outcome | None = None     # a recorded run, shown only when it cannot run here
+    guess: Prediction | None = None     # the last saved prediction of the recorded value
 
 
 class ClaimBoard:
@@ -196,20 +238,47 @@ class ClaimBoard:
         elif result.status in ("ok", "partial"):
             self._missing.pop(needs, None)
 
+    def missing(self, claim: Claim) -> str:
+        """Why the claim's probe cannot run here, as far as known ("" when not known)."""
+        return self._missing.get(probe_needs(claim.probe), "")
+
+    def prediction(self, claim: Claim, predicted: float, at: str) -> Prediction:
+        """What the progress keeps of a prediction for the claim's latest run (`finish`).
+
+        Where the probe could not run here, the prediction was of the recorded reading:
+        its device is the recording's, and nothing was measured.
+        """
+        outcome, _ = self._outcomes[claim.id]
+        device = outcome.result.device
+        if outcome.cannot_run:
+            recorded = recorded_outcome(claim)
+            if recorded is not None and recorded.result.recorded is not None:
+                device = recorded.result.device or recorded.result.recorded.machine
+        verdict = outcome.verdict.kind if outcome.verdict is not None else "not_measured"
+        return Prediction(claim=claim.id, predicted=predicted, unit=claim.unit, at=at,
+                          measured=outcome.measured, verdict=verdict, device=device)
+
     def state(self, claim: Claim, predictions: list[Prediction]) -> ClaimState:
         """What the card of `claim` shows now."""
         outcome, predicted = self._outcomes.get(claim.id, (None, None))
-        missing = self._missing.get(probe_needs(claim.probe), "")
+        missing = self.missing(claim)
         if outcome is not None and outcome.cannot_run:
             missing = outcome.problem
         last = next((p for p in reversed(predictions)
                      if p.claim == claim.id and p.measured is not None), None)
-        recorded = None
-        if missing:
-            from gpulab.probes.recorded import recorded_results
-
-            found = recorded_results().get(claim.probe)
-            if found is not None:
-                recorded = outcome_of(claim, found)
+        recorded = recorded_outcome(claim) if missing else None
+        guess = None
+        if recorded is not None and recorded.result.recorded is not None:
+            machine = recorded.result.device or recorded.result.recorded.machine
+            guess = next((p for p in reversed(predictions) if p.claim == claim.id
+                          and p.measured is None and p.device == machine), None)
         return ClaimState(claim.id in self._measuring, outcome, predicted, last, missing,
-                          recorded)
+                          recorded, guess)
+
+
+def recorded_outcome(claim: Claim) -> Outcome | None:
+    """What the reading recorded on gpulab's H200 says about the claim, if one ships."""
+    from gpulab.probes.recorded import recorded_results
+
+    found = recorded_results().get(claim.probe)
+    return outcome_of(claim, found) if found is not None else None

@@ -6,28 +6,40 @@ snapshots stay stable.
 
 from __future__ import annotations
 
-from pathlib import Path
+from functools import cache
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
 from rich.text import Text
 
-from gpulab.course import ExerciseEntry, ExerciseRecord, Node, Problem
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
+    from gpulab.course import ExerciseEntry, ExerciseRecord, Node, Problem
 
 __all__ = ["NO_GPU", "exercise_state", "inline_markdown", "node_label", "problem_text",
            "progress_bar"]
 
-_INLINE = MarkdownIt("commonmark")
 _STYLES = {"strong": "bold", "em": "italic", "s": "strike", "link": "underline"}
 CLAIM_BADGE = "◆"
 NO_GPU = "needs an NVIDIA GPU"
 """The state of a GPU exercise on a machine without one."""
 
 
+@cache
+def _inline_parser() -> MarkdownIt:
+    """The Markdown parser for labels, made on first use (the map needs none)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
+
+
 def inline_markdown(source: str) -> Text:
     """Rich text for one line of inline Markdown (bold, italic, code, links)."""
     text = Text()
-    tokens = _INLINE.parseInline(source)
+    tokens = _inline_parser().parseInline(source)
     children: list[Token] = (tokens[0].children or []) if tokens else []
     styles: list[str] = []
     for token in children:

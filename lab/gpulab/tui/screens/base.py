@@ -24,3 +24,6 @@ class LabScreen(Screen[None]):
 
     def exercises_changed(self) -> None:
         """An exercise's state changed (a check, the GPU found): screens that list them redraw."""
+
+    def workspace_changed(self) -> None:
+        """The app has a workspace now (made by ``gpulab init`` while it ran)."""

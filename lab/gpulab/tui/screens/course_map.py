@@ -1,22 +1,37 @@
-"""The first screen: the course map of days, lessons and exercises."""
+"""The first screen: the course map of days, lessons and exercises.
+
+The first time gpulab runs (no progress saved yet), a line above the footer
+says where the keys are. The map is drawn before anything slow happens: the
+lessons are parsed (for their reading progress, objectives and breakage) after
+first paint, one at a time, and only then is the machine asked whether it has
+a GPU.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import Footer, Header
+from textual.widgets import Footer, Header, Static
 
 from gpulab.course import Course, CourseError, ExerciseEntry, LessonEntry
 from gpulab.tui.screens.base import LabScreen
 from gpulab.tui.state import Keeper
-from gpulab.tui.widgets import CourseTree, ItemSummary
+from gpulab.tui.widgets.course_tree import CourseTree
+from gpulab.tui.widgets.item_summary import ItemSummary
 
-__all__ = ["CourseMapScreen"]
+__all__ = ["FIRST_RUN", "CourseMapScreen", "MapTarget"]
+
+FIRST_RUN = "New here? ? lists the keys, ctrl+p finds everything, n opens your next exercise."
+"""The hint the map shows the first time gpulab runs."""
+
+MapTarget = int | str | tuple[Literal["exercise"], str] | None
+"""Where to put the map's cursor: a day (number), a lesson (id), ("exercise", name), or
+None for the last lesson read."""
 
 
 class CourseMapScreen(LabScreen):
@@ -24,8 +39,11 @@ class CourseMapScreen(LabScreen):
 
     HELP_GROUP = "Course map"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "search", "Search"),
-        Binding("g", "gpu", "GPU"),
+        Binding("n", "next_exercise", "Next exercise",
+                tooltip="Open the next exercise you have not passed yet"),
+        Binding("slash", "search", "Search", tooltip="Search the lessons"),
+        Binding("g", "gpu", "GPU", tooltip="The GPU: what it is, and its clocks, power and "
+                "load, live"),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -35,14 +53,17 @@ class CourseMapScreen(LabScreen):
         self.keeper = keeper
         self.title = course.title
         self.sub_title = "course map"
-        self.target: int | str | None = None
-        """A day (number) or lesson (id) to put the cursor on when the map shows next."""
+        self.target: MapTarget = None
+        """Where to put the cursor when the map shows next."""
+        self._scanned: set[str] = set()
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="map-body"):
             yield CourseTree(self.course, id="course-tree")
             yield ItemSummary(id="item-summary")
+        if self.keeper.first_run:
+            yield Static(FIRST_RUN, id="first-run")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -60,12 +81,12 @@ class CourseMapScreen(LabScreen):
         tree.focus()
         self._label_exercises()
         if any(exercise.gpu for exercise in self.course.exercises()):
-            self.lab.find_gpu()
+            self.call_after_refresh(self.lab.find_gpu)
 
     def on_screen_resume(self) -> None:
         self.keeper.sync()
         self.exercises_changed()
-        self.scan_progress()
+        self.call_after_refresh(self.scan_progress)
         target, self.target = self.target, None
         self.go_to(target)
 
@@ -81,11 +102,13 @@ class CourseMapScreen(LabScreen):
         for exercise in self.course.exercises():
             tree.show_exercise(exercise.name, self.lab.exercise_state(exercise))
 
-    def go_to(self, target: int | str | None) -> None:
-        """Put the cursor on a day (number), a lesson (id), or the last lesson read."""
+    def go_to(self, target: MapTarget) -> None:
+        """Put the cursor on a day, a lesson, an exercise, or the last lesson read."""
         tree = self.query_one(CourseTree)
         if isinstance(target, int):
             tree.select_day(target)
+        elif isinstance(target, tuple):
+            tree.select_exercise(target[1])
         elif target is not None:
             tree.select_lesson(target)
         elif self.keeper.progress.last_lesson is not None:
@@ -113,9 +136,14 @@ class CourseMapScreen(LabScreen):
             self._summarise(item)
 
     def _summarise(self, entry: LessonEntry) -> None:
+        """Summarise a lesson; one not parsed yet is summarised without its objectives
+        (the scan after first paint fills them in)."""
         summary = self.query_one(ItemSummary)
         exercises = self.course.exercises(entry.id)
         states = {exercise.name: self.lab.exercise_state(exercise) for exercise in exercises}
+        if entry.id not in self._scanned and not entry.problems:
+            summary.show_lesson(entry, None, (), 0.0, exercises, states)
+            return
         try:
             lesson = self.course.lesson(entry.id)
         except CourseError as exc:
@@ -131,14 +159,23 @@ class CourseMapScreen(LabScreen):
         tree = self.query_one(CourseTree)
         for entry in self.course.entries:
             await asyncio.sleep(0)
+            first = entry.id not in self._scanned
+            self._scanned.add(entry.id)
             if entry.problems:
                 continue
             try:
                 lesson = self.course.lesson(entry.id)
             except CourseError:
                 tree.show_status(entry, "broken")
-                continue
-            tree.show_status(entry, self.keeper.progress.fraction(entry.id, set(lesson.by_key)))
+            else:
+                tree.show_status(entry, self.keeper.progress.fraction(entry.id,
+                                                                      set(lesson.by_key)))
+            node = tree.cursor_node
+            if first and node is not None and node.data is entry:
+                self._summarise(entry)
+
+    def action_next_exercise(self) -> None:
+        self.lab.open_next_exercise()
 
     def action_search(self) -> None:
         self.lab.open_search(None)

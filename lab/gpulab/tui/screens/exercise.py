@@ -1,16 +1,19 @@
-"""The exercise screen: where the learner stands, the notebook, its checks, hints, the solution.
+"""The exercise screen: the task, where the learner stands, checks, hints, the solution.
 
-`o` opens the learner's notebook in JupyterLab (a server of its own, which
-outlives the app); `c` runs the exercise's checks on the saved notebook in a
-thread of the app, shows each check with its points, and keeps the outcome in
-the progress as ``gpulab check`` does. Hints are revealed one at a time (`h`);
-the solution's answer cells (`s`) only once the checks have passed.
+The task (parts, functions to write, points) is read from the course's notebook
+and visible checks in a thread as the screen opens. While the screen is open it
+watches the learner's notebook in the workspace, as ``rustlings watch`` does:
+saving it re-runs the checks (`w` stops and starts watching). `c` runs them on
+demand, in a thread of the app, never two at once; the outcome is kept in the
+progress as ``gpulab check`` keeps it. `o` opens the notebook in the
+workspace's JupyterLab and shows its address (with the token, `y` copies it)
+and the ``ssh -L`` line. Hints are revealed one at a time (`h`); the
+solution's answer cells (`s`) only once the checks have passed.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.table import Table
@@ -20,34 +23,47 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Footer, Header, Markdown, Static
 
 from gpulab.course import Course, ExerciseEntry
-from gpulab.course.progress import state_dir
+from gpulab.tui.learner import NO_WORKSPACE
 from gpulab.tui.messages import ProgressChanged
 from gpulab.tui.screens.base import LabScreen
 from gpulab.tui.state import Keeper
-from gpulab.tui.widgets import HintList
+from gpulab.tui.text import inline_markdown
+from gpulab.tui.watch import NotebookWatch
+from gpulab.tui.widgets import CheckReportPanel, HintList, JupyterPanel, TaskPanel
 
 if TYPE_CHECKING:
-    from gpulab.grading.runner import CheckReport
+    from pathlib import Path
 
-__all__ = ["LOCKED", "ExerciseScreen"]
+    from gpulab.grading.runner import CheckReport
+    from gpulab.tui.task import Task
+
+__all__ = ["LOCKED", "WATCH_INTERVAL", "ExerciseScreen"]
 
 LOCKED = "The solution opens once your checks pass."
-_MARKS = {"passed": ("✓", "green"), "failed": ("✗", "red"), "skipped": ("–", "dim")}
+WATCH_INTERVAL = 1.0
+"""Seconds between two looks at the learner's notebook while watching it."""
 
 
 class ExerciseScreen(LabScreen):
-    """One exercise: its facts and state, its checks' results, its hints, its solution."""
+    """One exercise: its task and state, its checks' results, its hints, its solution."""
 
     HELP_GROUP = "Exercise"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Map"),
-        Binding("c", "check", "Check"),
-        Binding("o", "open_notebook", "Open in JupyterLab"),
-        Binding("h", "hint", "Reveal a hint"),
-        Binding("s", "solution", "Solution"),
+        Binding("escape", "back", "Back", tooltip="Back to where you came from"),
+        Binding("c", "check", "Check", tooltip="Run the checks on your saved notebook"),
+        Binding("o", "open_notebook", "Jupyter", tooltip="Open in JupyterLab"),
+        Binding("h", "hint", "Hint", tooltip="Reveal a hint"),
+        Binding("s", "solution", "Solution", tooltip="The solution, once your checks pass"),
+        Binding("n", "next_exercise", "Next exercise", show=False,
+                tooltip="Open the next exercise you have not passed yet"),
+        Binding("w", "watch", "Watch", show=False,
+                tooltip="Stop or start watching: saving the notebook runs the checks"),
+        Binding("y", "copy_address", "Copy the address", show=False,
+                tooltip="Copy JupyterLab's address (with its token)"),
         Binding("l", "lesson", "Open its lesson", show=False),
     ]
 
@@ -58,6 +74,22 @@ class ExerciseScreen(LabScreen):
             super().__init__()
             self.markdown = markdown
 
+    class TaskRead(Message):
+        """The exercise's task was read from its notebook and visible checks."""
+
+        def __init__(self, task: Task) -> None:
+            super().__init__()
+            self.task = task
+
+    class JupyterLabOpened(Message):
+        """JupyterLab has the notebook open (`url`), or did not start (`url` empty)."""
+
+        def __init__(self, url: str, text: str, ssh: str = "") -> None:
+            super().__init__()
+            self.url = url
+            self.text = text
+            self.ssh = ssh
+
     def __init__(self, course: Course, keeper: Keeper, exercise: ExerciseEntry) -> None:
         super().__init__()
         self.course = course
@@ -65,54 +97,107 @@ class ExerciseScreen(LabScreen):
         self.exercise = exercise
         self.title = f"Exercise {exercise.name}"
         self.sub_title = self._lesson_title()
+        self.exercise_task: Task | None = None
+        self.notebook_watch: NotebookWatch | None = None
+        self.watching = True
+        """Whether saving the notebook runs the checks (`w` switches it)."""
+        self._watch_timer: Timer | None = None
+        self._check_again = False
 
     def compose(self) -> ComposeResult:
         yield Header()
         with VerticalScroll(id="exercise-body"):
             yield Static(id="exercise-facts")
+            yield Static(inline_markdown(NO_WORKSPACE), id="no-workspace")
+            yield JupyterPanel(id="jupyter")
+            yield CheckReportPanel(id="exercise-checks")
             seen = self.keeper.progress.hints.get(self.exercise.name, 0)
             yield HintList(self.exercise.hints, seen, id="hints")
-            yield Static(id="exercise-checks")
+            yield TaskPanel("*Reading the task…*", id="task")
             yield Markdown(self._guide(), id="exercise-notes")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#exercise-facts", Static).border_title = "✎ exercise"
+        self.query_one("#no-workspace", Static).border_title = "no workspace yet"
         self.query_one(HintList).border_title = "hints"
-        self.query_one("#exercise-checks").border_title = "checks"
-        self.query_one("#exercise-checks").display = False
+        checks = self.query_one(CheckReportPanel)
+        checks.border_title = "checks"
+        checks.display = False
+        self.query_one(TaskPanel).border_title = "the task"
         self.query_one("#exercise-notes").border_title = "how to work on it"
-        self.exercises_changed()
+        self.workspace_changed()
+        self._read_task()
+        self._watch_timer = self.set_interval(WATCH_INTERVAL, self._look_at_notebook)
         if self.exercise.gpu:
             self.lab.find_gpu()
 
     def on_screen_resume(self) -> None:
+        self.lab.find_workspace()
         if self.keeper.sync():
             self.lab.exercises_changed()
 
-    def exercises_changed(self) -> None:
-        """Show the exercise's state (and that its checks are running, while they are)."""
-        self.query_one("#exercise-facts", Static).update(self._facts())
-        if self.lab.is_checking(self.exercise.name):
-            checks = self.query_one("#exercise-checks", Static)
-            checks.update(Text(f"Running the checks on {self._shown(self.exercise.notebook)}…",
-                               style="italic"))
-            checks.display = True
-
-    def show_report(self, report: CheckReport) -> None:
-        """Show each check of a finished run with its points and what it says."""
-        checks = self.query_one("#exercise-checks", Static)
-        text = _report_text(report)
-        if report.status == "passed":
-            text.append("\n\nWell done: press s to compare your answers with the solution.",
-                        style="italic")
-        checks.update(text)
-        checks.display = True
+    def on_exercise_screen_task_read(self, event: TaskRead) -> None:
+        self.exercise_task = event.task
+        self.query_one(TaskPanel).show_task(event.task)
 
     def on_exercise_screen_solution_read(self, event: SolutionRead) -> None:
         notes = self.query_one("#exercise-notes", Markdown)
         notes.border_title = "solution"
         notes.update(event.markdown)
+
+    def on_exercise_screen_jupyter_lab_opened(self, event: JupyterLabOpened) -> None:
+        panel = self.query_one(JupyterPanel)
+        if not event.url:
+            panel.show_failed(event.text)
+            self.notify("See the panel for the end of its log.", title="JupyterLab did not "
+                        "start", severity="error", timeout=8)
+        else:
+            panel.show_opened(event.url, event.ssh, event.text.splitlines())
+        panel.scroll_visible(animate=False)
+
+    def exercises_changed(self) -> None:
+        """Show the exercise's state (and that its checks are running, while they are)."""
+        self.query_one("#exercise-facts", Static).update(self._facts())
+        if self.lab.is_checking(self.exercise.name):
+            self.query_one(CheckReportPanel).show_running(self._notebook_shown())
+
+    def show_report(self, report: CheckReport) -> None:
+        """Show each check of a finished run with its points and what it says."""
+        panel = self.query_one(CheckReportPanel)
+        panel.show_report(report, passed_hint="Well done: press s to compare your answers "
+                                              "with the solution, or n for the next exercise.")
+        panel.scroll_visible(animate=False)
+        if self._check_again:       # saved again while the checks ran
+            self._check_again = False
+            self._run_checks("you saved the notebook")
+
+    def workspace_changed(self) -> None:
+        """Show the facts, the no-workspace box or not, and watch the workspace's notebook."""
+        notebook = self.lab.notebook_of(self.exercise)
+        self.query_one("#no-workspace").display = notebook is None
+        self.notebook_watch = NotebookWatch(notebook) if notebook is not None else None
+        self.query_one("#exercise-notes", Markdown).update(self._guide())
+        self.exercises_changed()
+
+    def _look_at_notebook(self) -> None:
+        """The watch timer: a saved notebook runs the checks (later, if they are running)."""
+        if self.notebook_watch is None or not self.watching or not self.notebook_watch.poll():
+            return
+        if self.lab.is_checking(self.exercise.name):
+            self._check_again = True
+        else:
+            self._run_checks("you saved the notebook")
+
+    def _run_checks(self, why: str = "") -> None:
+        if self.lab.check_exercise(self.exercise):
+            self.query_one(CheckReportPanel).show_running(self._notebook_shown(), why)
+
+    @work(thread=True, exclusive=True, group="task", exit_on_error=False)
+    def _read_task(self) -> None:
+        from gpulab.tui.task import read_task
+
+        self.post_message(self.TaskRead(read_task(self.exercise)))
 
     def _lesson_title(self) -> str:
         try:
@@ -120,13 +205,10 @@ class ExerciseScreen(LabScreen):
         except KeyError:
             return self.exercise.lesson
 
-    def _shown(self, path: Path) -> str:
-        """A path of the course, relative to the course's folder."""
-        root = self.exercise.notebook.parent.parent.parent
-        try:
-            return str(path.relative_to(root))
-        except ValueError:
-            return str(path)
+    def _notebook_shown(self) -> str:
+        """The learner's notebook, as a path in the workspace (or why there is none)."""
+        notebook = self.lab.notebook_of(self.exercise)
+        return str(notebook) if notebook is not None else "(no workspace yet: gpulab init)"
 
     def _facts(self) -> Table:
         exercise = self.exercise
@@ -139,29 +221,52 @@ class ExerciseScreen(LabScreen):
             "runs on the CPU", style="green")
         grid.add_row("runs on", gpu)
         grid.add_row("time limit", f"{exercise.time_limit} s")
-        notebook = Text(self._shown(exercise.notebook))
-        if not exercise.notebook.is_file():
-            notebook.append("  (not found)", style="red")
+        path = self.lab.notebook_of(exercise)
+        notebook = Text(self._notebook_shown())
+        if path is not None and not path.is_file():
+            notebook.append("  (not found: gpulab reset brings it back)", style="red")
         grid.add_row("notebook", notebook)
         grid.add_row("status", self.lab.exercise_state(exercise))
+        if path is not None:
+            watching = Text("saving the notebook runs the checks (w stops)", style="green") \
+                if self.watching else Text("not watching: press w to run the checks on "
+                                           "every save", style="dim")
+            grid.add_row("watching", watching)
         return grid
 
     def _guide(self) -> str:
         name = self.exercise.name
+        if self.lab.notebook_of(self.exercise) is None:
+            return ("1. In a shell, run `gpulab init`: it copies the exercises into a folder "
+                    "of your own (`./gpulab-exercises`, or the folder you name).\n"
+                    "2. Come back here: gpulab finds the workspace by itself.\n\n"
+                    "Press **h** for a hint meanwhile; **n** opens the next exercise.")
         return (f"1. Press **o** to open the notebook in JupyterLab (or open "
-                f"`{self._shown(self.exercise.notebook)}` in any Jupyter).\n"
-                "2. Write your answers where `# TODO` stands, and save the notebook.\n"
-                f"3. Press **c** to run the checks (or `gpulab check {name}` in a shell, or "
+                f"`{self._notebook_shown()}` in any Jupyter).\n"
+                "2. Write your answers where `# TODO` stands, and save the notebook: "
+                "while this screen is open, each save runs the checks.\n"
+                f"3. Or press **c** to run them (or `gpulab check {name}` in a shell, or "
                 "the notebook's last cell): each check says what it expected and what it "
                 "found.\n\n"
                 "Press **h** for a hint, gentlest first. "
-                "The solution (**s**) opens once your checks pass.")
+                "The solution (**s**) opens once your checks pass; **n** opens the next "
+                "exercise you have not passed.")
 
     def action_back(self) -> None:
-        self.lab.show_map()
+        """Back to the lesson this was opened from, or to the map, on this exercise."""
+        from gpulab.tui.screens.lesson import LessonScreen
+
+        stack = self.app.screen_stack
+        if len(stack) > 2 and isinstance(stack[-2], LessonScreen) and stack[-1] is self:
+            self.app.pop_screen()
+            return
+        self.lab.show_map(exercise=self.exercise.name)
 
     def action_lesson(self) -> None:
         self.lab.open_lesson(self.exercise.lesson)
+
+    def action_next_exercise(self) -> None:
+        self.lab.open_next_exercise(self.exercise.name)
 
     def action_hint(self) -> None:
         hints = self.query_one(HintList)
@@ -171,42 +276,64 @@ class ExerciseScreen(LabScreen):
         hints.revealed += 1
         self.keeper.progress.hints[self.exercise.name] = hints.revealed
         self.post_message(ProgressChanged(now=True))
+        self.call_after_refresh(hints.scroll_visible, animate=False)
 
     def action_check(self) -> None:
         """Run the checks on the saved notebook (in a thread of the app)."""
-        self.lab.check_exercise(self.exercise)
+        if self.lab.notebook_of(self.exercise) is None:
+            self.notify(NO_WORKSPACE, title="No workspace", severity="error", timeout=10)
+        elif self.lab.is_checking(self.exercise.name):
+            self.notify(f"{self.exercise.name} is being checked already.", timeout=3)
+        else:
+            self._run_checks()
+
+    def action_watch(self) -> None:
+        """Stop or start running the checks on every save."""
+        self.watching = not self.watching
+        if self.notebook_watch is not None:   # what is saved now is not news
+            self.notebook_watch = NotebookWatch(self.notebook_watch.path)
+        self.exercises_changed()
 
     def action_open_notebook(self) -> None:
-        """Start JupyterLab on the learner's notebook, detached from the app."""
-        from gpulab.grading import jupyter
-
-        notebook = self.exercise.notebook
+        """Open the learner's notebook in the workspace's JupyterLab (started or reused)."""
+        notebook = self.lab.notebook_of(self.exercise)
+        if notebook is None or self.lab.workspace is None:
+            self.notify(NO_WORKSPACE, title="No workspace", severity="error", timeout=10)
+            return
         if not notebook.is_file():
-            self.notify(f"The notebook {notebook} does not exist in this copy of the course.",
-                        title="No notebook", severity="error", timeout=8)
+            self.notify(f"{notebook} is missing: `gpulab reset {self.exercise.name}` brings "
+                        "it back.", title="No notebook", severity="error", timeout=10)
             return
-        command = jupyter.jupyter_lab_command(notebook)
-        if command is None:
-            self.notify(f"JupyterLab is not installed. Install it with\n"
-                        f"{jupyter.install_hint()}\nor open {notebook} in any Jupyter.",
-                        title="No JupyterLab", severity="error", timeout=15)
-            return
-        log = state_dir() / "jupyterlab.log"
+        self.query_one(JupyterPanel).show_starting(notebook.name)
+        self._open_in_jupyterlab(notebook)
+
+    @work(thread=True, exclusive=True, group="jupyterlab", exit_on_error=False)
+    def _open_in_jupyterlab(self, notebook: Path) -> None:
+        from gpulab.grading.jupyter import JupyterError, open_notebook
+
+        assert self.lab.workspace is not None
         try:
-            server = jupyter.launch(command, notebook.parent, log)
-        except OSError as exc:
-            self.notify(f"JupyterLab did not start: {exc.strerror or exc}", title="No JupyterLab",
-                        severity="error", timeout=10)
+            opened = open_notebook(self.lab.workspace, notebook)
+        except JupyterError as exc:
+            self.post_message(self.JupyterLabOpened("", str(exc)))
             return
-        self.lab.notebook_servers.append(server)
-        self.notify(f"Starting JupyterLab on {notebook.name}: it opens in your browser. If it "
-                    f"does not, its address is in {log}. Save the notebook, then press c here.",
-                    title="JupyterLab", timeout=10)
+        self.post_message(self.JupyterLabOpened(opened.url, "\n".join(opened.lines()),
+                                                opened.server.ssh))
+
+    def action_copy_address(self) -> None:
+        """Put JupyterLab's address (with its token) on the clipboard."""
+        url = self.query_one(JupyterPanel).url
+        if not url:
+            self.notify("Press o first: JupyterLab's address shows once it runs.", timeout=4)
+            return
+        self.app.copy_to_clipboard(url)
+        self.notify("JupyterLab's address is on the clipboard (where the terminal allows).",
+                    timeout=4)
 
     def action_solution(self) -> None:
         """Show the solution's answer cells, once the checks have passed."""
         self.keeper.sync()
-        record = self.keeper.progress.exercises.get(self.exercise.name)
+        record = self.lab.exercise_record(self.exercise)
         notes = self.query_one("#exercise-notes", Markdown)
         if record is None or not record.passed:
             notes.border_title = "solution"
@@ -220,35 +347,10 @@ class ExerciseScreen(LabScreen):
         self.post_message(self.SolutionRead(_solution_markdown(self.exercise)))
 
 
-def _report_text(report: CheckReport) -> Text:
-    """A finished run: the outcome and points, then each check with what it says."""
-    text = Text()
-    points = f" — {report.earned:g} of {report.possible:g} points" if report.results else ""
-    if report.status == "passed":
-        text.append(f"✓ passed{points}", style="bold green")
-    elif report.status == "failed":
-        text.append(f"✗ failing{points}", style="bold red")
-    elif report.status == "skipped":
-        text.append("– not checked here", style="bold yellow")
-    else:
-        text.append("✗ the checks could not run", style="bold red")
-    if report.message:
-        text.append(f"\n{report.message}")
-    for result in report.results:
-        mark, style = _MARKS[result.outcome]
-        text.append(f"\n{mark} ", style=style)
-        text.append(result.title or result.check)
-        text.append(f"  [{result.earned:g}/{result.points:g}]", style="dim")
-        if result.message and result.outcome != "passed":
-            for line in result.message.splitlines():
-                text.append(f"\n    {line}", style="" if result.outcome == "failed" else "dim")
-    return text
-
-
 def _solution_markdown(exercise: ExerciseEntry) -> str:
     """The solution's answer cells as Markdown code blocks (blocking: read in a thread)."""
     from gpulab.grading.build import solution_path
-    from gpulab.grading.notebook import NotebookError, answer_cells, read_notebook
+    from gpulab.grading.notebook import BEGIN, END, NotebookError, answer_cells, read_notebook
 
     path = solution_path(exercise)
     try:
@@ -257,9 +359,11 @@ def _solution_markdown(exercise: ExerciseEntry) -> str:
         return f"The solution cannot be shown: {exc}"
     parts = [f"The solution's answers, from `{path.name}`: compare them with yours."]
     for part, cell in answers.items():
-        longest = max((len(run) for run in re.findall(r"`+", cell.source)), default=0)
+        source = "\n".join(line for line in cell.source.splitlines()
+                           if line.strip() not in (BEGIN, END)).rstrip()
+        longest = max((len(run) for run in re.findall(r"`+", source)), default=0)
         fence = "`" * max(3, longest + 1)
-        parts.append(f"**{part}**\n\n{fence}python\n{cell.source.rstrip()}\n{fence}")
+        parts.append(f"**{part}**\n\n{fence}python\n{source}\n{fence}")
     if len(parts) == 1:
         parts.append("*The solution has no answer cells.*")
     return "\n\n".join(parts)

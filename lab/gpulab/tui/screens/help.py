@@ -1,4 +1,10 @@
-"""`?` / F1 help: every key of every screen, generated from their bindings."""
+"""`?` / F1 help: every key of every screen, generated from their bindings.
+
+Only gpulab's own bindings are listed, each with its longer words (the
+binding's tooltip) where the footer shows a short one; the keys every list and
+tree understands (arrows, page keys) are one line of words, not Textual's
+internal action names.
+"""
 
 from __future__ import annotations
 
@@ -11,19 +17,24 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.dom import DOMNode
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import Static
 
 __all__ = ["HelpScreen", "bindings_of", "help_groups"]
 
-_UNDESCRIBED = {"help_quit": "Say how to quit"}
-"""Descriptions for Textual's own bindings that have none."""
+MOVING = Binding("up,down,pageup,pagedown,home,end", "move",
+                 "Move in a list, a tree or a page (home, end: to the top, the bottom)",
+                 key_display="↑↓ pgup pgdn")
+"""The keys every list, tree and page understands, said once."""
 
 
 def bindings_of(cls: type[DOMNode] | type[App[object]]) -> list[Binding]:
-    """Every binding a class declares or inherits, its own first, one per key."""
+    """Every binding gpulab's own classes in `cls`'s ancestry declare, the nearest first,
+    one per key (Textual's built-in bindings are left out: their words are internal)."""
     by_key: dict[str, Binding] = {}
     for klass in cls.__mro__:
+        if not klass.__module__.startswith("gpulab."):
+            continue
         declared: Iterable[BindingType] = klass.__dict__.get("BINDINGS", ())
         for binding in Binding.make_bindings(declared):
             by_key.setdefault(binding.key, binding)
@@ -32,14 +43,13 @@ def bindings_of(cls: type[DOMNode] | type[App[object]]) -> list[Binding]:
 
 def help_groups(app: App[object], groups: list[tuple[str, list[type[DOMNode]]]]
                 ) -> list[tuple[str, list[Binding]]]:
-    """The keys that work everywhere (the app's, every screen's, the palette's),
+    """The keys that work everywhere (the app's, the palette's, moving about),
     then each group's own keys."""
-    keys = {b.key: b for b in bindings_of(type(app))}
-    keys.update({b.key: b for b in bindings_of(Screen)})  # a screen's key wins over the app's
-    everywhere = list(keys.values())
+    everywhere = bindings_of(type(app))
     if app.ENABLE_COMMAND_PALETTE:
         everywhere.append(Binding(app.COMMAND_PALETTE_BINDING, "command_palette",
-                                  "Command palette"))
+                                  "Command palette: lessons, days, exercises, the theme"))
+    everywhere.append(MOVING)
     common = {b.key for b in everywhere}
     result = [("Everywhere", everywhere)]
     for title, classes in groups:
@@ -82,10 +92,10 @@ class HelpScreen(ModalScreen[None]):
         table.add_column(ratio=1)
         rows: dict[tuple[str, str], list[str]] = {}
         for binding in bindings:
-            description = binding.description or _UNDESCRIBED.get(
-                binding.action, binding.action.replace("_", " "))
+            description = binding.tooltip or binding.description or \
+                binding.action.replace("_", " ")
             keys = rows.setdefault((binding.action, description), [])
-            display = self.app.get_key_display(binding)
+            display = binding.key_display or self.app.get_key_display(binding)
             if display not in keys:
                 keys.append(display)
         for (_, description), keys in rows.items():

@@ -2,6 +2,9 @@
 
 `m` on a node that carries a claim asks for a prediction, then measures the
 claim with its probe (the app runs the probe; the claim card shows the outcome).
+Enter on a node that names an exercise opens it above the lesson (escape comes
+back to the node); `a` unfolds a "Check yourself" answer; `<` and `>` narrow and
+widen the tree (remembered).
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ from gpulab.tui.screens.prediction import PredictionScreen
 from gpulab.tui.state import Keeper
 from gpulab.tui.widgets import ErrorPanel, MindmapTree, NodePane
 
-__all__ = ["LessonScreen"]
+__all__ = ["WIDTH_STEP", "LessonScreen"]
+
+WIDTH_STEP = 5
+"""Percent of the screen that `<` and `>` take from or give to the tree."""
 
 
 class LessonScreen(LabScreen):
@@ -28,12 +34,20 @@ class LessonScreen(LabScreen):
 
     HELP_GROUP = "Lesson"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Map"),
-        Binding("slash", "search", "Search"),
+        Binding("escape", "back", "Map", tooltip="Back to the course map, on this lesson"),
+        Binding("slash", "search", "Search", tooltip="Search this lesson first, then the "
+                "others"),
         Binding("n", "step(1)", "Next lesson"),
         Binding("p", "step(-1)", "Previous lesson", show=False),
-        Binding("m", "measure", "Measure"),
-        Binding("g", "gpu", "GPU"),
+        Binding("m", "measure", "Measure", tooltip="Measure the node's claim here, after "
+                "your prediction"),
+        Binding("a", "answer", "Answer", tooltip="Unfold the answer to a Check-yourself "
+                "question"),
+        Binding("g", "gpu", "GPU", tooltip="The GPU screen"),
+        Binding("less_than_sign", "tree_width(-1)", "Narrow the tree", show=False,
+                key_display="<"),
+        Binding("greater_than_sign", "tree_width(1)", "Widen the tree", show=False,
+                key_display=">"),
         Binding("minus", "fold_all", "Fold all", show=False),
         Binding("plus,equals_sign", "unfold_all", "Unfold all", key_display="+", show=False),
         Binding("r", "reload", "Retry a broken lesson", show=False),
@@ -67,9 +81,11 @@ class LessonScreen(LabScreen):
         yield Header()
         if self.lesson is not None:
             state = self.keeper.progress.lesson(self.lesson_id)
+            names = [exercise.name for exercise in self.course.exercises()]
             with Horizontal(id="lesson-body"):
-                yield MindmapTree(self.lesson, state.expanded, id="mindmap")
-                yield NodePane(self.lesson, self.course.claims, id="node-pane")
+                yield MindmapTree(self.lesson, state.expanded, exercises=names, id="mindmap")
+                yield NodePane(self.lesson, self.course.claims, exercises=names,
+                               id="node-pane")
         else:
             assert self.error is not None
             yield ErrorPanel(
@@ -91,6 +107,7 @@ class LessonScreen(LabScreen):
         if self.lesson is None:
             return
         tree = self.query_one(MindmapTree)
+        tree.styles.width = f"{self.keeper.tree_width}%"
         state = self.keeper.progress.lesson(self.lesson_id)
         key = self.start_key or state.selected
         if key is None or not tree.reveal(key):
@@ -107,7 +124,9 @@ class LessonScreen(LabScreen):
         node = event.node.data
         if node is None:
             return
-        self.query_one(NodePane).node = node
+        pane = self.query_one(NodePane)
+        pane.set_reactive(NodePane.unfolded, event.node.is_expanded)
+        pane.node = node
         self.refresh_bindings()
         state = self.keeper.progress.lesson(self.lesson_id)
         state.selected = node.key
@@ -116,9 +135,19 @@ class LessonScreen(LabScreen):
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded[Node]) -> None:
         self._remember_folds()
+        self._tell_pane(event.node.data, unfolded=True)
 
     def on_tree_node_collapsed(self, event: Tree.NodeCollapsed[Node]) -> None:
         self._remember_folds()
+        self._tell_pane(event.node.data, unfolded=False)
+
+    def on_mindmap_tree_exercise_chosen(self, event: MindmapTree.ExerciseChosen) -> None:
+        self.lab.open_exercise(event.name, above=True)
+
+    def _tell_pane(self, node: Node | None, *, unfolded: bool) -> None:
+        panes = self.query(NodePane)
+        if panes and node is not None and panes.first().node is node:
+            panes.first().unfolded = unfolded
 
     def _remember_folds(self) -> None:
         trees = self.query(MindmapTree)
@@ -139,8 +168,12 @@ class LessonScreen(LabScreen):
         return [self.course.claims[c] for c in node.claims if c in self.course.claims]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "measure":
-            return bool(self.selected_claims())  # shown in the footer only on a claim
+        panes = self.query(NodePane)
+        folded = bool(panes) and panes.first().answer_folded
+        if action == "measure":  # on a claim, unless measuring would give an answer away
+            return bool(self.selected_claims()) and not folded
+        if action == "answer":
+            return folded
         return True
 
     def reveal(self, key: str) -> None:
@@ -181,6 +214,19 @@ class LessonScreen(LabScreen):
             self._ask_next()
 
         self.app.push_screen(PredictionScreen(claim), measure)
+
+    def action_answer(self) -> None:
+        """Unfold the answer of the Check-yourself question under the cursor."""
+        if self.lesson is not None:
+            self.query_one(NodePane).show_answer()
+            self.refresh_bindings()
+
+    def action_tree_width(self, step: int) -> None:
+        """Give the tree more or less of the screen; the width is remembered."""
+        if self.lesson is None:
+            return
+        self.keeper.tree_width = self.keeper.tree_width + step * WIDTH_STEP
+        self.query_one(MindmapTree).styles.width = f"{self.keeper.tree_width}%"
 
     def action_gpu(self) -> None:
         self.lab.open_gpu()

@@ -4,21 +4,31 @@ Predicting first is the point: the learner commits to a number, then sees how
 far the machine is from it. Enter measures with the prediction, escape
 measures without one. A typo shows an error under the field and keeps what was
 typed.
+
+Where the claim's probe cannot run on this machine (no GPU, no driver, no
+CuPy: found out in a thread as the dialog opens, unless the app knows
+already), the question is what gpulab's own H200 measured: the card then
+compares the prediction with that recording, labelled as such.
 """
 
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from gpulab.course import Claim
+from gpulab.tui.measure import ClaimBoard, find_out, probe_needs
+
+if TYPE_CHECKING:
+    from gpulab.probes.model import ProbeResult
 
 __all__ = ["PredictionScreen", "parse_prediction"]
 
@@ -54,20 +64,25 @@ class PredictionScreen(ModalScreen[float | None]):
         Binding("enter", "predict", "Measure with this prediction", show=False),
     ]
 
+    class FoundOut(Message):
+        """Whether the claim's probe can run here is known (`cannot`: why not, or None)."""
+
+        def __init__(self, cannot: ProbeResult | None, recorded: str) -> None:
+            super().__init__()
+            self.cannot = cannot
+            self.recorded = recorded   # the recording's machine ("" when none ships)
+
     def __init__(self, claim: Claim) -> None:
         super().__init__()
         self.claim = claim
+        self.here: bool | None = None
+        """Whether the probe can run on this machine: None until known."""
 
     def compose(self) -> ComposeResult:
-        claim = self.claim
-        question = Text(claim.statement, style="bold")
-        question.append("\n\nWhat will the ")
-        question.append(claim.probe, style="bold")
-        question.append(f" probe measure on this machine, in {claim.unit}?")
-        question.append(f"\nThe spec says {claim.expected} for {claim.device}.", style="dim")
         with Vertical(id="prediction-box"):
-            yield Static(question, id="prediction-question")
-            yield Input(placeholder=f"your prediction, in {claim.unit}", id="prediction-input")
+            yield Static(self._question(), id="prediction-question")
+            yield Input(placeholder=f"your prediction, in {self.claim.unit}",
+                        id="prediction-input")
             yield Static(id="prediction-error")
 
     def on_mount(self) -> None:
@@ -75,6 +90,22 @@ class PredictionScreen(ModalScreen[float | None]):
         box.border_title = f"Predict · {self.claim.id}"
         box.border_subtitle = "enter measure · esc measure without predicting"
         self.query_one(Input).focus()
+        if probe_needs(self.claim.probe) in ("", "host"):
+            self.here = True
+            self.query_one("#prediction-question", Static).update(self._question())
+            return
+        self.run_worker(self._find_out, thread=True, group="find-out", exit_on_error=False,
+                        description=f"can {self.claim.probe} run here?")
+
+    def on_prediction_screen_found_out(self, event: FoundOut) -> None:
+        board = getattr(self.app, "board", None)
+        if event.cannot is not None and isinstance(board, ClaimBoard):
+            board.note(event.cannot)
+        self.here = event.cannot is None
+        question = self._question(event.cannot.message if event.cannot else "",
+                                  event.recorded)
+        for field in self.query("#prediction-question").results(Static):  # gone once dismissed
+            field.update(question)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.query_one("#prediction-error", Static).update("")
@@ -97,3 +128,41 @@ class PredictionScreen(ModalScreen[float | None]):
 
     def action_skip(self) -> None:
         self.dismiss(None)
+
+    def _find_out(self) -> None:
+        """In a thread: can the claim's probe run here, and what recording ships for it."""
+        from gpulab.probes.recorded import recorded_results
+
+        backend: Any = getattr(self.app, "nvml_backend", None)
+        cannot = find_out(self.claim.probe, backend)
+        found = recorded_results().get(self.claim.probe)
+        machine = ""
+        if found is not None and found.recorded is not None:
+            machine = found.device or found.recorded.machine
+        self.post_message(self.FoundOut(cannot, machine))
+
+    def _question(self, why: str = "", recorded: str = "") -> Text:
+        """The question: about this machine, or, where it cannot run the probe, about the
+        recording; neutral while that is not known yet."""
+        claim = self.claim
+        device = "any GPU" if claim.device.strip().lower() == "any" else claim.device
+        question = Text(claim.statement, style="bold")
+        question.append("\n\n")
+        if self.here is False:
+            question.append(f"This machine cannot run the {claim.probe} probe: {why}.\n",
+                            style="yellow")
+        if self.here is False and recorded:
+            question.append(f"What do you predict it measured on gpulab's {recorded}, in "
+                            f"{claim.unit}?")
+            question.append("\nYou will see it beside that recording, with how far off it was "
+                            "(not graded).", style="dim")
+        elif self.here is False:
+            question.append(f"What do you predict it measures on {device}, in "
+                            f"{claim.unit}? (This copy has no recording to compare it with.)")
+        else:
+            where = " on this machine" if self.here else ""
+            question.append("What will the ")
+            question.append(claim.probe, style="bold")
+            question.append(f" probe measure{where}, in {claim.unit}?")
+        question.append(f"\nThe spec says {claim.expected} for {device}.", style="dim")
+        return question

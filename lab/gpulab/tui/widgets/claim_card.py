@@ -28,8 +28,10 @@ class ClaimCard(Static):
 
     "measured" only ever shows a value measured on this machine (this session,
     or the learner's last saved measurement, with its device and date). A
-    reading recorded on gpulab's own H200 appears on its own, labelled line,
-    and only when the probe cannot run here.
+    reading recorded on gpulab's own H200 appears on its own line, labelled
+    "recorded on <machine>, <date>, not this machine", and only when the probe
+    cannot run here; a prediction made then is shown against that recording,
+    with how far off it was, and never graded.
     """
 
     state: reactive[ClaimState] = reactive(ClaimState, always_update=True, layout=True)
@@ -75,7 +77,7 @@ class ClaimCard(Static):
         if state.measuring:
             rows.append(("measured", Text(f"measuring… ({self.claim.probe} is running)",
                                           style="bold yellow italic")))
-        elif outcome is not None:
+        elif outcome is not None and not outcome.cannot_run:
             rows += self._outcome_rows(outcome, state.predicted)
         elif state.missing:
             rows.append(("measured", Text(f"cannot be measured here: {state.missing}",
@@ -86,6 +88,13 @@ class ClaimCard(Static):
             rows.append(("measured", Text(NOT_MEASURED, style="dim italic")))
         if state.missing:
             rows.append(("recorded", self._recorded(state.recorded)))
+            if outcome is not None and outcome.cannot_run and state.predicted is not None:
+                rows.append(("predicted", self._against_recording(state.predicted,
+                                                                  state.recorded)))
+            elif outcome is None and state.guess is not None:
+                guess = self._against_recording(state.guess.predicted, state.recorded)
+                guess.append(f"  (your last prediction, {state.guess.at[:10]})", style="dim")
+                rows.append(("predicted", guess))
         return rows
 
     def _outcome_rows(self, outcome: Outcome, predicted: float | None
@@ -124,19 +133,45 @@ class ClaimCard(Static):
             text.append(f"  {distance_text(predicted, measured, self.claim.unit)}")
         return text
 
+    def _against_recording(self, predicted: float, recorded: Outcome | None) -> Text:
+        """A prediction of the recorded reading: how far off it was; never a verdict."""
+        text = Text(f"{predicted:g} {self.claim.unit}", style="bold cyan")
+        if recorded is None or recorded.measured is None or recorded.result.recorded is None:
+            text.append("  (nothing measured or recorded to compare it with)", style="dim")
+            return text
+        machine = recorded.result.device or recorded.result.recorded.machine
+        text.append(f"  {distance_text(predicted, recorded.measured, self.claim.unit, 'recorded')}"
+                    f" on {machine}")
+        text.append(" · not graded", style="dim")
+        return text
+
     def _recorded(self, recorded: Outcome | None) -> Text:
         if recorded is None:
             return Text("no recorded reading for this probe in this copy", style="dim italic")
-        label = recorded.result.recorded.label if recorded.result.recorded else "recorded"
-        text = Text(f"{label}: ", style="italic")
-        if recorded.verdict is None or recorded.reading is None:
+        where = recorded.result.recorded.label if recorded.result.recorded else "recorded"
+        text = Text(f"{where}, not this machine: ", style="italic")
+        if recorded.reading is None or recorded.reading.status != "ok" \
+                or recorded.verdict is None:
             text.append(recorded.problem, style="dim")
             return text
-        text.append(recorded.reading.shown, style="bold")
+        text.append(_in_claim_unit(recorded, self.claim.unit), style="bold")
         text.append(" — ")
-        text.append_text(_verdict(recorded.verdict))
+        text.append_text(_verdict(recorded.verdict, self.claim.unit))
         return text
 
 
-def _verdict(verdict: Verdict) -> Text:
-    return Text(verdict.text, style=VERDICT_STYLES.get(verdict.kind, ""))
+def _in_claim_unit(outcome: Outcome, unit: str) -> str:
+    """The reading in the claim's unit, and as the probe gave it when that differs."""
+    reading = outcome.reading
+    assert reading is not None
+    if outcome.measured is None or reading.unit.strip() == unit.strip():
+        return reading.shown
+    return f"{outcome.measured:.4g} {unit} ({reading.shown})"
+
+
+def _verdict(verdict: Verdict, unit: str = "") -> Text:
+    """The verdict in words; with `unit`, without the value it starts with (shown already)."""
+    text = verdict.text
+    if unit and verdict.measured is not None:
+        text = text.removeprefix(f"{verdict.measured:.4g} {unit}: ")
+    return Text(text, style=VERDICT_STYLES.get(verdict.kind, ""))

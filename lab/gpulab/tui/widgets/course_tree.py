@@ -125,6 +125,12 @@ class CourseTree(Tree[MapItem]):
         if node is not None:
             self._move_to(node)
 
+    def select_exercise(self, name: str) -> None:
+        """Put the cursor on an exercise (expanding its day and lesson)."""
+        found = self._exercises.get(name)
+        if found is not None:
+            self._move_to(found[1])
+
     def select_day(self, day: int) -> None:
         """Put the cursor on a day, expanded."""
         node = self._days.get(day)

@@ -11,9 +11,9 @@ __all__ = ["HintList"]
 
 
 class HintList(Static):
-    """The hints revealed so far, and how many remain."""
+    """The hints revealed so far, and how many remain; it grows as hints are revealed."""
 
-    revealed: reactive[int] = reactive(0)
+    revealed: reactive[int] = reactive(0, layout=True)
 
     def __init__(self, hints: tuple[str, ...], revealed: int = 0, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.widgets import Static
 
-from gpulab.course import ExerciseEntry, Lesson, LessonEntry, Problem
 from gpulab.tui.text import problem_text, progress_bar
+
+if TYPE_CHECKING:
+    from gpulab.course import ExerciseEntry, Lesson, LessonEntry, Problem
 
 __all__ = ["ItemSummary"]
 

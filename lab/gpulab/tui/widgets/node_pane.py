@@ -1,8 +1,16 @@
-"""The lesson screen's right pane: the selected node's claims and notes."""
+"""The lesson screen's right pane: the selected node's claims and notes.
+
+A "Check yourself" question keeps its answer (the notes from the one that
+starts with "Answer") folded until the learner asks for it, and the claim
+cards of such a node come after the answer, never before it: a measured value
+would give the answer away.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -10,24 +18,45 @@ from textual.containers import Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Markdown, Static
 
-from gpulab.course import Claim, Lesson, Node
 from gpulab.tui.text import inline_markdown
 from gpulab.tui.widgets.claim_card import ClaimCard
+from gpulab.tui.widgets.mindmap import exercise_of
 
-__all__ = ["NodePane"]
+if TYPE_CHECKING:
+    from gpulab.course import Claim, Lesson, Node, Note
+
+__all__ = ["ANSWER_FOLDED", "NodePane", "split_answer"]
+
+ANSWER_FOLDED = "Answer folded: think it through, then press a to read it."
+_ANSWER = re.compile(r"\s*(\*\*|__)?answer\b", re.IGNORECASE)
+
+
+def split_answer(notes: list[Note]) -> tuple[list[Note], list[Note]]:
+    """A node's notes as (the question's, the answer's): the answer starts at the first
+    note that begins with "Answer"; without one, every note is the question's."""
+    for index, note in enumerate(notes):
+        if note.kind == "paragraph" and _ANSWER.match(note.markdown):
+            return notes[:index], notes[index:]
+    return notes, []
 
 
 class NodePane(VerticalScroll):
     """Breadcrumbs, the node's title, a card per claim, then its notes as Markdown."""
 
     node: reactive[Node | None] = reactive(None, init=False)
+    unfolded: reactive[bool] = reactive(False, init=False)
+    """Whether the node is unfolded in the tree (says where to read on)."""
 
     def __init__(
-        self, lesson: Lesson, claims: Mapping[str, Claim], *, id: str | None = None
+        self, lesson: Lesson, claims: Mapping[str, Claim], *,
+        exercises: Collection[str] = (), id: str | None = None
     ) -> None:
         super().__init__(id=id)
         self.lesson = lesson
         self.claims = claims
+        self.exercises = frozenset(exercises)
+        self.answers_shown: set[str] = set()
+        """Keys of the nodes whose answer the learner asked for (this session)."""
 
     def watch_node(self, node: Node | None) -> None:
         self.scroll_home(animate=False)
@@ -38,19 +67,64 @@ class NodePane(VerticalScroll):
             title.append_text(inline_markdown(node.label))
         title.stylize("bold")
         self.query_one("#node-title", Static).update(title)
-        cards = self.query_one("#claim-cards")
-        cards.remove_children()
-        if node is not None:
-            known = [self.claims[c] for c in node.claims if c in self.claims]
-            cards.mount_all(ClaimCard(claim) for claim in known)
-            cards.display = bool(known)
-        self.query_one("#notes", Markdown).update(self._notes(node))
+        self._show_notes()
+
+    def watch_unfolded(self) -> None:
+        self._show_notes()
 
     def compose(self) -> ComposeResult:
         yield Static(id="node-path")
         yield Static(id="node-title")
+        yield Static(id="node-exercise")
         yield Vertical(id="claim-cards")
         yield Markdown(id="notes", open_links=True)
+        yield Static(ANSWER_FOLDED, id="answer-folded")
+        yield Markdown(id="answer", open_links=True)
+        yield Vertical(id="answer-claims")
+
+    @property
+    def has_answer(self) -> bool:
+        """Whether the node shown is a question with an answer."""
+        return self.node is not None and bool(split_answer(self.node.notes)[1])
+
+    @property
+    def answer_folded(self) -> bool:
+        """Whether the node shown has an answer the learner has not asked for yet."""
+        return self.has_answer and self.node is not None \
+            and self.node.key not in self.answers_shown
+
+    def show_answer(self) -> None:
+        """Unfold the answer of the node shown (and its claim cards, after it)."""
+        if self.node is not None and self.has_answer:
+            self.answers_shown.add(self.node.key)
+            self._show_notes()
+
+    def _show_notes(self) -> None:
+        node = self.node
+        question, answer = split_answer(node.notes) if node is not None else ([], [])
+        folded = bool(answer) and node is not None and node.key not in self.answers_shown
+        name = exercise_of(node, self.exercises) if node is not None else None
+        hint = self.query_one("#node-exercise", Static)
+        hint.display = name is not None
+        if name is not None:
+            hint.update(Text(f"✎ The exercise {name}: press enter to open it "
+                             "(escape brings you back here).", style="bold yellow"))
+        known = [self.claims[c] for c in node.claims if c in self.claims] if node else []
+        self._mount_cards("#claim-cards", [] if answer else known)
+        self._mount_cards("#answer-claims", known if answer and not folded else [])
+        self.query_one("#notes", Markdown).update(self._notes(node, question))
+        self.query_one("#answer-folded").display = folded
+        shown = self.query_one("#answer", Markdown)
+        shown.display = bool(answer) and not folded
+        shown.update("\n\n".join(note.markdown for note in answer) if shown.display else "")
+
+    def _mount_cards(self, where: str, claims: list[Claim]) -> None:
+        cards = self.query_one(where, Vertical)
+        if [card.claim.id for card in cards.query(ClaimCard)] == [c.id for c in claims]:
+            return
+        cards.remove_children()
+        cards.mount_all(ClaimCard(claim) for claim in claims)
+        cards.display = bool(claims)
 
     def _breadcrumbs(self, node: Node | None) -> Text:
         trail: list[str] = []
@@ -59,15 +133,17 @@ class NodePane(VerticalScroll):
             trail.append(node.title)
         return Text(" › ".join(reversed(trail)), style="dim")
 
-    def _notes(self, node: Node | None) -> str:
+    def _notes(self, node: Node | None, notes: list[Note]) -> str:
         if node is None:
             return ""
-        parts = [note.markdown for note in node.notes]
+        parts = [note.markdown for note in notes]
         if node is self.lesson.root:
             objectives = "\n".join(f"- {o}" for o in self.lesson.front.objectives)
             parts.append(f"**After this lesson you can:**\n\n{objectives}")
-        if not parts:
+        if not parts and len(notes) == len(node.notes):
+            if node.children and self.unfolded:
+                return "*No notes here: the nodes below it hold the details.*"
             if node.children:
-                return "*No notes here: unfold the node to read on.*"
+                return "*No notes here: unfold the node (→ or space) to read on.*"
             return "*No notes for this node.*"
         return "\n\n".join(parts)

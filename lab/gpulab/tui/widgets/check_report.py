@@ -1,0 +1,59 @@
+"""The result of an exercise's checks: each check with its points and what it says."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from gpulab.grading.runner import CheckReport
+
+__all__ = ["CheckReportPanel", "report_text"]
+
+_MARKS = {"passed": ("✓", "green"), "failed": ("✗", "red"), "skipped": ("–", "dim")}
+
+
+def report_text(report: CheckReport) -> Text:
+    """A finished run: the outcome and points, then each check with what it says."""
+    text = Text()
+    points = f" — {report.earned:g} of {report.possible:g} points" if report.results else ""
+    if report.status == "passed":
+        text.append(f"✓ passed{points}", style="bold green")
+    elif report.status == "failed":
+        text.append(f"✗ failing{points}", style="bold red")
+    elif report.status == "skipped":
+        text.append("– not checked here", style="bold yellow")
+    else:
+        text.append("✗ the checks could not run", style="bold red")
+    if report.message:
+        text.append(f"\n{report.message}")
+    for result in report.results:
+        mark, style = _MARKS[result.outcome]
+        text.append(f"\n{mark} ", style=style)
+        text.append(result.title or result.check)
+        text.append(f"  [{result.earned:g}/{result.points:g}]", style="dim")
+        if result.message and result.outcome != "passed":
+            for line in result.message.splitlines():
+                text.append(f"\n    {line}", style="" if result.outcome == "failed" else "dim")
+    return text
+
+
+class CheckReportPanel(Static):
+    """Hidden until the first run; then "running…", then the report, and why it ran."""
+
+    def show_running(self, notebook: str, why: str = "") -> None:
+        """Say that the checks run on `notebook` (and why: "you saved the notebook")."""
+        text = Text(f"Running the checks on {notebook}…", style="italic")
+        if why:
+            text.append(f"  ({why})", style="dim")
+        self.update(text)
+        self.display = True
+
+    def show_report(self, report: CheckReport, *, passed_hint: str = "") -> None:
+        text = report_text(report)
+        if report.status == "passed" and passed_hint:
+            text.append(f"\n\n{passed_hint}", style="italic")
+        self.update(text)
+        self.display = True
