@@ -340,6 +340,24 @@ async def test_a_cuda_claim_without_a_driver_says_so_before_and_after_m(
                                         "NVIDIA H200 · not graded")
 
 
+async def test_a_fresh_card_says_why_it_cannot_be_measured_before_m(
+    store_path: Path, cuda_course: Path, no_gpu_here: str, recorded_h200: dict[str, ProbeResult]
+) -> None:
+    """The first card of a CUDA claim in a session asks the machine itself (in a thread):
+    no "press m" for a probe that cannot run, and the H200's reading shown at once."""
+    app = _app(store_path, course=cuda_course)
+    async with app.run_test(size=SIZE_TALL) as pilot:
+        await _open_at(app, pilot, SMS)
+        await wait_for(pilot, lambda: app.screen.query_one(ClaimCard).state.missing != "",
+                       timeout=30)
+        await pilot.pause()
+        text = _card_text(app)
+    reason = " ".join(no_gpu_here.split())
+    assert _row(text, "measured") == f"measured cannot be measured here: {reason}"
+    assert "press m" not in _row(text, "measured")
+    assert _row(text, "recorded").endswith(", not this machine: 132 SMs — agrees with 132 SMs")
+
+
 @without_cupy
 async def test_a_cuda_claim_with_a_driver_but_no_cupy_says_how_to_install_it(
     store_path: Path, cuda_course: Path, h200_replay: Replay,
@@ -458,7 +476,6 @@ async def test_no_gpu_known_from_the_gpu_screen(
     app = _app(store_path)
     async with app.run_test(size=SIZE_TALL) as pilot:
         await _open_at(app, pilot, H200)
-        assert NOT_MEASURED in _card_text(app)
         await pilot.press("g")
         await on_screen(pilot, app, GpuScreen)
         gpu = app.screen

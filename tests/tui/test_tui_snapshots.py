@@ -16,7 +16,7 @@ from tui_helpers import SIZE, on_screen, wait_for
 from gpulab.course import ProgressStore, load_course
 from gpulab.tui import GpulabApp, make_app
 from gpulab.tui.screens import ExerciseScreen, LessonScreen
-from gpulab.tui.widgets import TaskPanel
+from gpulab.tui.widgets import ClaimCard, TaskPanel
 
 Compare = Callable[..., bool]
 
@@ -35,12 +35,16 @@ def test_map_snapshot(snap_compare: Compare, new_app: Callable[..., GpulabApp]) 
     assert snap_compare(new_app(has_gpu=False), terminal_size=SIZE, run_before=run_before)
 
 
-def test_lesson_snapshot(snap_compare: Compare, new_app: Callable[..., GpulabApp]) -> None:
+def test_lesson_snapshot(snap_compare: Compare, new_app: Callable[..., GpulabApp],
+                         no_gpu_here: str) -> None:
     async def run_before(pilot: Pilot[None]) -> None:
         app = pilot.app
         assert isinstance(app, GpulabApp)
         app.open_lesson("memory", "memory-hierarchy/levels/hbm-is-far-away")
         await on_screen(pilot, app, LessonScreen)
+        # the card asks this machine whether the probe can run (none can: no GPU in CI)
+        await wait_for(pilot, lambda: app.screen.query_one(ClaimCard).state.missing != "",
+                       timeout=30)
         await _settle(pilot)
 
     assert snap_compare(new_app(has_gpu=False), terminal_size=SIZE, run_before=run_before)

@@ -102,6 +102,14 @@ class GpulabApp(LearnerApp):
             self.predicted = predicted
             self.at = at
 
+    class ProbeReadiness(Message):
+        """Whether a claim's probe can run here (`result` None) or why not (its result)."""
+
+        def __init__(self, probe: str, result: ProbeResult | None) -> None:
+            super().__init__()
+            self.probe = probe
+            self.result = result
+
     def __init__(
         self,
         course: Course | None,
@@ -118,6 +126,7 @@ class GpulabApp(LearnerApp):
         self.gpu = gpu
         """The GPU to probe; kept for the probes issue, not shown yet."""
         self._board: ClaimBoard | None = None
+        self._asked: set[str] = set()    # what each kind of probe needs, asked of this machine
 
     @property
     def board(self) -> ClaimBoard:
@@ -153,7 +162,40 @@ class GpulabApp(LearnerApp):
             self.exercises_changed()
 
     def on_claim_card_shown(self, event: ClaimCard.Shown) -> None:
-        event.card.state = self.board.state(event.card.claim, self.keeper.progress.predictions)
+        claim = event.card.claim
+        event.card.state = self.board.state(claim, self.keeper.progress.predictions)
+        self._ask_readiness(claim.probe)
+
+    def _ask_readiness(self, probe: str) -> None:
+        """Find out once, in a thread, whether this kind of probe can run here, so that a card
+        says why not (and shows the H200's reading) before the learner presses m."""
+        from gpulab.tui.measure import probe_needs
+
+        needs = probe_needs(probe)
+        if needs in ("", "host") or needs in self._asked:
+            return
+        self._asked.add(needs)
+
+        def ask() -> None:
+            from gpulab.tui.measure import find_out
+
+            try:
+                found = find_out(probe, self.nvml_backend)
+            except Exception:  # not knowing is an answer: the card waits for m
+                found = None
+            self.post_message(self.ProbeReadiness(probe, found))
+
+        self.run_worker(ask, thread=True, group="readiness", exit_on_error=False,
+                        description=f"can {probe} run here")
+
+    def on_gpulab_app_probe_readiness(self, event: ProbeReadiness) -> None:
+        if event.result is None:
+            return
+        self.board.note(event.result)
+        if self.course is not None:
+            for claim in self.course.claims.values():
+                if claim.probe == event.probe or self.board.missing(claim):
+                    self._refresh_cards(claim)
 
     def on_gpulab_app_claim_measured(self, event: ClaimMeasured) -> None:
         claim, predicted = event.claim, event.predicted
