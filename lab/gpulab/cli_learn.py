@@ -170,6 +170,10 @@ def _open(args: argparse.Namespace) -> int:
     workspace = _workspace(course)
     target = workspace.notebook(_exercise(course, args.exercise)) if args.exercise \
         else workspace.root
+    if not target.exists():
+        print(f"gpulab open: {target} is missing: `gpulab reset {args.exercise}` brings it "
+              "back", file=sys.stderr)
+        return BAD_INPUT
     opened = open_notebook(workspace, target, browser=not args.no_browser)
     print("\n".join(opened.lines()))
     return 0

@@ -250,6 +250,11 @@ def test_gpulab_reset_keeps_the_learners_notebook(course_root: Path) -> None:
     assert progress.exercises(str(mine.parents[1])) == {}    # the old pass is forgotten
     again = _gpulab(env, "reset", "squares")                    # pristine: no second backup
     assert again.returncode == 0 and len(list(mine.parent.glob("squares.backup-*"))) == 1
+    mine.unlink()                                               # deleted by mistake
+    missing = _gpulab(env, "open", "squares", "--no-browser")
+    assert missing.returncode == 2
+    assert f"{mine} is missing: `gpulab reset squares` brings it back" in missing.stderr
+    assert _gpulab(env, "reset", "squares").returncode == 0 and mine.is_file()
 
 
 def test_the_solution_runs_top_to_bottom_in_a_real_kernel(course_root: Path) -> None:
