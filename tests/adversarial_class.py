@@ -261,6 +261,69 @@ except OSError:
 if _net:
     raise RuntimeError("the sandbox let me reach the network")
 """
+# Ways out of the sandbox (the red team's V1, V5, V7): each raises with what it got, so a
+# way that worked costs the (otherwise correct) answer its points.
+ESCAPE = """
+import ctypes, os
+_libc = ctypes.CDLL(None, use_errno=True)
+_got = []
+for _line in open("/proc/self/mountinfo").read().splitlines()[::-1]:
+    _point = _line.split()[4].encode()
+    if _libc.umount2(_point, 2) == 0:                        # MNT_DETACH
+        _got.append("unmounted " + _point.decode())
+if _libc.mount(None, b"/", None, 32 | 4096, None) == 0:      # MS_REMOUNT | MS_BIND, writable
+    _got.append("remounted / writable")
+if os.getuid() == 0 or os.getgroups():
+    _got.append(f"uid {os.getuid()}, groups {os.getgroups()}")
+_got += [p for p in {paths!r} if os.path.exists(p)]
+if _got:
+    raise RuntimeError("the sandbox let me: " + "; ".join(_got))
+"""
+PLANT = """
+import os, site, sys
+_got = []
+for _folder in {*sys.path, *site.getsitepackages()}:
+    if not os.path.isabs(_folder) or _folder.startswith(("/tmp", "/dev/shm")):
+        continue                                 # the sandbox's own scratch: no one imports it
+    try:
+        with open(os.path.join(_folder, "zz-planted.pth"), "w") as _f:
+            _f.write("import os\\n")
+        _got.append(_folder)
+    except OSError:
+        pass
+if _got:
+    raise RuntimeError("planted code where the grader will import it: " + ", ".join(_got))
+"""
+SEARCH = """
+import os, stat
+_got = []
+for _folder, _dirs, _files in os.walk("/"):
+    _dirs[:] = [d for d in _dirs if os.path.join(_folder, d) not in ("/proc", "/sys", "/dev")]
+    for _name in _files + _dirs:
+        _path = os.path.join(_folder, _name)
+        try:
+            _mode = os.lstat(_path).st_mode
+        except OSError:
+            continue
+        if stat.S_ISSOCK(_mode) or _name in ("solutions", "test_roofline_hidden.py",
+                                             "gradebook.sqlite"):
+            _got.append(_path)
+if _got:
+    raise RuntimeError("found beyond the public course: " + ", ".join(_got[:5]))
+"""
+TMPFS = """
+_held = []
+for _folder in ("/tmp", "/dev/shm"):
+    try:
+        for _n in range(48):                   # 3 GiB in 64 MiB files, if nothing stops it
+            with open(f"{_folder}/hold-{_n}", "wb") as _f:
+                _f.write(b"\\0" * (64 << 20))
+            _held.append(f"{_folder}/hold-{_n}")
+    except OSError:
+        pass
+if len(_held) * 64 > 256:
+    raise RuntimeError(f"held {len(_held) * 64} MiB of tmpfs")
+"""
 
 CASES: tuple[Case, ...] = (
     Case("good", ("right",), FULL, _solution),
@@ -284,6 +347,10 @@ CASES: tuple[Case, ...] = (
     Case("gigabytes-of-output", ("right",), FULL, _prefixed(SOLUTION, OUTPUT)),
     Case("disk-filler", ("right",), FULL, _prefixed(SOLUTION, DISK)),
     Case("network", ("right",), FULL, _prefixed(SOLUTION, NETWORK)),
+    Case("escape-as-root", ("right",), FULL, _prefixed(SOLUTION, ESCAPE)),
+    Case("plant-code", ("right",), FULL, _prefixed(SOLUTION, PLANT)),
+    Case("search-the-machine", ("right",), FULL, _prefixed(SOLUTION, SEARCH)),
+    Case("tmpfs-memory", ("right",), FULL, _prefixed(SOLUTION, TMPFS)),
     Case("deleted-answer", ("invalid",), 0.0, _deleted_answer),
     Case("duplicated-answer", ("invalid",), 0.0, _duplicated_answer),
     Case("changed-metadata", ("invalid",), 0.0, _changed_role),
@@ -306,11 +373,14 @@ def build_class(folder: Path, out: Path, cases: tuple[Case, ...] = CASES) -> dic
     at its gradebook and at the victim's notebook, there and in `folder`, and at
     the course's solutions and hidden checks.
     """
+    copy = out.parent / "last-term-course" / "solutions"      # another copy of the course
+    copy.mkdir(parents=True, exist_ok=True)
+    (copy / "roofline.ipynb").write_bytes(SOLUTION.read_bytes())
     SECRETS[:] = [str(ROOT / "solutions" / "memory-hierarchy" / "test_roofline_hidden.py"),
                   str(SOLUTION), str(ROOT / "solutions"), str(out / "gradebook.sqlite"),
                   str(out / "submissions" / "victim" / "roofline.ipynb"),
-                  str(folder / "victim" / "roofline.ipynb")]
-    TARGETS[:] = SECRETS[3:]
+                  str(folder / "victim" / "roofline.ipynb"), str(copy / "roofline.ipynb")]
+    TARGETS[:] = SECRETS[3:6]
     for case in cases:
         case.build(folder / case.name / "roofline.ipynb")
     return {case.name: case for case in cases}

@@ -24,7 +24,7 @@ from typing import Any
 
 from gpulab.errors import GpulabError
 from gpulab.grading.notebook import Cell
-from gpulab.grading.sandbox import Sandboxed, pid_one, spawn, worker_pid
+from gpulab.grading.sandbox import Sandboxed, pid_one, spawn
 
 __all__ = ["MAX_REPLY_BYTES", "Learner", "LearnerError", "read_reply", "released_cells"]
 
@@ -52,7 +52,6 @@ class Learner:
         self.timeout = timeout
         self._process: subprocess.Popen[bytes] | None = None
         self._job: Sandboxed | None = None
-        self._worker_pid: int | None = None
         self._reader: int | None = None
         self._buffer = b""
         self._folder: tempfile.TemporaryDirectory[str] | None = None
@@ -76,11 +75,7 @@ class Learner:
         self._start()
         if self._job is None or self._process is None:
             return None
-        if not self._job.wrapped:
-            return self._process.pid
-        if self._worker_pid is None:        # inside bubblewrap: found once, by walking /proc
-            self._worker_pid = worker_pid(self._job.pid, "gpulab.grading.worker")
-        return self._worker_pid
+        return self._job.worker         # as the sandbox reported it: never found by a name
 
     @property
     def pid_one(self) -> int | None:
@@ -105,7 +100,6 @@ class Learner:
             self._job.close()           # the worker's process group and job cgroup
             self._job = None
         self._process = None
-        self._worker_pid = None
         if self._reader is not None:
             os.close(self._reader)
             self._reader = None
@@ -117,7 +111,7 @@ class Learner:
     def _start(self) -> None:
         if self._process is not None or self._loaded is not None:
             return          # running, or its cells failed to load: do not run them again
-        self._folder = tempfile.TemporaryDirectory(prefix="gpulab-learner-")
+        self._folder = tempfile.TemporaryDirectory(prefix=f"gpulab-learner-{os.getpid()}-")
         reader, writer = os.pipe()
         env = {key: value for key, value in os.environ.items()
                if key in ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES",

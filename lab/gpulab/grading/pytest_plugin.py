@@ -50,7 +50,23 @@ def visible_checks(hidden_file: str) -> ModuleType:
     return module
 
 
+def die_with_parent() -> None:
+    """End this checks process when the process that started it ends (a grader killed with
+    SIGKILL): its learner workers then end with it, bubblewrap's --die-with-parent."""
+    parent = os.environ.get("GPULAB_PARENT")
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)         # PR_SET_PDEATHSIG
+    if os.getppid() != int(parent):                      # it ended before that took hold
+        os._exit(1)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    die_with_parent()
     config.addinivalue_line("markers", "points(n): what the check is worth (default 1)")
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU")
 

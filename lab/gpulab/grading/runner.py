@@ -20,7 +20,8 @@ from typing import Literal
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.notebook import NotebookError, read_notebook
 
-__all__ = ["CheckReport", "CheckResult", "check_files", "run_checks"]
+__all__ = ["CheckReport", "CheckResult", "check_files", "folder_prefix",
+           "remove_stale_folders", "run_checks"]
 
 Outcome = Literal["passed", "failed", "skipped"]
 
@@ -60,6 +61,32 @@ class CheckReport:
     @property
     def possible(self) -> float:
         return sum(r.points for r in self.results if r.outcome != "skipped")
+
+
+def folder_prefix(kind: str) -> str:
+    """The name a temporary folder of this process starts with: ``gpulab-<kind>-<pid>-``, so a
+    later run can tell the folders of processes that were killed (`remove_stale_folders`)."""
+    return f"gpulab-{kind}-{os.getpid()}-"
+
+
+def remove_stale_folders(base: Path | None = None) -> list[Path]:
+    """Remove the checks' and workers' temporary folders left by processes that no longer
+    run (a grader killed with SIGKILL takes its checks processes with it, but not their
+    folders); the ones removed."""
+    import shutil
+
+    base = base or Path(tempfile.gettempdir())
+    removed = []
+    for folder in base.glob("gpulab-*-*-*"):
+        kind, _, rest = folder.name.removeprefix("gpulab-").partition("-")
+        pid = rest.partition("-")[0]
+        if kind not in ("check", "learner") or not pid.isdigit() or not folder.is_dir():
+            continue
+        if Path(f"/proc/{pid}").exists():
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
 
 
 def check_files(exercise: ExerciseEntry, *, hidden: bool = False) -> list[Path]:
@@ -118,11 +145,12 @@ def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden:
     if missing:
         return CheckReport(exercise.name, notebook, "error",
                            f"the checks are missing: {', '.join(missing)}")
-    with tempfile.TemporaryDirectory(prefix="gpulab-check-") as folder:
+    with tempfile.TemporaryDirectory(prefix=folder_prefix("check")) as folder:
         report_path = Path(folder) / "report.json"
         (Path(folder) / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
         env = {**os.environ, **(env or {})}
-        env.update(GPULAB_RELEASED=str(exercise.notebook.resolve()),
+        env.update(GPULAB_PARENT=str(os.getpid()),      # the checks die with this process
+                   GPULAB_RELEASED=str(exercise.notebook.resolve()),
                    GPULAB_NOTEBOOK=str(notebook.resolve()), GPULAB_REPORT=str(report_path),
                    GPULAB_CALL_TIMEOUT=str(call_timeout), PYTHONDONTWRITEBYTECODE="1",
                    # only gpulab's plugin: the checks need no other, and loading every

@@ -8,22 +8,33 @@ that runs learner code -- the Python worker (`gpulab.grading.learner`) and the
 kernel worker (`gpulab.grading.gpu`) -- is started through `spawn`, which
 wraps it in:
 
-- **bubblewrap** (Debian ``bubblewrap``): a read-only view of the machine with
-  the course (solutions, hidden checks), the submissions, the gradebook, the
-  grader's temporary files and home folders hidden under empty tmpfs; new user,
-  PID, IPC, UTS and network namespaces (no network); a small private tmpfs as
-  its working folder and /tmp, so a full disk is the sandbox's, not ours;
-  /dev holds only the basic devices, plus the NVIDIA ones for a GPU job.
+- **no privilege, whoever grades**: the launcher (`gpulab.grading.jail`)
+  drops a root grader to a dedicated uid and gid of the job's own, with no
+  supplementary groups; no-new-privileges; bubblewrap drops every capability
+  and forbids new user namespaces, so nothing inside can mount, unmount,
+  remount or trace its way out;
+- **bubblewrap** (Debian ``bubblewrap``): a view of the machine built from an
+  allowlist (`gpulab.grading.sandbox_view`): the system's libraries, Python and
+  gpulab, the public course, the GPU's device files for a GPU job; no home,
+  ``/run``, socket file, submissions, gradebook or other copy of the course; new
+  user, PID, IPC, UTS and network namespaces (no network); every writable
+  place a size-capped tmpfs. bubblewrap reads its options from a pipe, so the
+  sandbox's PID 1 shows only the command (Python and gpulab's worker), and
+  reports the worker's pid, so the checks inspect that process and no other;
 - **rlimits**: CPU seconds, address space (CPU jobs: CUDA reserves more
-  address space than it uses), file size, open files, no core files; process
-  count where the grader is not root (root is exempt from RLIMIT_NPROC).
+  address space than it uses), file size, open files, no core files, and
+  processes: set inside the sandbox's own user namespace, where the kernel
+  counts only the job's processes, so the limit is the job's alone;
 - **cgroups** where the grader may make them (v2 with a delegated subtree, or
-  v1 controllers it can write): a process-count and a memory limit per job.
+  v1 controllers it can write): a process-count and a memory limit per job
+  (`gpulab.grading.cgroups`).
 
-`available()` says which of these work on this machine; the grader records
-the list in the gradebook and the feedback, and refuses to grade without a
-filesystem guard unless told ``--unsafe``. Bubblewrap is a well-kept, widely
-used tool (Flatpak's sandbox); we only assemble its command line.
+`available()` says which of these work on this machine, and proves the
+sandbox holds by trying, from inside it, to unmount, remount, read outside
+the view and keep a privilege: where any works it refuses to grade. The
+grader records the guards in the gradebook and the feedback, and refuses to
+grade without bubblewrap unless told ``--unsafe``. Bubblewrap is a well-kept,
+widely used tool (Flatpak's sandbox); we only assemble its command line.
 """
 
 from __future__ import annotations
@@ -33,25 +44,39 @@ import functools
 import json
 import os
 import resource
+import secrets
+import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import IO, Any
 
+from gpulab.grading.cgroups import (
+    cgroup_home,
+    empty_and_remove,
+    make_job_cgroups,
+    remove_cgroups,
+    remove_stale_cgroups,
+    run_cgroups,
+)
+from gpulab.grading.sandbox_view import build_view
 from gpulab.multicast import NO_MULTICAST
 
-__all__ = ["ENV", "Guards", "Policy", "Sandboxed", "available", "from_env", "kill_group",
-           "pid_one", "remove_cgroups", "run_cgroups", "spawn", "worker_pid"]
+__all__ = ["ENV", "Guards", "Policy", "Sandboxed", "available", "from_env", "job_uid",
+           "kill_group", "pid_one", "remove_cgroups", "remove_stale_cgroups", "run_cgroups",
+           "spawn"]
 
 ENV = "GPULAB_SANDBOX"
 SCRATCH = "/tmp/work"          # the job's working folder inside the sandbox
 MiB = 2**20
+JOB_UIDS = (0x5A000000, 2**20)
+"""The uids a root grader runs jobs as: a block of 2**20 from this first one, used by nothing
+else (far above any account's and any container range's usual place); one, at random, per job."""
 
 
 @dataclass(frozen=True)
@@ -64,8 +89,9 @@ class Policy:
     file_bytes: int = 64 * MiB        # largest file it may write (RLIMIT_FSIZE)
     open_files: int = 256
     scratch_bytes: int = 128 * MiB    # size of its tmpfs working folder and of /tmp
-    hide: tuple[str, ...] = ()        # folders it must not see (course, submissions, output)
-    show: tuple[str, ...] = ()        # folders inside those that it may read (lessons, exercises)
+    show: tuple[str, ...] = ()        # course folders it may read (lessons, released exercises)
+    private: tuple[str, ...] = ()     # what no folder it sees may hold (solutions, submissions,
+                                      # the grading output)
     bubblewrap: bool = True           # False only with --unsafe on a machine without it
     cgroup: str = ""                  # "v2:<folder>", "v1:<ctl>=<folder>,..." or ""
     gpu: bool = False                 # give it the NVIDIA device files
@@ -77,8 +103,10 @@ class Policy:
     @classmethod
     def from_json(cls, text: str) -> Policy:
         data = json.loads(text)
-        data["hide"] = tuple(data.get("hide", ()))
-        data["show"] = tuple(data.get("show", ()))
+        known = {f.name for f in fields(cls)}
+        data = {key: value for key, value in data.items() if key in known}
+        for key in ("show", "private"):
+            data[key] = tuple(data.get(key, ()))
         return cls(**data)
 
 
@@ -90,16 +118,20 @@ class Guards:
     bubblewrap_problem: str = ""
     cgroup: str = ""            # as Policy.cgroup: where job cgroups may be made
     cgroup_problem: str = ""
-    nproc_rlimit: bool = False  # RLIMIT_NPROC binds (the grader is not root)
+    drops_uid: bool = False     # the grader is root: jobs run as a uid of their own
 
     def describe(self, policy: Policy) -> tuple[str, ...]:
         """The guards in force for `policy`, one line each, for the gradebook and feedback."""
         lines = []
         if policy.bubblewrap and self.bubblewrap:
-            lines.append("bubblewrap: read-only file system with the course, solutions, "
-                         "submissions and gradebook hidden; private tmpfs "
-                         f"({policy.scratch_bytes // MiB} MiB) as working folder and /tmp; "
-                         "own user, PID, IPC, UTS and network namespaces (no network)")
+            who = ("a uid of the job's own, no groups" if self.drops_uid
+                   else "the grader's uid")
+            lines.append(f"bubblewrap: {who}, no capabilities, no new privileges; a view of "
+                         "the machine by allowlist (system libraries, Python, gpulab, the "
+                         "public course; no course answers, submissions, gradebook, home or "
+                         f"sockets); a private tmpfs ({policy.scratch_bytes // MiB} MiB) as "
+                         "working folder and /tmp; own user, PID, IPC, UTS and network "
+                         "namespaces (no network)")
         else:
             lines.append("no file-system isolation (--unsafe): learner code sees this "
                          "machine's files as the grader does")
@@ -107,8 +139,8 @@ class Guards:
                   f"open files {policy.open_files}", "no core files"]
         if not policy.gpu:
             limits.insert(1, f"address space {policy.memory_bytes // MiB} MiB")
-        if self.nproc_rlimit and not policy.cgroup:
-            limits.append(f"processes {policy.processes}")
+        if policy.bubblewrap and self.bubblewrap:
+            limits.append(f"processes {policy.processes} (the job's own)")
         lines.append("rlimits: " + ", ".join(limits))
         if policy.cgroup:
             version = policy.cgroup.split(":", 1)[0]
@@ -117,73 +149,48 @@ class Guards:
         return tuple(lines)
 
 
-def _bwrap_base(policy: Policy, scratch: str, *, gpu: bool) -> list[str]:
-    """bubblewrap's arguments up to (not including) the command."""
-    args = ["--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-ipc",
-            "--unshare-uts", "--unshare-net", "--hostname", "gpulab-sandbox",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    if gpu:
-        for device in sorted(Path("/dev").glob("nvidia*")):
-            if device.is_char_device():
-                args += ["--dev-bind", str(device), str(device)]
-        caps = Path("/dev/nvidia-caps")
-        if caps.is_dir():
-            args += ["--dev-bind", str(caps), str(caps)]
-    # /tmp first: a fresh, size-capped tmpfs that holds the working folder too
-    args += ["--size", str(policy.scratch_bytes), "--tmpfs", "/tmp", "--dir", scratch]
-    hidden = _hidden_folders(policy)
-    for folder in hidden:
-        args += ["--tmpfs", folder]
-    for folder in _needed_folders([*hidden, "/tmp"], policy.show):   # /tmp is a new tmpfs
-        args += ["--ro-bind", folder, folder]
-    args += ["--chdir", scratch, "--setenv", "HOME", scratch, "--setenv", "TMPDIR", "/tmp",
-             "--setenv", "CUPY_CACHE_DIR", f"{scratch}/.cupy"]
-    return args
+
+ISOLATION = ("--die-with-parent", "--new-session", "--as-pid-1", "--unshare-user", "--unshare-pid",
+             "--unshare-ipc", "--unshare-uts", "--unshare-net", "--hostname", "gpulab-sandbox",
+             "--disable-userns", "--cap-drop", "ALL")
+"""bubblewrap's namespaces and privileges, the same for every job. The job's command is PID 1
+of its PID namespace (no reaper of bubblewrap's beside it to trace or signal); when it ends,
+the kernel ends everything it started."""
+
+# Run inside the sandbox before the job's command: the process limit, set in the sandbox's own
+# user namespace, where the kernel counts only the processes of this job.
+_NPROC = ("import os, resource, sys; n = int(sys.argv[1]); "
+          "resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); os.execv(sys.argv[2], sys.argv[2:])")
+
+# Tried inside a sandbox by `available`: each way out, and what it gave.
+_PROBE = r"""
+import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def tried(name, call):
+    try:
+        return "worked" if call() == 0 else os.strerror(ctypes.get_errno())
+    except OSError as exc:
+        return exc.strerror or str(exc)
+caps = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
+found = {"uid": os.getuid(), "groups": os.getgroups(), "caps": caps,
+         "umount": tried("umount", lambda: libc.umount2(b"/tmp", 2)),
+         "remount": tried("remount", lambda: libc.mount(None, b"/", None, 32 | 4096, None)),
+         "write": tried("write", lambda: os.close(os.open("/usr/.gpulab-probe",
+                                                          os.O_CREAT | os.O_WRONLY)) or 0),
+         "seen": [p for p in sys.argv[1:] if os.path.lexists(p)]}
+print(json.dumps(found))
+"""
+_OUT_OF_VIEW = ("/etc/shadow", "/etc/passwd", "/run", "/var", "/srv", "/mnt", "/home")
+"""Paths a sandbox must not show, whatever the machine (besides a private file of the probe's)."""
 
 
-def _hidden_folders(policy: Policy) -> list[str]:
-    """What the sandbox shows as empty: the policy's folders, temporary folders, homes."""
-    import tempfile
-
-    candidates = [*policy.hide, tempfile.gettempdir(), "/var/tmp", "/root",
-                  "/home", "/run/user", os.path.expanduser("~")]
-    found = []
-    for name in candidates:
-        path = os.path.realpath(name)
-        if path not in ("/", "/tmp") and os.path.isdir(path) and path not in found:
-            found.append(path)
-    # a folder inside another hidden one is hidden already (and could not be mounted on)
-    return sorted(p for p in found if not any(p != q and p.startswith(q + "/") for q in found))
-
-
-def _needed_folders(hidden: Sequence[str], shown: Sequence[str] = ()) -> list[str]:
-    """Folders the worker needs (Python, gpulab, the public course) that lie in hidden ones.
-
-    Only Python's own folders, its site-packages, PYTHONPATH and gpulab's
-    package folder -- not sys.path, which in a checks process holds the folders
-    of the check files, hidden checks included. A folder that would show a
-    hidden one again (the course root on PYTHONPATH, say) is left out.
-    """
-    import site
-
-    import gpulab
-
-    wanted = {*shown, sys.prefix, sys.base_prefix, sys.exec_prefix,
-              str(Path(gpulab.__file__).resolve().parent.parent),
-              *site.getsitepackages(), site.getusersitepackages(),
-              *os.environ.get("PYTHONPATH", "").split(os.pathsep)}
-    needed = []
-    for name in wanted:
-        if not name:
-            continue
-        path = os.path.realpath(name)
-        inside = any(path == h or path.startswith(h + "/") for h in hidden)
-        reveals = any(h == path or h.startswith(path + "/") for h in hidden)
-        if os.path.isdir(path) and inside and not reveals:
-            needed.append(path)
-    # the outermost of nested ones is enough
-    return sorted(p for p in set(needed)
-                  if not any(p != q and p.startswith(q + "/") for q in needed))
+def job_uid() -> int | None:
+    """The uid a new job runs as: one of its own when the grader is root, else None (the
+    grader's, which an ordinary user cannot leave)."""
+    if os.geteuid() != 0:
+        return None
+    first, count = JOB_UIDS
+    return first + secrets.randbelow(count)
 
 
 @functools.lru_cache(maxsize=1)
@@ -194,79 +201,50 @@ def available() -> Guards:
     if not bwrap:
         problem = "bubblewrap is not installed (Debian: apt install bubblewrap)"
     else:
-        try:
-            done = subprocess.run(
-                [bwrap, *_bwrap_base(Policy(), SCRATCH, gpu=False), "--",
-                 sys.executable, "-c", "import gpulab"],
-                capture_output=True, text=True, timeout=60)
-            if done.returncode != 0:
-                problem = ("bubblewrap cannot make a sandbox here: "
-                           + (done.stderr.strip().splitlines() or ["(no message)"])[-1])
-                bwrap = ""
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            problem, bwrap = f"bubblewrap did not run: {exc}", ""
-    cgroup, cgroup_problem = _cgroup_home()
+        problem = _prove(Policy())
+        if problem:
+            bwrap = ""
+    cgroup, cgroup_problem = cgroup_home()
     return Guards(bubblewrap=bwrap, bubblewrap_problem=problem, cgroup=cgroup,
-                  cgroup_problem=cgroup_problem, nproc_rlimit=os.geteuid() != 0)
+                  cgroup_problem=cgroup_problem, drops_uid=os.geteuid() == 0)
 
 
-def _own_cgroup_lines() -> list[tuple[str, str]]:
-    """(controllers, path) from /proc/self/cgroup."""
-    out = []
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            parts = line.split(":", 2)
-            if len(parts) == 3:
-                out.append((parts[1], parts[2]))
-    return out
+def _prove(policy: Policy) -> str:
+    """"" when a sandbox holds here; else why not (it could not start, or let a probe out)."""
+    import tempfile
 
-
-def _cgroup_home() -> tuple[str, str]:
-    """Where this process may make job cgroups, as Policy.cgroup, and why not where it may not."""
-    root = Path("/sys/fs/cgroup")
-    lines = _own_cgroup_lines()
-    if (root / "cgroup.controllers").is_file():            # unified hierarchy only
-        path = next((p for c, p in lines if c == ""), None)
-        if path is None:
-            return "", "this process's cgroup is unknown"
-        own = root / path.lstrip("/")
-        # a v2 cgroup holding processes cannot give controllers to children: make job
-        # cgroups beside ours, under our parent, when the parent offers the controllers
-        parent = own.parent if own != root else own
-        offered = _read(parent / "cgroup.subtree_control").split()
-        if not {"pids", "memory"} <= set(offered):
-            return "", f"{parent} does not hand pids and memory to its children"
-        if _can_make(parent):
-            return f"v2:{parent}", ""
-        return "", f"{parent} is not writable by this user"
-    found = []
-    for controller in ("pids", "memory"):
-        path = next((p for c, p in lines if controller in c.split(",")), None)
-        home = root / controller / (path or "/").lstrip("/")
-        if path is None or not home.is_dir():
-            return "", f"the {controller} controller is not mounted"
-        if not _can_make(home):
-            return "", f"{home} is not writable by this user"
-        found.append(f"{controller}={home}")
-    return "v1:" + ",".join(found), ""
-
-
-def _read(path: Path) -> str:
+    with tempfile.TemporaryDirectory(prefix="gpulab-probe-") as private:
+        secret = Path(private, "secret")
+        secret.write_text("the sandbox must not show this")
+        policy = Policy(**{**asdict(policy), "private": (*policy.private, private)})
+        try:
+            job = spawn([sys.executable, "-I", "-c", _PROBE, str(secret), *_OUT_OF_VIEW],
+                        env=dict(os.environ), cwd="/",
+                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, policy=policy)
+        except OSError as exc:
+            return f"bubblewrap cannot make a sandbox here: {exc}"
+        try:
+            out, err = job.process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            return "bubblewrap did not start a sandbox within 60 s"
+        finally:
+            job.close()
     try:
-        return path.read_text()
-    except OSError:
-        return ""
-
-
-def _can_make(folder: Path) -> bool:
-    probe = folder / f"gpulab-probe-{uuid.uuid4().hex[:8]}"
-    try:
-        probe.mkdir()
-    except OSError:
-        return False
-    with contextlib.suppress(OSError):
-        probe.rmdir()
-    return True
+        seen = json.loads(out.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        last = (err.decode(errors="replace").strip().splitlines() or ["(no message)"])[-1]
+        return f"bubblewrap cannot make a sandbox here: {last}"
+    escapes = [name for name in ("umount", "remount", "write") if seen.get(name) == "worked"]
+    if seen.get("uid") == 0:
+        escapes.append("it ran as root")
+    if seen.get("caps", "0").strip("0"):
+        escapes.append(f"it kept capabilities {seen.get('caps')}")
+    if seen.get("seen"):
+        escapes.append(f"it saw {', '.join(map(str, seen['seen']))}")
+    if escapes:
+        return "the sandbox does not hold here: from inside it, " + ", ".join(escapes)
+    return ""
 
 
 def from_env() -> Policy | None:
@@ -279,46 +257,38 @@ class Sandboxed:
     """A process started by `spawn`, with its job cgroup; `close` ends and removes both."""
 
     def __init__(self, process: subprocess.Popen[bytes], cgroups: list[Path],
-                 wrapped: bool = False) -> None:
+                 worker: int | None = None, uid: int | None = None) -> None:
         self.process = process
         self.cgroups = cgroups
-        self.wrapped = wrapped      # started inside bubblewrap: the command is a grandchild
+        self.worker = worker        # the command's pid as this process numbers it
+        self.uid = uid              # the job's own uid, where the grader is root
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
+    @property
+    def wrapped(self) -> bool:
+        """Started inside bubblewrap (the command is not the process `spawn` started)."""
+        return self.worker is not None and self.worker != self.process.pid
+
     def close(self) -> None:
         """Kill the whole job: its process group, then anything left in its cgroups."""
         kill_group(self.process)
-        _empty_and_remove(self.cgroups)
+        empty_and_remove(self.cgroups)
         self.cgroups = []
 
 
 def kill_group(process: subprocess.Popen[bytes]) -> None:
-    """End a process's whole process group (the learner's children too); close its stdin."""
+    """End a process's whole process group (the learner's children too); close its pipes."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=5)
-    if process.stdin is not None:
-        with contextlib.suppress(OSError):
-            process.stdin.close()
-
-
-def _empty_and_remove(folders: Sequence[Path]) -> None:
-    """SIGKILL every process in each cgroup folder (a fork bomb's too), then remove it."""
-    for folder in folders:
-        for _ in range(100):
-            pids = _read(folder / "cgroup.procs").split()
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
-                    os.kill(int(pid), signal.SIGKILL)
-            time.sleep(0.02)
-        with contextlib.suppress(OSError):
-            folder.rmdir()
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
 
 
 def spawn(argv: Sequence[str], *, env: dict[str, str], cwd: str,
@@ -336,30 +306,93 @@ def spawn(argv: Sequence[str], *, env: dict[str, str], cwd: str,
         process = subprocess.Popen(list(argv), stdin=stdin, stdout=stdout, stderr=stderr,
                                    pass_fds=tuple(pass_fds), cwd=cwd, env=env,
                                    start_new_session=True)
-        return Sandboxed(process, [])
-    cgroups = _make_cgroups(policy)
-    command = list(argv)
+        return Sandboxed(process, [], process.pid)
+    gpu = gpu or policy.gpu
     if policy.tag:
         env = {**env, "GPULAB_JOB": policy.tag}
-    if policy.bubblewrap:
-        bwrap = shutil.which("bwrap")
-        if not bwrap:
-            raise OSError("the grading policy asks for bubblewrap, which is not installed")
-        scratch = SCRATCH
-        env = {**env, "HOME": scratch, "TMPDIR": "/tmp", "CUPY_CACHE_DIR": f"{scratch}/.cupy"}
-        command = [bwrap, *_bwrap_base(policy, scratch, gpu=gpu or policy.gpu), "--", *argv]
-    limits = _rlimits(policy, gpu=gpu or policy.gpu)
+    spec: dict[str, Any] = {"rlimits": _rlimits(policy, gpu=gpu), "uid": None}
+    if not policy.bubblewrap:         # --unsafe: limits and cgroups, no isolation
+        made = make_job_cgroups(policy.cgroup, policy.processes, policy.memory_bytes)
+        spec["cgroups"] = [str(c) for c in made]
+        process = _launch(spec, list(argv), env, cwd, stdin, stdout, stderr, pass_fds)
+        return Sandboxed(process, made, process.pid)
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        raise OSError("the grading policy asks for bubblewrap, which is not installed")
+    uid = job_uid()
+    view = build_view(scratch=SCRATCH, scratch_bytes=policy.scratch_bytes, show=policy.show,
+                      private=policy.private, gpu=gpu, staged=uid is not None)
+    env = {**env, "HOME": SCRATCH, "TMPDIR": "/tmp", "CUPY_CACHE_DIR": f"{SCRATCH}/.cupy"}
+    inner = [sys.executable, "-I", "-S", "-c", _NPROC, str(policy.processes), *argv]
+    info_read, info_write = os.pipe()
+    args_read, args_write = os.pipe()
+    arguments = [*ISOLATION, *view.args, "--chdir", SCRATCH, "--setenv", "HOME", SCRATCH,
+                 "--setenv", "TMPDIR", "/tmp", "--setenv", "CUPY_CACHE_DIR",
+                 f"{SCRATCH}/.cupy", "--info-fd", str(info_write)]
+    cgroups: list[Path] = []
+    try:
+        _write_all(args_write, b"\0".join(os.fsencode(a) for a in arguments) + b"\0")
+        os.close(args_write)
+        args_write = -1
+        cgroups = make_job_cgroups(policy.cgroup, policy.processes, policy.memory_bytes)
+        spec.update(cgroups=[str(c) for c in cgroups], uid=uid,
+                    stage=[[folder, n] for n, folder in enumerate(view.folders)])
+        process = _launch(spec, [bwrap, "--args", str(args_read), "--", *inner], env, cwd,
+                          stdin, stdout, stderr, (*pass_fds, args_read, info_write))
+    except BaseException:
+        empty_and_remove(cgroups)
+        os.close(info_read)
+        raise
+    finally:
+        for fd in (args_read, info_write, args_write):
+            if fd >= 0:
+                os.close(fd)
+    job = Sandboxed(process, cgroups, None, uid)
+    try:
+        job.worker = _child_pid(info_read, process)
+    finally:
+        os.close(info_read)
+    return job
 
-    def prepare() -> None:           # in the child, before exec: join the cgroups, set limits
-        for folder in cgroups:
-            (folder / "cgroup.procs").write_text(str(os.getpid()))
-        for which, value in limits:
-            resource.setrlimit(which, (value, value))
 
-    process = subprocess.Popen(command, stdin=stdin, stdout=stdout, stderr=stderr,
-                               pass_fds=tuple(pass_fds), cwd=cwd, env=env,
-                               start_new_session=True, preexec_fn=prepare)
-    return Sandboxed(process, cgroups, wrapped=policy.bubblewrap)
+def _launch(spec: dict[str, Any], command: list[str], env: dict[str, str], cwd: str,
+            stdin: int | IO[Any] | None, stdout: int | IO[Any] | None,
+            stderr: int | IO[Any] | None, pass_fds: Sequence[int]) -> subprocess.Popen[bytes]:
+    """Start `command` through the launcher (`gpulab.grading.jail`), in a session of its own."""
+    launcher = [sys.executable, "-m", "gpulab.grading.jail", json.dumps(spec), "--", *command]
+    return subprocess.Popen(launcher, stdin=stdin, stdout=stdout, stderr=stderr,
+                            pass_fds=tuple(pass_fds), cwd=cwd, env=env, start_new_session=True)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _child_pid(reader: int, process: subprocess.Popen[bytes], timeout: float = 60.0
+               ) -> int | None:
+    """The sandboxed command's pid, from bubblewrap's --info-fd; None if it never said."""
+    buffer = b""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(reader, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if not selector.select(0.2):
+                if process.poll() is not None:
+                    return None
+                continue
+            chunk = os.read(reader, 4096)
+            if not chunk:
+                break
+            buffer += chunk
+            with contextlib.suppress(ValueError):
+                pid = json.loads(buffer).get("child-pid")
+                return int(pid) if isinstance(pid, int) else None
+    with contextlib.suppress(ValueError, AttributeError):
+        pid = json.loads(buffer).get("child-pid")
+        return int(pid) if isinstance(pid, int) else None
+    return None
 
 
 def _rlimits(policy: Policy, *, gpu: bool) -> list[tuple[int, int]]:
@@ -367,102 +400,7 @@ def _rlimits(policy: Policy, *, gpu: bool) -> list[tuple[int, int]]:
               (resource.RLIMIT_NOFILE, policy.open_files), (resource.RLIMIT_CORE, 0)]
     if not gpu:
         limits.append((resource.RLIMIT_AS, policy.memory_bytes))
-    if os.geteuid() != 0 and not policy.cgroup:
-        # counts every process of this user: leave room for the ones already running
-        running = sum(1 for p in Path("/proc").iterdir() if p.name.isdigit())
-        limits.append((resource.RLIMIT_NPROC, running + policy.processes))
     return limits
-
-
-def _make_cgroups(policy: Policy) -> list[Path]:
-    if not policy.cgroup:
-        return []
-    version, _, where = policy.cgroup.partition(":")
-    name = f"gpulab-job-{uuid.uuid4().hex[:12]}"
-    made: list[Path] = []
-    try:
-        if version == "v2":
-            folder = Path(where) / name
-            folder.mkdir()
-            made.append(folder)
-            (folder / "pids.max").write_text(str(policy.processes))
-            (folder / "memory.max").write_text(str(policy.memory_bytes))
-            with contextlib.suppress(OSError):
-                (folder / "memory.swap.max").write_text("0")
-        else:
-            for item in where.split(","):
-                controller, _, home = item.partition("=")
-                folder = Path(home) / name
-                folder.mkdir()
-                made.append(folder)
-                if controller == "pids":
-                    (folder / "pids.max").write_text(str(policy.processes))
-                else:
-                    (folder / "memory.limit_in_bytes").write_text(str(policy.memory_bytes))
-    except OSError as exc:
-        for folder in made:
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-        raise OSError(f"cannot make the job's cgroup: {exc}") from None
-    return made
-
-
-def run_cgroups(home: str, tag: str) -> str:
-    """A cgroup for a whole run under `home` (as Policy.cgroup); jobs' cgroups go inside it.
-
-    When a checks process is killed before it could remove its job's cgroup, the
-    run's `remove_cgroups` still finds and removes it.
-    """
-    if not home:
-        return ""
-    version, _, where = home.partition(":")
-    name = f"gpulab-run-{tag}"
-    if version == "v2":
-        folder = Path(where) / name
-        folder.mkdir(exist_ok=True)
-        (folder / "cgroup.subtree_control").write_text("+pids +memory")
-        return f"v2:{folder}"
-    parts = []
-    for item in where.split(","):
-        controller, _, parent = item.partition("=")
-        folder = Path(parent) / name
-        folder.mkdir(exist_ok=True)
-        parts.append(f"{controller}={folder}")
-    return "v1:" + ",".join(parts)
-
-
-def remove_cgroups(spec: str) -> None:
-    """Kill whatever is left in a run's cgroups, and remove them with their jobs' cgroups."""
-    if not spec:
-        return
-    version, _, where = spec.partition(":")
-    tops = [Path(where)] if version == "v2" else \
-        [Path(item.partition("=")[2]) for item in where.split(",")]
-    for top in tops:
-        jobs = sorted((p for p in top.glob("gpulab-job-*") if p.is_dir()), key=str)
-        _empty_and_remove([*jobs, top])
-
-
-def worker_pid(outer: int, marker: str) -> int | None:
-    """The pid, as this process sees it, of the descendant of `outer` running `marker`.
-
-    Inside bubblewrap the worker is a grandchild of the process `spawn` started;
-    a check that inspects the learner's process (its namespaces, cgroup, CPU
-    affinity) needs the worker itself.
-    """
-    seen = [outer]
-    found: int | None = None
-    for _ in range(2000):
-        if not seen:
-            break
-        pid = seen.pop(0)
-        with contextlib.suppress(OSError):
-            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found = pid          # the deepest one wins: bwrap's own command line names it too
-            for task in Path(f"/proc/{pid}/task").iterdir():
-                with contextlib.suppress(OSError):
-                    seen.extend(int(c) for c in (task / "children").read_text().split())
-    return found
 
 
 def pid_one(pid: int) -> int | None:
@@ -475,8 +413,8 @@ def pid_one(pid: int) -> int | None:
             status = Path(f"/proc/{current}/status").read_text()
         except OSError:
             return None
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if fields.get("NSpid", "").split()[-1:] == ["1"]:
+        fields_ = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields_.get("NSpid", "").split()[-1:] == ["1"]:
             return current
-        current = int(fields.get("PPid", "0").strip() or 0)
+        current = int(fields_.get("PPid", "0").strip() or 0)
     return None
