@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import tracemalloc
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,8 @@ from gpulab.grading.intake import (
     collect,
 )
 from gpulab.grading.notebook import MAX_BYTES
+from gpulab.grading.zipread import MIB, read_directory
+from intake_attacks import directory_bomb
 
 EXERCISES = ("roofline", "reduction")
 NBFORMAT: Any = nbformat   # it has no type hints
@@ -153,7 +157,8 @@ def test_a_folder_per_learner(tmp_path: Path) -> None:
     assert set(ada.notebooks) == {"roofline", "reduction"} and not ada.problems
     assert ada.notebooks["reduction"].read_bytes() == notebook("reduction.ipynb")
     assert bob.notebooks == {} and bob.problems == {} and carol.notebooks == {}
-    assert intake.problems == ()
+    assert intake.problems == (f"{sub}/bob/a/b/c/d: more than 3 folders deep in the learner's "
+                               "folder; not looked into",)
 
 
 def test_a_zip_per_learner(tmp_path: Path) -> None:
@@ -192,9 +197,9 @@ def test_moodle_folders(tmp_path: Path) -> None:
 
     intake = run(sub, work)
 
-    assert [(s.learner, s.slug) for s in intake.learners] == [
-        ("Ada Lovelace", "ada-lovelace"), ("Ada Lovelace", "ada-lovelace-2"),
-        ("Charles Babbage", "charles-babbage")]
+    assert [(s.learner, s.slug) for s in intake.learners] == [   # the id tells the Adas apart
+        ("Ada Lovelace", "ada-lovelace-1234"), ("Ada Lovelace", "ada-lovelace-777"),
+        ("Charles Babbage", "charles-babbage-99")]
     first, second, charles = intake.learners
     assert set(first.notebooks) == {"roofline", "reduction"} and first.source == sub
     assert first.notebooks["reduction"].read_bytes() == notebook("zipped")
@@ -233,7 +238,9 @@ def test_resubmission_numbers_count_only_for_canvas(tmp_path: Path) -> None:
     sub, work = tmp_path / "sub", tmp_path / "work"
     put(sub / "ada" / "roofline-1.ipynb")
     (ada,) = run(sub, work).learners
-    assert ada.notebooks == {} and ada.problems == {}
+    assert ada.notebooks == {}
+    assert ada.problems == {"roofline": f"no roofline.ipynb: {sub}/ada/roofline-1.ipynb: named "
+                                        "like roofline.ipynb but not that; not read"}
 
 
 def test_a_bulk_zip_is_read_like_a_folder(tmp_path: Path) -> None:
@@ -284,6 +291,12 @@ def test_two_notebooks_for_one_exercise(tmp_path: Path) -> None:
     assert not (work / "ada" / "roofline.ipynb").exists()
 
 
+def hashed(slug: str, *key: str) -> str:
+    """The slug a learner gets in a clash: their own slug and 6 hex of sha256 of their key."""
+    raw = "\0".join(key).encode("utf-8", "surrogateescape")
+    return f"{slug}-{hashlib.sha256(raw).hexdigest()[:6]}"
+
+
 def test_slugs(tmp_path: Path) -> None:
     sub, work = tmp_path / "sub", tmp_path / "work"
     names = ["José Núñez", "Ada Lovelace", "ada  lovelace", "Ada-Lovelace", "日本語", "---x",
@@ -299,8 +312,11 @@ def test_slugs(tmp_path: Path) -> None:
     assert slugs["---x"] == "x"
     assert slugs["O'Brien, Pat"] == "obrien-pat"
     assert slugs["a" * 200] == "a" * 64
-    assert sorted([slugs["Ada Lovelace"], slugs["ada  lovelace"], slugs["Ada-Lovelace"]]) == [
-        "ada-lovelace", "ada-lovelace-2", "ada-lovelace-3"]
+    adas = ["Ada Lovelace", "Ada-Lovelace", "ada  lovelace"]     # one slug: a clash
+    assert [slugs[name] for name in adas] == [hashed("ada-lovelace", "plain", n) for n in adas]
+    graded = "; ".join(f"{n} ({sub}/{n}) as {slugs[n]}" for n in adas)
+    assert intake.problems == (f"3 learners whose names give the one slug ada-lovelace, graded "
+                               f"apart: {graded}",)
 
 
 def test_a_copy_that_cannot_be_written_is_a_problem(tmp_path: Path) -> None:
@@ -546,3 +562,217 @@ def test_unusable_submissions(tmp_path: Path) -> None:
         collect(tmp_path / "sub", EXERCISES, tmp_path / "grades.csv" / "work")
     with pytest.raises(ValueError, match="cannot name a file safely"):
         collect(tmp_path / "sub", ["../../escape"], work)
+
+
+# The red team's second round: identities, phantoms, what is passed over, directory bombs
+
+
+def test_bob_and_bob_never_take_each_others_slug(tmp_path: Path) -> None:
+    """V11: the slug of each is the same whatever the order, and whoever else handed in."""
+    alone: dict[str, str] = {}
+    for name in ("Bob", "bob"):
+        put(tmp_path / name / "sub" / name / "roofline.ipynb", notebook(name))
+        (found,) = run(tmp_path / name / "sub", tmp_path / name / "work").learners
+        alone[name] = found.slug
+    assert alone == {"Bob": "bob", "bob": "bob"}        # alone, each is plain bob
+
+    both = {"Bob": hashed("bob", "plain", "Bob"), "bob": hashed("bob", "plain", "bob"),
+            "ｂｏｂ": hashed("bob", "plain", "ｂｏｂ")}
+    for order, names in enumerate((["Bob", "bob", "ｂｏｂ"], ["ｂｏｂ", "bob", "Bob"])):
+        bulk = tmp_path / f"bulk{order}.zip"
+        make_zip(bulk, {f"{name}/roofline.ipynb": notebook(name) for name in names})
+        intake = run(bulk, tmp_path / f"work{order}")
+        assert {s.learner: s.slug for s in intake.learners} == both
+        for learner in intake.learners:      # each graded on their own notebook
+            assert learner.notebooks["roofline"].read_bytes() == notebook(learner.learner)
+        (clash,) = intake.problems
+        assert clash.startswith("3 learners whose names give the one slug bob, graded apart: ")
+        assert all(f"{name} ({bulk}/{name}) as {slug}" in clash for name, slug in both.items())
+
+
+def test_a_hashed_slug_never_lands_on_another(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    taken = hashed("bob", "plain", "Bob")
+    for name in ("Bob", "bob", taken):
+        put(sub / name / "roofline.ipynb", notebook(name))
+    found = {s.learner: s.slug for s in run(sub, work).learners}
+    assert found[taken] == taken and found["bob"] == hashed("bob", "plain", "bob")
+    digest = hashlib.sha256(b"plain\0Bob").hexdigest()
+    assert found["Bob"] == f"bob-{digest[:8]}"
+
+
+def test_an_upload_named_like_anothers_file_makes_no_phantom(tmp_path: Path) -> None:
+    """V12: Mallory uploads a file named as Moodle names Victim's; Canvas likewise."""
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "Mallory Person_1_assignsubmission_file_Victim Person_2_assignsubmission_file_"
+              "roofline.ipynb", notebook("mallory"))
+    put(sub / "Victim Person_2_assignsubmission_file_roofline.ipynb", notebook("victim"))
+    put(sub / "mallory_11_5_victim_12_9_reduction.ipynb", notebook("mallory"))
+    put(sub / "victim_12_9_reduction.ipynb", notebook("victim"))
+    put(sub / "eve_13_5_x_12_assignsubmission_file_reduction.ipynb", notebook("eve"))
+
+    intake = run(sub, work)
+
+    found = {s.slug: s for s in intake.learners}
+    assert set(found) == {"mallory-person-1", "victim-person-2", "mallory-11", "victim-12",
+                          "eve-13"}
+    assert found["victim-person-2"].notebooks["roofline"].read_bytes() == notebook("victim")
+    assert found["victim-12"].notebooks["reduction"].read_bytes() == notebook("victim")
+    assert not any(found[s].notebooks for s in ("mallory-person-1", "mallory-11", "eve-13"))
+    assert intake.problems == ()
+
+
+def test_what_is_passed_over_is_reported(tmp_path: Path) -> None:
+    import socket
+
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "ada" / "Roofline.ipynb")                          # nothing else for roofline
+    put(sub / "ada" / "reduction.ipynb")
+    put(sub / "ada" / "reduction (1).py")                        # beside the real one
+    os.mkfifo(sub / "ada" / "notes")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(os.fspath(sub / "ada" / "sock"))
+    (sub / "ada" / "data").symlink_to(tmp_path)
+    (sub / "bob" / "roofline.ipynb").mkdir(parents=True)          # a folder, not a notebook
+    make_zip(sub / "carol.zip", {"a/b/c/d/roofline.ipynb": notebook(),
+                                 "a/b/c/d/more.zip": b"PK",
+                                 "a/b/c/d/notes.txt": b"", "reduction.ipynb": notebook()})
+    put(sub / "dave" / "roofline.ipynb.txt", b"{}")
+
+    intake = run(sub, work)
+
+    found = learners(intake)
+    assert found["ada"].problems == {
+        "roofline": f"no roofline.ipynb: {sub}/ada/Roofline.ipynb: named like roofline.ipynb "
+                    "but not that; not read"}
+    assert found["bob"].problems == {
+        "roofline": f"no roofline.ipynb: {sub}/bob/roofline.ipynb: a folder, not a notebook"}
+    assert found["carol"].problems == {
+        "roofline": f"no roofline.ipynb: {sub}/carol.zip/a/b/c/d/roofline.ipynb: more than 3 "
+                    "folders deep in the learner's zip; not read"}
+    assert "roofline.ipynb.txt: named like roofline.ipynb" in found["dave"].problems["roofline"]
+    assert sorted(intake.problems) == sorted([
+        f"{sub}/ada/data: a symbolic link, not followed",
+        f"{sub}/ada/notes: not a regular file",
+        f"{sub}/ada/reduction (1).py: named like reduction.ipynb but not that; not read",
+        f"{sub}/ada/sock: not a regular file",
+        f"{sub}/carol.zip/a/b/c/d/more.zip: more than 3 folders deep in the learner's zip; "
+        "not opened"])
+
+
+def test_problem_lines_are_plain_text(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "a\x1b[2J\x07b" / "x\ty" / "r\u202eoofline.ipynb" / "z" / "w" / "v" / "f")
+    make_zip(sub / "c\u200bd.zip", {"e/../../g": b"", "h\x1b]8;;x\x07i/Roofline.py": b""})
+    intake = run(sub, work)                                       # run() checks it all printable
+    assert len(intake.problems) == 2
+    assert learners(intake)["c\ufffdd"].problems["roofline"].endswith(
+        "/c\ufffdd.zip/h\ufffd]8;;x\ufffdi/Roofline.py: named like roofline.ipynb but not that; "
+        "not read")
+
+
+def test_the_copies_are_all_a_grading_job_gets(tmp_path: Path) -> None:
+    """V3: from a bulk zip, every notebook path lies in the work folder; none leads into the zip."""
+    bulk, work = tmp_path / "class.zip", tmp_path / "out" / "submissions"
+    make_zip(bulk, {"Ada Lovelace_12_assignsubmission_file_/roofline.ipynb": notebook("ada"),
+                    "bob/reduction.ipynb": notebook("bob")})
+    intake = run(bulk, work)
+    bulk.unlink()                                     # the copies stand on their own
+    for learner in intake.learners:
+        assert learner.notebooks and set(learner.notebooks) == set(learner.hashes)
+        for copy in learner.notebooks.values():
+            assert copy.parent == work / learner.slug and copy.is_file()
+            assert not copy.resolve().is_relative_to(bulk)
+        assert not learner.source.exists()            # shown, never opened
+
+
+# Zips whose central directory is the weapon (V6)
+
+
+def bounded(submissions: Path, work: Path) -> tuple[Intake | str, int]:
+    """`collect`, and the most memory Python held at once while it ran (tracemalloc)."""
+    tracemalloc.start()
+    try:
+        try:
+            found: Intake | str = collect(submissions, EXERCISES, work)
+        except IntakeError as exc:
+            found = str(exc)
+        return found, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_directory_bomb_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    """100 000 entries (the red team's had 10.5 million): zipfile would build 100 000 objects."""
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "mallory.zip", directory_bomb(100_000))
+    put(sub / "ada" / "roofline.ipynb")
+    intake, peak = bounded(sub, work)
+    assert isinstance(intake, Intake) and set(learners(intake)["ada"].notebooks) == {"roofline"}
+    assert intake.problems == (f"{sub}/mallory.zip: 100000 entries, more than the 2000 a zip "
+                               "may hold",)
+    assert peak < 2 * MIB, f"{peak / MIB:.1f} MiB"
+
+
+def test_a_directory_bomb_inside_a_zip_is_refused_too(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    make_zip(sub / "mallory.zip", {"inner.zip": directory_bomb(100_000),
+                                   "roofline.ipynb": notebook("mallory")}, zipfile.ZIP_STORED)
+    intake, peak = bounded(sub, work)
+    assert isinstance(intake, Intake)
+    assert intake.problems == (f"{sub}/mallory.zip/inner.zip: 100000 entries, more than the "
+                               "2000 a zip may hold",)
+    assert set(learners(intake)["mallory"].notebooks) == {"roofline"}
+    assert peak < 2 * MIB, f"{peak / MIB:.1f} MiB"
+
+
+def test_a_bulk_zip_that_is_a_directory_bomb(tmp_path: Path) -> None:
+    put(tmp_path / "class.zip", directory_bomb(100_000))
+    found, peak = bounded(tmp_path / "class.zip", tmp_path / "work")
+    assert found == f"{tmp_path}/class.zip: 100000 entries, more than the 2000 a zip may hold"
+    assert peak < 2 * MIB, f"{peak / MIB:.1f} MiB"
+
+
+def test_a_directory_that_lies_about_its_count(tmp_path: Path) -> None:
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    put(sub / "big.zip", directory_bomb(60_000, declared=1))      # 2.8 MiB of directory
+    put(sub / "many.zip", directory_bomb(3000, declared=1))       # small, parsed, then counted
+    put(sub / "wide.zip", directory_bomb(3000, name=b"n" * 1000, declared=1, zip64=True))
+    intake, peak = bounded(sub, work)
+    assert isinstance(intake, Intake)
+    assert intake.problems == (
+        f"{sub}/big.zip: its central directory takes 2.7 MiB, more than the 2 MiB a zip's "
+        "list of members may take",
+        f"{sub}/many.zip: 3000 entries, more than the 2000 a zip may hold",
+        f"{sub}/wide.zip: its central directory takes 3.0 MiB, more than the 2 MiB a zip's "
+        "list of members may take")
+    assert peak < 4 * MIB, f"{peak / MIB:.1f} MiB"
+
+
+@pytest.mark.parametrize("build", [
+    lambda tmp: make_zip(tmp / "a.zip", {"x": b"1", "y/z": b"2"}),
+    lambda tmp: put(tmp / "a.zip", directory_bomb(70_000)),           # ZIP64 end records
+    lambda tmp: put(tmp / "a.zip", directory_bomb(5, zip64=True, comment=b"hi")),
+    lambda tmp: put(tmp / "a.zip", directory_bomb(3, comment=b"x" * 65_535)),
+])
+def test_the_end_records_are_read_as_zipfile_reads_them(tmp_path: Path,
+                                                        build: Callable[[Path], Path]) -> None:
+    path = build(tmp_path)
+    with path.open("rb") as file:
+        directory = read_directory(file)
+    with zipfile.ZipFile(path) as archive:
+        assert directory is not None and directory.entries == len(archive.infolist())
+        assert directory.size == sum(46 + len(i.orig_filename.encode("cp437")) + len(i.extra) +
+                                     len(i.comment) for i in archive.infolist())
+
+
+def test_an_end_record_faked_in_the_comment(tmp_path: Path) -> None:
+    """zipfile takes the last signature in the file; so does the intake, and both give up."""
+    sub, work = tmp_path / "sub", tmp_path / "work"
+    path = put(sub / "ada.zip", directory_bomb(5, comment=b"PK\5\6 hi"))
+    with path.open("rb") as file:
+        assert read_directory(file) is None
+    with pytest.raises(zipfile.BadZipFile):
+        zipfile.ZipFile(path)
+    assert run(sub, work).problems == (f"{path}: not a readable zip file: it has no end of "
+                                       "central directory",)

@@ -2,8 +2,11 @@
 
 `collect(submissions, exercises, work)` finds each learner's notebooks for the
 requested exercises, copies each one into ``work/<slug>/<exercise>.ipynb`` and
-returns an `Intake`. Grading then works only on these copies. SUBMISSIONS is a
-folder, or a bulk zip from a learning platform that is read like a folder:
+returns an `Intake`. Grading then works only on these copies: every notebook
+path it returns (`LearnerSubmission.notebooks`) lies in `work`, never in
+SUBMISSIONS or a zip; `source` only says where a learner was found.
+SUBMISSIONS is a folder, or a bulk zip from a learning platform that is read
+like a folder:
 
 - ``<learner>/<exercise>.ipynb``, the notebook at most three sub-folders deep;
 - ``<learner>.zip`` holding the same;
@@ -12,12 +15,20 @@ folder, or a bulk zip from a learning platform that is read like a folder:
 - Canvas: flat ``<name>_<id>_<id>_<file>`` or ``<name>_LATE_<id>_<id>_<file>``;
   ``roofline-2.ipynb`` is a re-submission of roofline and the highest number wins.
 
-Submissions are untrusted. Zips are never extracted wholesale: each member
-needed is streamed with its bytes counted against `ZipLimits`, and members
-that are links, encrypted, or named outside the zip are refused. Links in a
-submissions folder are not followed. Whatever cannot be read becomes a problem
-string that names the path; only a SUBMISSIONS path that is unusable as a whole
-raises `IntakeError`::
+A learner is a folder or zip name, or a platform's name and id; the slug comes
+from that alone, and learners whose names give one slug are told apart by a
+hash of their own name and reported (`gpulab.grading.names`).
+
+Submissions are untrusted. Zips are never extracted wholesale: a zip's end
+records are read before its list of members (`gpulab.grading.zipread`), each
+member needed is streamed with its bytes counted against `ZipLimits`, and
+members that are links, encrypted, or named outside the zip are refused. Links
+in a submissions folder are not followed. Whatever is passed over that could
+have been a submission (a link, a FIFO, a folder or notebook too deep, a
+file named like a notebook that is not one) becomes a problem line that names
+the path; only a SUBMISSIONS path that is unusable as a whole raises
+`IntakeError`. Hidden files and folders (.ipynb_checkpoints) and macOS
+litter are passed over without a word. ::
 
     GpulabError
     └── IntakeError            SUBMISSIONS (or the work folder) cannot be used at all
@@ -34,7 +45,6 @@ import shutil
 import stat
 import struct
 import tempfile
-import unicodedata
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -43,16 +53,23 @@ from pathlib import Path
 from typing import IO
 
 from gpulab.errors import GpulabError
-from gpulab.grading.notebook import MAX_BYTES
+from gpulab.grading.names import Key, clean, flat, looks_like, settle_slugs, slug
+from gpulab.grading.zipread import (
+    MIB,
+    Archive,
+    Budget,
+    Entry,
+    ZipLimits,
+    ZipRefused,
+    ignored,
+    list_zip,
+    open_zip,
+)
 
 __all__ = ["Intake", "IntakeError", "LearnerSubmission", "ZipLimits", "collect"]
 
-MIB = 2**20
 CHUNK = 64 * 1024          # bytes read at a time, so a cap is passed by less than this
 MAX_FOLDERS = 3            # sub-folders a notebook may sit in below the learner's folder or zip
-_MOODLE = re.compile(r"(?P<name>.+)_(?P<id>\d+)_assignsubmission_(?:file|onlinetext)_(?P<file>.*)",
-                     re.S)
-_CANVAS = re.compile(r"(?P<name>.+?)_(?:LATE_)?(?P<id>\d+)_\d+_(?P<file>.+)", re.S)
 _RESUBMITTED = re.compile(r"(?P<stem>.+)-(?P<n>\d{1,9})", re.S)
 _EXERCISE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 # What reading a hostile zip can raise, besides our own refusals.
@@ -65,75 +82,29 @@ class IntakeError(GpulabError):
 
 
 @dataclass(frozen=True)
-class ZipLimits:
-    """How much of a zip the intake reads; a member or zip over a limit is refused with a problem.
-
-    Sizes are counted on the bytes really unpacked, never taken from a zip's
-    headers. `max_total_bytes` covers one outermost zip with every zip inside
-    it; `max_ratio` applies to members that unpack to more than 1 MiB;
-    `max_depth` is how many zips deep a notebook may lie below SUBMISSIONS
-    (a learner's zip is 1; SUBMISSIONS itself, even a bulk zip, is 0).
-    """
-
-    max_members: int = 2000
-    max_member_bytes: int = MAX_BYTES
-    max_total_bytes: int = 512 * MIB
-    max_ratio: int = 200
-    max_depth: int = 2
-
-
-@dataclass(frozen=True)
 class LearnerSubmission:
     """One learner's notebooks, copied into the work folder, and what kept others out."""
 
     learner: str                  # display name, e.g. "Ada Lovelace" or "ada"
-    slug: str                     # [A-Za-z0-9._-] only, unique in the class: feedback/<slug>.html
-    notebooks: dict[str, Path]    # exercise -> the private copy, work/<slug>/<exercise>.ipynb
+    slug: str                     # [a-z0-9._-] only, unique in the class: feedback/<slug>.html
+    notebooks: dict[str, Path]    # exercise -> the private copy, work/<slug>/<exercise>.ipynb:
+                                  # the only file of the learner's a grading job should read
     hashes: dict[str, str]        # exercise -> sha256 hex of the copy's bytes
     problems: dict[str, str]      # exercise -> why it cannot be graded; never also in notebooks
-    source: Path                  # the folder or zip it came from (SUBMISSIONS when several)
+    source: Path                  # where it came from, to show (SUBMISSIONS when several); a
+                                  # path inside a zip names no file, and none is opened again
 
 
 @dataclass(frozen=True)
 class Intake:
-    """Every learner found, sorted by slug, and the entries that could not be read at all."""
+    """Every learner found, sorted by slug, and what was passed over or could not be read."""
 
     learners: tuple[LearnerSubmission, ...]
-    problems: tuple[str, ...]     # each "path: what is wrong"
+    problems: tuple[str, ...]     # each "path: what is wrong", printable text
 
 
 class _Refused(Exception):
     """One entry that will not be read, and why (the path is added by the caller)."""
-
-
-@dataclass(eq=False)
-class _Budget:
-    """The bytes unpacked so far from one outermost zip and every zip inside it."""
-
-    where: str
-    used: int = 0
-
-
-@dataclass(eq=False)
-class _Archive:
-    """An open zip, the budget it draws on, and how many zips deep it lies."""
-
-    zip: zipfile.ZipFile
-    budget: _Budget
-    depth: int
-
-
-@dataclass(frozen=True)
-class _Entry:
-    """A file or folder in a submissions folder or zip, not yet read."""
-
-    parts: tuple[str, ...]            # its path below the folder or zip
-    where: str                        # that path as messages show it
-    is_dir: bool = False
-    refused: str | None = None        # why it must not be read
-    path: Path | None = None          # on disk
-    info: zipfile.ZipInfo | None = None
-    archive: _Archive | None = None   # the zip that holds it
 
 
 @dataclass
@@ -150,17 +121,20 @@ class _Candidate:
 @dataclass
 class _Learner:
     name: str
+    slug: str                         # before clashes are settled
     sources: set[str] = field(default_factory=set)
     candidates: dict[str, list[_Candidate]] = field(default_factory=dict)
+    near: dict[str, list[str]] = field(default_factory=dict)   # exercise -> "where: why not"
 
 
 def collect(submissions: Path, exercises: Sequence[str], work: Path, *,
-            limits: ZipLimits = ZipLimits()) -> Intake:
+            limits: ZipLimits | None = None) -> Intake:
     """Find every learner's notebooks for `exercises` in `submissions` and copy them into `work`."""
     for name in exercises:
         if not _EXERCISE.fullmatch(name):
             raise ValueError(f"exercise name {name!r} cannot name a file safely")
-    return _Run(Path(submissions), frozenset(exercises), Path(work), limits).collect()
+    return _Run(Path(submissions), frozenset(exercises), Path(work),
+                limits or ZipLimits()).collect()
 
 
 class _Run:
@@ -169,13 +143,13 @@ class _Run:
     def __init__(self, root: Path, exercises: frozenset[str], work: Path,
                  limits: ZipLimits) -> None:
         self.root, self.exercises, self.work, self.limits = root, exercises, work, limits
-        self.learners: dict[tuple[str, ...], _Learner] = {}
+        self.learners: dict[Key, _Learner] = {}
         self.problems: list[str] = []
         self.scratch = work
         self.count = 0
 
     def collect(self) -> Intake:
-        root, shown = self.root, _clean(self.root)
+        root, shown = self.root, clean(self.root)
         if not root.exists():
             raise IntakeError(f"{shown}: no such folder or zip file; give the folder or the "
                               ".zip that holds the class's submissions")
@@ -183,18 +157,18 @@ class _Run:
             raise IntakeError(f"{shown}: not a folder or a .zip file; give the folder or the "
                               ".zip that holds the class's submissions")
         if root.is_dir() and self.work.resolve().is_relative_to(root.resolve()):
-            raise IntakeError(f"{_clean(self.work)}: the work folder lies inside {shown}; "
+            raise IntakeError(f"{clean(self.work)}: the work folder lies inside {shown}; "
                               "choose one outside the submissions")
         try:
             self.work.mkdir(parents=True, exist_ok=True)
             self.scratch = Path(tempfile.mkdtemp(prefix=".intake-", dir=self.work))
         except OSError as exc:
-            raise IntakeError(f"{_clean(self.work)}: cannot make the work folder: "
+            raise IntakeError(f"{clean(self.work)}: cannot make the work folder: "
                               f"{_reason(exc)}") from None
         try:
             if root.is_dir():
                 try:
-                    entries = list(_list_folder(root, self.problems, 1 + MAX_FOLDERS))
+                    entries = list(_list_folder(root, self.problems))
                 except OSError as exc:
                     raise IntakeError(f"{shown}: cannot read this folder: {_reason(exc)}"
                                       ) from None
@@ -205,16 +179,23 @@ class _Run:
                 if isinstance(bulk, str):
                     raise IntakeError(bulk)
                 with bulk:
-                    for entry in _list_zip(_Archive(bulk, _Budget(shown), 0), shown):
+                    for entry in list_zip(Archive(bulk, Budget(shown), 0), shown):
                         self._root_entry(entry)
             return self._finish()
         finally:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
     def _open_zip(self, path: Path, where: str) -> zipfile.ZipFile | str:
-        """An open zip, or why it cannot be used, said as a problem."""
+        """An open zip, or why it cannot be used, said as a problem.
+
+        Its end records are read first (`open_zip`): a zip that says it holds
+        too many entries, or too long a list of them, is never parsed. One
+        whose count lies is caught once parsed, its cost bounded by the list's size.
+        """
         try:
-            opened = zipfile.ZipFile(path)
+            opened = open_zip(path, self.limits)
+        except ZipRefused as refusal:
+            return f"{where}: {clean(str(refusal))}"
         except _ZIP_ERRORS as exc:
             return f"{where}: not a readable zip file: {_reason(exc)}"
         if len(opened.infolist()) > self.limits.max_members:
@@ -223,49 +204,60 @@ class _Run:
                     f"{self.limits.max_members} a zip may hold")
         return opened
 
-    def _learner(self, key: tuple[str, ...], name: str, source: str) -> _Learner:
-        learner = self.learners.setdefault(key, _Learner(_clean(name)))
+    def _learner(self, key: Key, source: str) -> _Learner:
+        """The learner of `key`, ("plain", name) or (platform, name, id), found in `source`."""
+        if key not in self.learners:
+            name = clean(key[1])
+            self.learners[key] = _Learner(name, slug(name, *key[2:]))
+        learner = self.learners[key]
         learner.sources.add(source)
         return learner
 
-    def _root_entry(self, entry: _Entry) -> None:
+    def _root_entry(self, entry: Entry) -> None:
         """Sort one entry of SUBMISSIONS to its learner."""
         if len(entry.parts) <= 1 and entry.refused:
             self.problems.append(f"{entry.where}: {entry.refused}")
             return
-        name, top = entry.parts[0], _clean(self.root)
+        name, top = entry.parts[0], clean(self.root)
+        parsed = flat(name)
         if len(entry.parts) == 1 and not entry.is_dir:
-            flat = _MOODLE.fullmatch(name) or _CANVAS.fullmatch(name)
-            if flat and flat["file"]:
-                kind = "moodle" if flat.re is _MOODLE else "canvas"
-                learner = self._learner((kind, flat["name"], flat["id"]), flat["name"], top)
-                self._learner_entry(learner, (flat["file"],), entry, canvas=kind == "canvas")
+            if parsed and parsed[3]:
+                learner = self._learner(parsed[:3], top)
+                self._learner_entry(learner, (parsed[3],), entry, canvas=parsed[0] == "canvas")
             elif name.lower().endswith(".zip"):
-                learner = self._learner(("plain", name[:-4]), name[:-4], entry.where)
+                learner = self._learner(("plain", name[:-4]), entry.where)
                 self._learner_entry(learner, entry.parts, entry)
             elif name.lower().endswith(".ipynb"):
                 self.problems.append(f"{entry.where}: not inside a learner's folder or zip; "
                                      "put it in a folder named for the learner")
             return
-        folder = _MOODLE.fullmatch(name)
-        if folder and not folder["file"]:
-            key: tuple[str, ...] = ("moodle", folder["name"], folder["id"])
-            learner = self._learner(key, folder["name"], f"{top}/{_clean(name)}")
+        if parsed and parsed[0] == "moodle" and not parsed[3]:
+            learner = self._learner(parsed[:3], f"{top}/{clean(name)}")
         else:
-            learner = self._learner(("plain", name), name, f"{top}/{_clean(name)}")
+            learner = self._learner(("plain", name), f"{top}/{clean(name)}")
         if len(entry.parts) > 1:
             self._learner_entry(learner, entry.parts[1:], entry)
 
-    def _learner_entry(self, learner: _Learner, parts: tuple[str, ...], entry: _Entry, *,
+    def _learner_entry(self, learner: _Learner, parts: tuple[str, ...], entry: Entry, *,
                        canvas: bool = False) -> None:
         """Take one entry of a learner's folder or zip: a notebook, a zip, or nothing."""
-        if entry.is_dir:
-            return
         name = parts[-1] if parts else ""
         exercise, rank = self._exercise(name, canvas)
-        if len(parts) - 1 > MAX_FOLDERS:
+        meant = exercise or looks_like(name, self.exercises)
+        if entry.is_dir:
+            if exercise is not None:
+                learner.near.setdefault(exercise, []).append(
+                    f"{entry.where}: a folder, not a notebook")
+        elif len(parts) - 1 > MAX_FOLDERS:
             if entry.refused:
                 self.problems.append(f"{entry.where}: {entry.refused}")
+            elif name.lower().endswith(".zip"):
+                self.problems.append(f"{entry.where}: more than {MAX_FOLDERS} folders deep in "
+                                     "the learner's zip; not opened")
+            elif meant:
+                learner.near.setdefault(meant, []).append(
+                    f"{entry.where}: more than {MAX_FOLDERS} folders deep in the learner's "
+                    "zip; not read")
         elif entry.refused:
             if exercise is None:
                 self.problems.append(f"{entry.where}: {entry.refused}")
@@ -283,6 +275,9 @@ class _Run:
             except _Refused as refusal:
                 offer.problem = str(refusal)
             learner.candidates.setdefault(exercise, []).append(offer)
+        elif meant:
+            learner.near.setdefault(meant, []).append(
+                f"{entry.where}: named like {meant}.ipynb but not that; not read")
 
     def _exercise(self, name: str, canvas: bool) -> tuple[str | None, int | None]:
         """The requested exercise a file name is the notebook of, and its Canvas number."""
@@ -296,7 +291,7 @@ class _Run:
             return again["stem"], int(again["n"])
         return None, None
 
-    def _read_zip(self, entry: _Entry, visit: Callable[[_Entry], None]) -> None:
+    def _read_zip(self, entry: Entry, visit: Callable[[Entry], None]) -> None:
         """Open a learner's zip (unpacking it first if it lies in a zip) and visit its entries."""
         depth = (entry.archive.depth if entry.archive else 0) + 1
         if depth > self.limits.max_depth:
@@ -306,7 +301,7 @@ class _Run:
         with contextlib.ExitStack() as stack:
             if entry.archive is None:
                 assert entry.path is not None
-                path, budget = entry.path, _Budget(entry.where)
+                path, budget = entry.path, Budget(entry.where)
             else:
                 budget = entry.archive.budget
                 path = self._scratch_file(".zip")
@@ -320,15 +315,15 @@ class _Run:
             if isinstance(opened, str):
                 self.problems.append(opened)
                 return
-            archive = _Archive(stack.enter_context(opened), budget, depth)
-            for inner in _list_zip(archive, entry.where):
+            archive = Archive(stack.enter_context(opened), budget, depth)
+            for inner in list_zip(archive, entry.where):
                 visit(inner)
 
     def _scratch_file(self, suffix: str) -> Path:
         self.count += 1
         return self.scratch / f"{self.count}{suffix}"
 
-    def _unpack(self, entry: _Entry, dest: Path, cap: int) -> str:
+    def _unpack(self, entry: Entry, dest: Path, cap: int) -> str:
         """Copy `entry` to `dest`, counting bytes as they come; the sha256 hex of the copy.
 
         Raises `_Refused` (and leaves no `dest`) once the copy passes `cap`, the
@@ -361,7 +356,7 @@ class _Run:
             raise _Refused(f"cannot be read: {_reason(exc)}") from None
         return digest.hexdigest()
 
-    def _open(self, entry: _Entry) -> IO[bytes]:
+    def _open(self, entry: Entry) -> IO[bytes]:
         if entry.archive is not None and entry.info is not None:
             return entry.archive.zip.open(entry.info)
         assert entry.path is not None
@@ -376,17 +371,28 @@ class _Run:
             raise
 
     def _finish(self) -> Intake:
-        """Settle each exercise of each learner, move the chosen copies into place, name slugs."""
-        taken: set[str] = set()
+        """Settle each exercise of each learner, move the chosen copies into place.
+
+        What was passed over for an exercise (a look-alike, a folder, a
+        notebook too deep) is the learner's problem for it when nothing else
+        was handed in for it, and a problem line of the run when something was.
+        """
+        slugs, clashes = settle_slugs({key: (learner.name, learner.slug, sorted(learner.sources))
+                                       for key, learner in self.learners.items()})
+        self.problems += clashes
         done: list[LearnerSubmission] = []
-        for _, learner in sorted(self.learners.items(), key=lambda kv: (kv[1].name, kv[0])):
-            slug = _unique(_slug(learner.name), taken)
-            folder = self.work / slug
+        for key, learner in self.learners.items():
+            folder = self.work / slugs[key]
             notebooks: dict[str, Path] = {}
             hashes: dict[str, str] = {}
             problems: dict[str, str] = {}
             for exercise in sorted(self.exercises):
                 offers = _settle(learner.candidates.get(exercise, []))
+                near = learner.near.get(exercise, [])
+                if offers:
+                    self.problems += near
+                elif near:
+                    problems[exercise] = f"no {exercise}.ipynb: {'; '.join(near)}"
                 target = folder / f"{exercise}.ipynb"
                 try:
                     if len(offers) == 1 and offers[0].staged is not None:
@@ -397,7 +403,7 @@ class _Run:
                     if folder.is_dir():
                         target.unlink(missing_ok=True)   # no stale copy from an earlier run
                 except OSError as exc:
-                    problems[exercise] = f"{_clean(target)}: cannot write it: {_reason(exc)}"
+                    problems[exercise] = f"{clean(target)}: cannot write it: {_reason(exc)}"
                     continue
                 if len(offers) > 1:
                     places = ", ".join(offer.where for offer in offers)
@@ -406,10 +412,11 @@ class _Run:
                 elif offers:
                     problems[exercise] = f"{offers[0].where}: {offers[0].problem}"
             sources = sorted(learner.sources)
-            source = Path(sources[0] if len(sources) == 1 else _clean(self.root))
-            done.append(LearnerSubmission(learner.name, slug, notebooks, hashes, problems,
-                                          source))
-        return Intake(tuple(sorted(done, key=lambda s: s.slug)), tuple(self.problems))
+            source = Path(sources[0] if len(sources) == 1 else clean(self.root))
+            done.append(LearnerSubmission(learner.name, slugs[key], notebooks, hashes,
+                                          {k: clean(v) for k, v in problems.items()}, source))
+        return Intake(tuple(sorted(done, key=lambda s: s.slug)),
+                      tuple(clean(problem) for problem in self.problems))
 
 
 def _settle(offers: list[_Candidate]) -> list[_Candidate]:
@@ -420,89 +427,50 @@ def _settle(offers: list[_Candidate]) -> list[_Candidate]:
     return [offer for offer in offers if offer.rank is None or offer.rank == max(numbers)]
 
 
-def _list_folder(root: Path, problems: list[str], levels: int) -> Iterator[_Entry]:
-    """The entries below `root`, down to `levels` folders; links are listed refused, not followed.
+def _list_folder(root: Path, problems: list[str]) -> Iterator[Entry]:
+    """The entries below `root`, down to a learner's folder and `MAX_FOLDERS` below that.
 
-    An unreadable `root` raises `OSError`; an unreadable folder below it is a problem.
+    Links are listed refused, not followed. Folders deeper than that are not
+    looked into, and said so: one problem line per learner, naming the first.
+    An unreadable `root` raises `OSError`; an unreadable folder below it is a
+    problem.
     """
+    deep: dict[str, list[str]] = {}
 
-    def walk(folder: str, parts: tuple[str, ...]) -> Iterator[_Entry]:
+    def walk(folder: str, parts: tuple[str, ...]) -> Iterator[Entry]:
         try:
             with os.scandir(folder) as listing:
                 items = sorted(listing, key=lambda item: item.name)
         except OSError as exc:
             if not parts:
                 raise
-            problems.append(f"{_clean(folder)}: cannot read this folder: {_reason(exc)}")
+            problems.append(f"{clean(folder)}: cannot read this folder: {_reason(exc)}")
             return
         for item in items:
-            here, where = (*parts, item.name), _clean(item.path)
-            if _ignored(item.name):
+            here, where = (*parts, item.name), clean(item.path)
+            if ignored(item.name):
                 continue
             try:
                 if item.is_symlink():
-                    yield _Entry(here, where, refused="a symbolic link, not followed")
+                    yield Entry(here, where, refused="a symbolic link, not followed")
                 elif item.is_dir(follow_symlinks=False):
-                    yield _Entry(here, where, is_dir=True)
-                    if len(here) <= levels:
+                    yield Entry(here, where, is_dir=True)
+                    if len(here) <= 1 + MAX_FOLDERS:
                         yield from walk(item.path, here)
+                    else:
+                        deep.setdefault(here[0], []).append(where)
                 elif item.is_file(follow_symlinks=False):
-                    yield _Entry(here, where, path=Path(item.path))
+                    yield Entry(here, where, path=Path(item.path))
                 else:
-                    yield _Entry(here, where, refused="not a regular file")
+                    yield Entry(here, where, refused="not a regular file")
             except OSError as exc:
-                yield _Entry(here, where, refused=f"cannot be read: {_reason(exc)}")
+                yield Entry(here, where, refused=f"cannot be read: {_reason(exc)}")
 
-    return walk(os.fspath(root), ())
-
-
-def _list_zip(archive: _Archive, where: str) -> Iterator[_Entry]:
-    """The members of a zip; those that must not be read are listed with the reason."""
-    for info in archive.zip.infolist():
-        name = info.filename
-        parts = tuple(part for part in re.split(r"[/\\]", name) if part not in ("", "."))
-        shown = f"{where}/{_clean(name)}"
-        if name.startswith(("/", "\\")) or re.match(r"[A-Za-z]:", name) or ".." in parts:
-            yield _Entry((), shown, refused="a path outside the zip (absolute or with ..), "
-                         "not read")
-        elif stat.S_ISLNK(info.external_attr >> 16):
-            yield _Entry(parts, shown, refused="a symbolic link, not read")
-        elif info.flag_bits & 0x1:
-            yield _Entry(parts, shown, refused="encrypted; submit it without a password")
-        elif parts and not any(_ignored(part) for part in parts):
-            yield _Entry(parts, shown, is_dir=info.is_dir(), info=info, archive=archive)
-
-
-def _ignored(name: str) -> bool:
-    """Hidden files and folders (.ipynb_checkpoints, .DS_Store) and macOS zip litter."""
-    return name.startswith(".") or name == "__MACOSX"
-
-
-def _slug(name: str) -> str:
-    """A file-name stem for a learner: ASCII letters, digits, '.', '_' and '-', lowercased."""
-    text = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
-    text = re.sub(r"[^A-Za-z0-9._-]", "", re.sub(r"\s+", "-", text.strip()))
-    return text.lower().lstrip(".-")[:64] or "learner"
-
-
-def _unique(slug: str, taken: set[str]) -> str:
-    found, number = slug, 1
-    while found in taken:
-        number += 1
-        found = f"{slug}-{number}"
-    taken.add(found)
-    return found
-
-
-def _clean(text: str | os.PathLike[str]) -> str:
-    """Text safe to show and to write as UTF-8: undecodable bytes and control characters as '�'."""
-    text = os.fspath(text)
-    try:
-        raw = text.encode("utf-8", "surrogateescape")   # a file name's undecodable bytes
-    except UnicodeEncodeError:
-        raw = text.encode("utf-8", "surrogatepass")
-    text = raw.decode("utf-8", "replace")
-    return "".join(char if char.isprintable() else "\ufffd" for char in text)
+    yield from walk(os.fspath(root), ())
+    for found in deep.values():
+        more = f" (and {len(found) - 1} more such folders)" if len(found) > 1 else ""
+        problems.append(f"{found[0]}: more than {MAX_FOLDERS} folders deep in the learner's "
+                        f"folder; not looked into{more}")
 
 
 def _mib(size: int) -> str:
@@ -511,4 +479,4 @@ def _mib(size: int) -> str:
 
 def _reason(exc: BaseException) -> str:
     text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    return _clean(text or type(exc).__name__)
+    return clean(text or type(exc).__name__)

@@ -1,0 +1,216 @@
+"""Opening a hostile zip: its central directory is sized up before `zipfile` reads it.
+
+`zipfile.ZipFile` reads the whole central directory when it is built, one
+`ZipInfo` per entry, before anyone can count them: a 4.6 MB upload holding a
+zip whose directory lists ten million copies of one empty member cost the
+grader 3.9 GB and a minute. `open_zip` first reads the end-of-central-directory
+record, and the ZIP64 end record that its locator points to, where `zipfile`
+finds them (the last record signature in the file's final 64 KiB), and refuses
+a zip whose entry count or directory size is over `ZipLimits` before
+`ZipFile` exists. Where the records disagree the larger number counts, so no
+reading of them lets more through. Nothing here makes one object per entry.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import struct
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from gpulab.grading.names import clean
+from gpulab.grading.notebook import MAX_BYTES
+
+__all__ = ["MIB", "Archive", "Budget", "Directory", "Entry", "ZipLimits", "ZipRefused",
+           "ignored", "list_zip", "open_zip", "read_directory"]
+
+MIB = 2**20
+_END = struct.Struct("<4s4H2LH")          # end of central directory record
+_END64 = struct.Struct("<4sQ2H2L4Q")      # ZIP64 end of central directory record
+_LOCATOR = struct.Struct("<4sLQL")        # ZIP64 end of central directory locator
+_END_SIGNATURE, _END64_SIGNATURE, _LOCATOR_SIGNATURE = b"PK\5\6", b"PK\6\6", b"PK\6\7"
+_MAX_COMMENT = 0xFFFF
+_NO_COUNT, _NO_SIZE = 0xFFFF, 0xFFFFFFFF  # "see the ZIP64 record"
+
+
+@dataclass(frozen=True)
+class ZipLimits:
+    """How much of a zip the intake reads; a member or zip over a limit is refused with a problem.
+
+    Sizes are counted on the bytes really unpacked, never taken from a zip's
+    headers. `max_total_bytes` covers one outermost zip with every zip inside
+    it; `max_ratio` applies to members that unpack to more than 1 MiB;
+    `max_depth` is how many zips deep a notebook may lie below SUBMISSIONS
+    (a learner's zip is 1; SUBMISSIONS itself, even a bulk zip, is 0).
+    `max_members` and `max_directory_bytes` are checked on the zip's end
+    records, before its central directory is read: 2000 entries take about
+    300 KiB of directory, 2 MiB allows names of 1000 bytes each.
+    """
+
+    max_members: int = 2000
+    max_member_bytes: int = MAX_BYTES
+    max_total_bytes: int = 512 * MIB
+    max_ratio: int = 200
+    max_depth: int = 2
+    max_directory_bytes: int = 2 * MIB
+
+
+class ZipRefused(Exception):
+    """A zip that will not be opened, and why (without its path: the caller adds where)."""
+
+
+@dataclass(frozen=True)
+class Directory:
+    """A zip's central directory as its end records describe it (the larger where they differ)."""
+
+    entries: int
+    size: int          # bytes
+
+
+def open_zip(path: Path, limits: ZipLimits) -> zipfile.ZipFile:
+    """`path` opened as a zip, once its end records are within `limits`; else `ZipRefused`.
+
+    The file is opened once, without following a link or waiting on a FIFO,
+    and that open file is what `zipfile` reads; closing the zip closes it.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ZipRefused(f"cannot be read: {exc.strerror or exc}") from None
+    file = os.fdopen(fd, "rb")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ZipRefused("not a regular file")
+        directory = read_directory(file)
+        if directory is None:
+            raise ZipRefused("not a readable zip file: it has no end of central directory")
+        if directory.entries > limits.max_members:
+            raise ZipRefused(f"{directory.entries} entries, more than the "
+                             f"{limits.max_members} a zip may hold")
+        if directory.size > limits.max_directory_bytes:
+            raise ZipRefused(f"its central directory takes {directory.size / MIB:.1f} MiB, "
+                             f"more than the {limits.max_directory_bytes / MIB:g} MiB a zip's "
+                             "list of members may take")
+        return _OwnZip(file)
+    except BaseException:
+        file.close()
+        raise
+
+
+def read_directory(file: IO[bytes]) -> Directory | None:
+    """The entry count and size of a zip's central directory from its end records, or None.
+
+    None: no end record where `zipfile` looks, so not a zip. The entry
+    count is the larger of the total and this-disk counts, in the plain and
+    the ZIP64 record (whose fields read 0xFFFF... in the plain one when the
+    ZIP64 one holds the number); the size likewise.
+    """
+    size = file.seek(0, os.SEEK_END)
+    start = max(size - _END.size - _MAX_COMMENT, 0)
+    file.seek(start)
+    tail = file.read()
+    if tail[-_END.size:-_END.size + 4] == _END_SIGNATURE and tail[-2:] == b"\0\0":
+        at = len(tail) - _END.size                  # no comment: zipfile's first guess
+    else:
+        at = tail.rfind(_END_SIGNATURE)
+        if at < 0 or len(tail) - at < _END.size:
+            return None
+    _, _, _, here, total, length, _, _ = _END.unpack_from(tail, at)
+    end = start + at
+    found = _zip64_records(file, end)
+    counts = [n for n in (here, total) if n != _NO_COUNT or not found]
+    sizes = [length] if length != _NO_SIZE or not found else []
+    for record in found:
+        counts += record[6:8]
+        sizes.append(record[8])
+    return Directory(max(counts, default=0), max(sizes, default=0))
+
+
+def _zip64_records(file: IO[bytes], end: int) -> list[tuple[int, ...]]:
+    """The ZIP64 end records for the end record at offset `end`: where zipfile 3.11 looks (just
+    before the locator) and where the locator says (newer versions), when they are there."""
+    if end < _LOCATOR.size:
+        return []
+    file.seek(end - _LOCATOR.size)
+    signature, _, offset, _ = _LOCATOR.unpack(file.read(_LOCATOR.size))
+    if signature != _LOCATOR_SIGNATURE:
+        return []
+    found = []
+    for at in sorted({end - _LOCATOR.size - _END64.size, offset}):
+        if 0 <= at <= end - _END64.size:
+            file.seek(at)
+            record = _END64.unpack(file.read(_END64.size))
+            if record[0] == _END64_SIGNATURE:
+                found.append(record)
+    return found
+
+
+@dataclass(eq=False)
+class Budget:
+    """The bytes unpacked so far from one outermost zip and every zip inside it."""
+
+    where: str
+    used: int = 0
+
+
+@dataclass(eq=False)
+class Archive:
+    """An open zip, the budget it draws on, and how many zips deep it lies."""
+
+    zip: zipfile.ZipFile
+    budget: Budget
+    depth: int
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A file or folder in a submissions folder or zip, not yet read."""
+
+    parts: tuple[str, ...]            # its path below the folder or zip
+    where: str                        # that path as messages show it
+    is_dir: bool = False
+    refused: str | None = None        # why it must not be read
+    path: Path | None = None          # on disk
+    info: zipfile.ZipInfo | None = None
+    archive: Archive | None = None    # the zip that holds it
+
+
+def list_zip(archive: Archive, where: str) -> Iterator[Entry]:
+    """The members of a zip; those that must not be read are listed with the reason."""
+    for info in archive.zip.infolist():
+        name = info.filename
+        parts = tuple(part for part in re.split(r"[/\\]", name) if part not in ("", "."))
+        shown = f"{where}/{clean(name)}"
+        if name.startswith(("/", "\\")) or re.match(r"[A-Za-z]:", name) or ".." in parts:
+            yield Entry((), shown, refused="a path outside the zip (absolute or with ..), "
+                        "not read")
+        elif stat.S_ISLNK(info.external_attr >> 16):
+            yield Entry(parts, shown, refused="a symbolic link, not read")
+        elif info.flag_bits & 0x1:
+            yield Entry(parts, shown, refused="encrypted; submit it without a password")
+        elif parts and not any(ignored(part) for part in parts):
+            yield Entry(parts, shown, is_dir=info.is_dir(), info=info, archive=archive)
+
+
+def ignored(name: str) -> bool:
+    """Hidden files and folders (.ipynb_checkpoints, .DS_Store) and macOS zip litter."""
+    return name.startswith(".") or name == "__MACOSX"
+
+
+class _OwnZip(zipfile.ZipFile):
+    """A ZipFile over a file it was handed, which it closes with itself."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self._own = file
+        super().__init__(file)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._own.close()
