@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpulab.grading.feedback import (
+    NOT_RUN_NOTE,
     FeedbackError,
     feedback_markdown,
     write_feedback,
@@ -283,7 +284,7 @@ def test_points_are_written_as_people_write_them(tmp_path: Path, earned: float,
 
 
 @pytest.mark.parametrize("name", ["=HYPERLINK(\"http://x\")", "+1+1", "-2", "@SUM(A1)",
-                                  "\tcmd", "\rcmd"])
+                                  "\tcmd", "\rcmd", " =1+1", "\u3000 @SUM(A1)"])
 def test_csv_cells_that_look_like_formulas_are_defused(tmp_path: Path, name: str) -> None:
     grades = LearnerGrades(name, name, (ExerciseGrade("=squares", "right", 3, 3),))
     rows = read_csv(write_grades_csv([grades], ["=squares"], {"=squares": 3},
@@ -319,3 +320,18 @@ def test_points_that_are_not_a_count_are_refused(tmp_path: Path, earned: float) 
 def test_an_exercise_listed_twice_is_refused(tmp_path: Path) -> None:
     with pytest.raises(FeedbackError, match="'squares' is listed twice"):
         write_grades_csv([ada()], ["squares", "squares"], MAXIMA, tmp_path / "grades.csv")
+
+
+def test_work_the_grader_did_not_run_is_blank_in_the_csv_never_zero(tmp_path: Path) -> None:
+    """A GPU exercise on a machine without a GPU: no grade, said in the points row."""
+    cy = LearnerGrades("Cy", "cy", (ExerciseGrade("squares", "right", 3, 3),
+                                    ExerciseGrade("matmul", "not-run", 0, 5,
+                                                  message="not graded: no GPU")))
+    di = LearnerGrades("Di", "di", (ExerciseGrade("matmul", "not-run", 0, 5),))
+    rows = read_csv(write_grades_csv([cy, di], ["squares", "matmul"], MAXIMA,
+                                     tmp_path / "grades.csv"))
+    assert rows[1] == ["Points possible", NOT_RUN_NOTE, "3", "5", "8"]
+    assert rows[2:] == [["Cy", "cy", "3", "", "3"],     # the total of what was graded
+                        ["Di", "di", "", "", ""]]       # nothing graded: no total either
+    ordinary = read_csv(write_grades_csv([ada()], ["squares"], MAXIMA, tmp_path / "o.csv"))
+    assert ordinary[1] == ["Points possible", "", "3", "3"]   # the note only where it applies

@@ -25,7 +25,8 @@ import pytest
 from adversarial_class import CASES, FULL, PARTIAL, ROOT, build_class
 from gpulab.grading import sandbox
 from gpulab.grading.grade import GradeError, GradeOptions, grade_class
-from gpulab.grading.gradebook import Gradebook
+from gpulab.grading.gradebook import SCHEMA_VERSION, Gradebook, GradebookError
+from gpulab.grading.verdict import CheckRow, ExerciseGrade
 
 needs_bwrap = pytest.mark.skipif(not sandbox.available().bubblewrap,
                                  reason="bubblewrap cannot make a sandbox on this machine: "
@@ -266,3 +267,63 @@ def test_a_gpu_nvml_cannot_read_is_refused_before_grading(tmp_path):
         in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+# The gradebook as gpulab wrote it before its schema had a version (user_version 0).
+SCHEMA_0 = """
+CREATE TABLE runs (id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT,
+    status TEXT NOT NULL, command TEXT NOT NULL, gpulab_version TEXT NOT NULL,
+    guards TEXT NOT NULL);
+CREATE TABLE exercises (name TEXT PRIMARY KEY, checks_hash TEXT NOT NULL,
+    max_points REAL NOT NULL, gpu INTEGER NOT NULL);
+CREATE TABLE learners (slug TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL);
+CREATE TABLE grades (learner TEXT NOT NULL REFERENCES learners(slug), exercise TEXT NOT NULL,
+    notebook_hash TEXT NOT NULL, checks_hash TEXT NOT NULL, kind TEXT NOT NULL,
+    earned REAL NOT NULL, possible REAL NOT NULL, message TEXT NOT NULL, guards TEXT NOT NULL,
+    gpu TEXT NOT NULL, duration_s REAL NOT NULL, run_id INTEGER NOT NULL REFERENCES runs(id),
+    graded_at TEXT NOT NULL, PRIMARY KEY (learner, exercise));
+CREATE TABLE checks (learner TEXT NOT NULL, exercise TEXT NOT NULL, position INTEGER NOT NULL,
+    name TEXT NOT NULL, title TEXT NOT NULL, outcome TEXT NOT NULL, points REAL NOT NULL,
+    earned REAL NOT NULL, message TEXT NOT NULL, hidden INTEGER NOT NULL,
+    PRIMARY KEY (learner, exercise, position),
+    FOREIGN KEY (learner, exercise) REFERENCES grades(learner, exercise) ON DELETE CASCADE);
+CREATE TABLE gpu_events (run_id INTEGER NOT NULL REFERENCES runs(id), at TEXT NOT NULL,
+    gpu TEXT NOT NULL, event TEXT NOT NULL);
+INSERT INTO runs VALUES (1, 't0', NULL, 'running', 'gpulab grade class', '0.1', '[]');
+INSERT INTO learners VALUES ('ada', 'Ada', 'class/ada');
+INSERT INTO grades VALUES ('ada', 'roofline', 'nb', 'ck', 'right', 21, 21, '', '[]', '', 1.5,
+    1, 't0');
+INSERT INTO checks VALUES ('ada', 'roofline', 0, 'test_a', 'A', 'passed', 21, 21, '', 0);
+"""
+
+
+def test_a_gradebook_without_a_schema_version_is_brought_up_to_date(tmp_path):
+    path = tmp_path / "gradebook.sqlite"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.executescript(SCHEMA_0)
+    with Gradebook(path) as book:
+        assert book.db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        assert [(d.id, d.tag, d.cgroups) for d in book.mark_killed(finished="t1")] == \
+            [(1, "", "")]
+        grade = book.learners(["roofline"])[0].exercises[0]
+        assert (grade.kind, grade.earned, [c.check for c in grade.checks]) == \
+            ("right", 21.0, ["test_a"])
+        run = book.start_run(started="t2", command="c", version="v", guards=["g"], tag="tg",
+                             cgroups="v2:/x")
+        hidden = ExerciseGrade("roofline", "wrong", 0, 21, checks=(
+            CheckRow("test_h", "H", "failed", 21, 0, "", True, "expected 42, got 7"),))
+        book.record("ada", hidden, checks_hash="ck", gpu="", run_id=run, graded_at="t2")
+        assert book.hidden_messages("ada", "roofline") == {"test_h": "expected 42, got 7"}
+        shown = book.learners(["roofline"])[0].exercises[0].checks
+        assert [(c.check, c.message) for c in shown] == [("test_h", "")]
+        assert book.db.execute("SELECT status FROM runs ORDER BY id").fetchall() == [
+            ("killed",), ("running",)]
+    with Gradebook(path) as again:                  # opened as it is, nothing redone
+        assert again.hidden_messages("ada", "roofline") == {"test_h": "expected 42, got 7"}
+
+
+def test_a_file_that_is_no_gradebook_is_refused_in_words(tmp_path):
+    path = tmp_path / "gradebook.sqlite"
+    path.write_bytes(b"not a database at all, just some bytes" * 100)
+    with pytest.raises(GradebookError, match="not a usable gradebook"):
+        Gradebook(path)

@@ -30,7 +30,8 @@ import jinja2
 from gpulab.errors import GpulabError
 from gpulab.grading.verdict import CheckRow, ExerciseGrade, Kind, LearnerGrades
 
-__all__ = ["FeedbackError", "feedback_markdown", "write_feedback", "write_grades_csv"]
+__all__ = ["NOT_RUN_NOTE", "FeedbackError", "feedback_markdown", "write_feedback",
+           "write_grades_csv"]
 
 TEMPLATE = "feedback.html.j2"
 
@@ -46,6 +47,8 @@ VERDICTS: Mapping[Kind, str] = {
     "not-run": "not run by the grader",
 }
 
+# In the points row of grades.csv when some cell is blank because the grader did not run it.
+NOT_RUN_NOTE = "blank: not run by the grader (no grade, not 0)"
 # A cell starting with one of these is a formula to a spreadsheet (OWASP's list).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # Characters that can start Markdown or HTML markup anywhere in a line.
@@ -117,30 +120,38 @@ def write_grades_csv(classes: Sequence[LearnerGrades], exercises: Sequence[str],
 
     Columns: Learner, Slug, one per exercise in `exercises`, Total; the
     second row holds the points possible. An exercise a learner has no grade
-    for is left blank, which an LMS reads as "not graded".
+    for, or one the grader could not run (``not-run``: no GPU here, say), is
+    left blank, which an LMS reads as "not graded", never as 0; where such a
+    cell exists the points row says so in its Slug column (`NOT_RUN_NOTE`).
+    A learner with no exercise graded at all has a blank Total too.
     """
     if len(set(exercises)) != len(exercises):
         twice = sorted({e for e in exercises if exercises.count(e) > 1})
         raise FeedbackError(f"{path}: exercise {twice[0]!r} is listed twice; list it once")
     possible = [_maximum(maxima, name, where=f"{path}") for name in exercises]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["Learner", "Slug", *(_cell(name) for name in exercises), "Total"])
-    writer.writerow(["Points possible", "", *map(_number, possible), _number(sum(possible))])
+    rows = []
+    not_run = False
     for grades in classes:
         by_name = _by_exercise(grades)
         row = [_cell(grades.learner), _cell(grades.slug)]
-        total = 0.0
+        total, graded = 0.0, False
         for name in exercises:
             grade = by_name.get(name)
-            if grade is None:
+            if grade is None or grade.kind == "not-run":
+                not_run = not_run or grade is not None
                 row.append("")
                 continue
             earned = _finite(grade.earned, f"learner {grades.slug!r}, exercise {name!r}: "
                                            "earned points")
-            total += earned
+            total, graded = total + earned, True
             row.append(_number(earned))
-        writer.writerow([*row, _number(total)])
+        rows.append([*row, _number(total) if graded or not exercises else ""])
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["Learner", "Slug", *(_cell(name) for name in exercises), "Total"])
+    writer.writerow(["Points possible", NOT_RUN_NOTE if not_run else "",
+                     *map(_number, possible), _number(sum(possible))])
+    writer.writerows(rows)
     _write(path, buffer.getvalue())
     return path
 
@@ -270,12 +281,13 @@ def _number(value: float) -> str:
 
 
 def _cell(text: str) -> str:
-    """A CSV text cell on one line that a spreadsheet will not run as a formula.
+    """A CSV text cell on one line that a spreadsheet will not run as a formula,
+    even after the spaces some spreadsheets skip.
 
     Line breaks become spaces: the csv module leaves a lone CR unquoted when
     lines end in LF, and a gradebook cell has no use for one.
     """
-    if text.startswith(_FORMULA_START):
+    if text.startswith(_FORMULA_START) or text.lstrip().startswith(_FORMULA_START):
         text = "'" + text
     return " ".join(text.splitlines())
 

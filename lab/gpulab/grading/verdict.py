@@ -3,15 +3,28 @@
 These records are what the gradebook stores and what the feedback, the CSV
 and the summary are written from. They are built on the trusted side only,
 from the checks' JSON report (see `gpulab.grading.runner`), never from
-anything the learner's code printed or returned.
+anything the learner's code printed or returned; `verdict` sorts a report
+into them.
+
+Their text comes partly from the learner (their name, the values and
+exceptions a check's message quotes, file names in a zip), so it may hold
+anything a Python string can: lone surrogates that no encoder accepts,
+terminal escapes, bidirectional overrides. `plain` is the one place such
+text is made storable and printable; the gradebook passes every text it
+stores through it, and everything shown later is read back from there.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-__all__ = ["KINDS", "CheckRow", "ExerciseGrade", "Kind", "LearnerGrades"]
+if TYPE_CHECKING:
+    from gpulab.grading.runner import CheckReport
+
+__all__ = ["KINDS", "CheckRow", "ExerciseGrade", "Kind", "LearnerGrades", "failure", "plain",
+           "verdict"]
 
 # Why an exercise earned what it did. "right": every check passed; "wrong": a
 # check failed on the learner's answer; "timeout": the learner's code ran out
@@ -19,7 +32,9 @@ __all__ = ["KINDS", "CheckRow", "ExerciseGrade", "Kind", "LearnerGrades"]
 # "gpu-fault": a CUDA error in the learner's kernel; "invalid": the
 # submission could not be graded (bad notebook, edited locked cells, two
 # notebooks for one exercise); "missing": no notebook handed in; "not-run":
-# the grader could not run it (no GPU left, an error in the checks).
+# the grader could not run it (no GPU left, an error in the checks or in the
+# grader itself). A not-run grade is no grade: the CSV leaves it blank and
+# the next run tries again.
 Kind = Literal["right", "wrong", "timeout", "crashed", "gpu-fault", "invalid", "missing",
                "not-run"]
 KINDS: tuple[Kind, ...] = ("right", "wrong", "timeout", "crashed", "gpu-fault", "invalid",
@@ -37,6 +52,7 @@ class CheckRow:
     earned: float
     message: str = ""        # the teaching message; never shown for a hidden check
     hidden: bool = False
+    instructor_message: str = ""   # a hidden check's message: kept for the instructor only
 
 
 @dataclass(frozen=True)
@@ -51,7 +67,7 @@ class ExerciseGrade:
     checks: tuple[CheckRow, ...] = ()
     guards: tuple[str, ...] = ()            # the isolation in force while it ran
     duration_s: float = 0.0
-    notebook_hash: str = ""
+    notebook_hash: str = ""                 # sha256 of the very bytes the checks read
 
 
 @dataclass(frozen=True)
@@ -69,3 +85,72 @@ class LearnerGrades:
     @property
     def possible(self) -> float:
         return sum(e.possible for e in self.exercises)
+
+
+def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
+    """Sort a checks report into a kind, a message and the check rows.
+
+    A hidden check's message goes to `CheckRow.instructor_message`, never to
+    `message`: the learner sees only its name and points.
+    """
+    rows = tuple(CheckRow(r.check, r.title, r.outcome, r.points, r.earned,
+                          "" if r.hidden else r.message, r.hidden,
+                          r.message if r.hidden else "") for r in report.results)
+    if report.status == "invalid":
+        return "invalid", report.message, rows
+    if report.status == "error":
+        if "took longer than" in report.message:
+            return "timeout", report.message, rows
+        return "not-run", report.message, rows
+    if report.status == "skipped":
+        return "not-run", report.message or "the checks were skipped", rows
+    if report.status == "passed":
+        return "right", "", rows
+    kinds = {r.kind for r in report.results if r.outcome == "failed"}
+    order: tuple[tuple[str, Kind], ...] = (("invalid", "invalid"), ("fault", "gpu-fault"),
+                                           ("timeout", "timeout"), ("crashed", "crashed"),
+                                           ("crash", "crashed"))
+    for learner_kind, kind in order:
+        if learner_kind in kinds:
+            first = next(r for r in report.results
+                         if r.outcome == "failed" and r.kind == learner_kind)
+            return kind, "" if first.hidden else first.message.split("\n")[0], rows
+    return "wrong", "", rows
+
+
+def failure(exc: BaseException) -> str:
+    """An exception as a grade's reason: its type and its message."""
+    try:
+        text = str(exc)
+    except Exception:  # a message that cannot be made is still a failure to report
+        text = ""
+    name = type(exc).__name__
+    return f"{name}: {text}" if text else name
+
+
+# Kept as they are: line breaks and tabs (tracebacks keep their layout) and the
+# Unicode spaces. Made visible: every other character str.isprintable refuses
+# (C0 and C1 controls, escape sequences, bidirectional overrides, zero-width
+# and other format characters, line and paragraph separators).
+_KEPT = frozenset("\n\t")
+
+
+def plain(text: object) -> str:
+    """`text` made storable and printable: the one cleaning of learner text.
+
+    Lone surrogates (which UTF-8 cannot encode, so SQLite and every file
+    refuse them) become U+FFFD; a pair of surrogates becomes the character
+    it stands for. CR LF becomes LF. Control and format characters are
+    written out as Python escapes (ESC as ``\\x1b``, U+202E as ``\\u202e``),
+    so a terminal or a browser shows them instead of obeying them.
+    """
+    if not isinstance(text, str):
+        text = str(text)
+    if not text.isascii():
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    text = text.replace("\r\n", "\n")
+    if text.replace("\n", "").replace("\t", "").isprintable():
+        return text
+    return "".join(char if char in _KEPT or char.isprintable()
+                   or unicodedata.category(char) == "Zs"
+                   else char.encode("unicode_escape").decode("ascii") for char in text)
