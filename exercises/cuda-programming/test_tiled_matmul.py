@@ -3,14 +3,17 @@
 `global_bytes` and `shared_reads_per_fma` are compared with the checks' own
 arithmetic. Your kernel is CUDA C text and your launch configuration is
 numbers: the checks fetch both from your notebook and hand them to gpulab's
-kernel worker, a separate process that runs none of your Python. It compiles
-the source, fills A and B with random values in [-1, 1) that it keeps to
-itself (C starts as NaN, with NaN guard zones on both sides, so unwritten
-elements and writes past the ends both show), launches your kernel, and
-compares with a float64 product: an element passes when it is within
-16 * sqrt(K) float32 roundings of the sum of the magnitudes of its K
-products, which any order of summation meets. On 4096 x 4096 x 4096 it times
-your kernel against cupy.matmul (cuBLAS, FP32, no TF32) in the same run.
+kernel worker, a separate process that runs none of your Python. It refuses a
+source that breaks the rules of kernel answers (the notebook states them),
+compiles it, fills A and B with random values in [-1, 1) that it keeps to
+itself, new ones for every launch (C starts as NaN, with guard zones on both
+sides, so unwritten elements and writes past the ends both show), launches
+your kernel, and compares with a float64 product: an element passes when it
+is within 16 * sqrt(K) float32 roundings of the sum of the magnitudes of its
+K products, which any order of summation meets. On 4096 x 4096 x 4096 it
+times your kernel launch by launch against cupy.matmul (cuBLAS, FP32, no
+TF32) in the same run, checking every launch. Where compute-sanitizer can
+run, its memcheck and racecheck look for bad accesses and races too.
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.gpu import new_seed, run_kernel
+from gpulab.grading.gpu import new_seed, run_kernel, sanitize_kernel, sanitizer_missing
 
 SMALL = ((1, 1, 1), (31, 33, 17), (33, 31, 65))
 TILES = ((128, 128, 128), (100, 257, 129))      # a whole 128 tile; a ragged everything
 RAGGED = ((128, 128, 137), (130, 128, 128), (128, 133, 128))   # one side ragged at a time
 TIMED = (4096, 4096, 4096)
-SPEED = 0.25             # of cuBLAS FP32, same arrays, same run
+REPEATED = (1280, 1280, 777)   # a hundred blocks of 128 x 128, ragged in K
+REPEAT = 8
+SPEED = 0.25             # of cuBLAS FP32, same sizes, same run
 MAX_THREADS = 1024
 
 
@@ -123,12 +128,15 @@ def describe(case: dict[str, Any]) -> str:
             "stored, one before they are overwritten")
 
 
-def diagnose(cases: list[dict[str, Any]]) -> str | None:
-    """A message for the first wrong case, told apart by which sizes went wrong."""
+def diagnose(cases: list[dict[str, Any]],
+             others: list[dict[str, Any]] | None = None) -> str | None:
+    """A message for the first wrong case, told apart by which sizes went wrong (among
+    `cases`, and `others` of the same run, which may hold the whole 128 tile)."""
     bad = [case for case in cases if case["wrong"] or case["overrun"]]
     if not bad:
         return None
-    whole = [case for case in cases if (case["M"], case["N"], case["K"]) == (128, 128, 128)]
+    whole = [case for case in [*cases, *(others or [])]
+             if (case["M"], case["N"], case["K"]) == (128, 128, 128)]
     if whole and not (whole[0]["wrong"] or whole[0]["overrun"]) and not bad[0]["overrun"]:
         ragged_k = [c for c in bad if c["K"] % 8 and c["M"] % 128 == 0 and c["N"] % 128 == 0]
         if ragged_k:
@@ -143,13 +151,29 @@ def diagnose(cases: list[dict[str, Any]]) -> str | None:
     return describe(bad[0])
 
 
+def describe_repeated(case: dict[str, Any], others: list[dict[str, Any]]) -> str:
+    """A teaching message for a case run several times, one launch of which went wrong
+    (told apart, as `diagnose` does, by the `others` cases of the same run)."""
+    text = (f"launch {case['failed_at']} of {case['launches']} went wrong "
+            f"({case['failed_launches']} in all, each on fresh inputs, beside a busy kernel): "
+            f"{diagnose([case], others)}")
+    if case["failed_launches"] < case["launches"]:
+        text += (". The other launches of this size were right: a result that changes from "
+                 "one launch to the next is a race. Does every warp wait at a barrier before "
+                 "it reads a tile others store, and before it overwrites a tile others may "
+                 "still be reading?")
+    return text
+
+
 @pytest.fixture(scope="module")
 def run(learner: Any) -> dict[str, Any]:
     draw = random.SystemRandom()
     secret = (draw.randrange(200, 700) | 1, draw.randrange(200, 700) | 1,
               draw.randrange(200, 700) | 1)
-    cases = learner_cases(learner, (*SMALL, *TILES, *RAGGED, secret))
-    cases[-1]["label"] = "a secret size"
+    cases = learner_cases(learner, (*SMALL, *TILES, *RAGGED, secret, REPEATED))
+    cases[-2]["label"] = "a secret size"
+    cases[-1].update(label=f"{REPEATED[0]} x {REPEATED[1]} x {REPEATED[2]}, launched "
+                     f"{REPEAT} times", repeat=REPEAT, busy=True)
     return findings(learner, cases, TIMED)
 
 
@@ -186,7 +210,7 @@ def test_launch_config(learner: Any) -> None:
 @pytest.mark.points(3)
 def test_small_sizes(run: dict[str, Any]) -> None:
     """Right on 1 x 1 x 1, 31 x 33 x 17 and 33 x 31 x 65"""
-    message = diagnose(run["cases"][:len(SMALL)])
+    message = diagnose(run["cases"][:len(SMALL)], run["cases"][:-1])
     assert message is None, message
 
 
@@ -194,8 +218,16 @@ def test_small_sizes(run: dict[str, Any]) -> None:
 @pytest.mark.points(3)
 def test_tiles_and_edges(run: dict[str, Any]) -> None:
     """Right on whole tiles, ragged edges in M, N or K, and a secret size"""
-    message = diagnose(run["cases"][len(SMALL):])
+    message = diagnose(run["cases"][len(SMALL):-1])
     assert message is None, message
+
+
+@pytest.mark.gpu
+@pytest.mark.points(1)
+def test_repeated_launches(run: dict[str, Any]) -> None:
+    """Right on every one of 8 launches with fresh inputs beside a busy kernel"""
+    case = run["cases"][-1]
+    assert not (case["wrong"] or case["overrun"]), describe_repeated(case, run["cases"][:-1])
 
 
 @pytest.mark.gpu
@@ -203,14 +235,29 @@ def test_tiles_and_edges(run: dict[str, Any]) -> None:
 def test_speed(run: dict[str, Any]) -> None:
     """At least 0.25 of cuBLAS FP32 on 4096 x 4096 x 4096, in the same run"""
     timed = run["timed"]
-    assert timed["wrong"] == 0, (
-        f"the timed run (4096 x 4096 x 4096) gave {timed['wrong']} wrong elements, so its "
-        "speed does not count")
+    assert not (timed["wrong"] or timed["overrun"]), (
+        f"the timed run (4096 x 4096 x 4096) went wrong on {timed['failed_launches']} of its "
+        f"{timed['launches']} launches, each on fresh inputs, so its speed does not count: "
+        + describe(timed))
     tflops = timed["tflops"]
     assert timed["ratio"] >= SPEED, (
         f"your kernel ran at {tflops['yours']:.1f} TFLOPS, cuBLAS at {tflops['cublas']:.1f} "
-        f"in the same run: {timed['ratio']:.2f} of it, {SPEED} needed. A kernel with one "
+        f"in the same run (each the median of launches timed one by one, on fresh inputs): "
+        f"{timed['ratio']:.2f} of it, {SPEED} needed. A kernel with one "
         "output per thread reads two shared-memory values per FMA and is capped near an "
         "eighth of the FP32 peak; give each thread a block of outputs (8 x 8) in registers, "
         "read its A and B values once per step of k (float4 loads), and reuse each eight "
         "times")
+
+
+@pytest.mark.points(1)
+def test_sanitizer(learner: Any) -> None:
+    """compute-sanitizer finds no bad access and no race (skipped where it cannot run)"""
+    missing = sanitizer_missing()
+    if missing:
+        pytest.skip(missing)
+    cases = learner_cases(learner, ((130, 128, 137), (33, 31, 65)))
+    verdict = sanitize_kernel("sgemm", learner.call("sgemm_source"), cases)
+    if verdict.skipped:
+        pytest.skip(verdict.skipped)
+    assert verdict.problem is None, verdict.problem

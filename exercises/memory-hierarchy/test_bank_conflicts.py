@@ -4,12 +4,15 @@
 shared-memory layout (32 banks of 4 bytes). Your kernel is CUDA C text and
 your launch configuration is numbers: the checks fetch both from your notebook
 and hand them to gpulab's kernel worker, a separate process that runs none of
-your Python. It compiles the source, fills the input with random values it
-keeps to itself (the output starts as NaN, with NaN guard zones on both
-sides, so unwritten elements and writes past the ends both show), launches
-your kernel, and compares with its own transpose. On an 8192 x 8192 matrix it
-times your kernel, its own transposes with and without the padding column,
-and a plain copy of the same bytes, all in the same run.
+your Python. It refuses a source that breaks the rules of kernel answers (the
+notebook states them), compiles it, fills the input with random values it
+keeps to itself, new ones for every launch (the output starts as NaN, with
+guard zones on both sides, so unwritten elements and writes past the ends
+both show), launches your kernel, and compares with its own transpose. On an
+8192 x 8192 matrix it times your kernel launch by launch, with its own
+transposes with and without the padding column and a plain copy of the same
+bytes, all in the same run, checking every launch. Where compute-sanitizer
+can run, its memcheck and racecheck look for bad accesses and races too.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.gpu import new_seed, run_kernel
+from gpulab.grading.gpu import new_seed, run_kernel, sanitize_kernel, sanitizer_missing
 
 BANKS = 32
 SIZES = ((1, 1), (31, 33), (33, 31), (32, 32), (1000, 999))
 TIMED = (8192, 8192)
-SPEED = 0.8              # of the padded reference's bandwidth, same matrix, same run
+SPEED = 0.8              # of the padded reference's bandwidth, same sizes, same run
+REPEATED = (1000, 999)
+REPEAT = 10
 BLOCK_ROWS = (1, 2, 4, 8, 16, 32)
 
 
@@ -92,12 +97,17 @@ def config_problem(config: Any, rows: int, cols: int) -> str | None:
     return None
 
 
+def passed(case: dict[str, Any]) -> bool:
+    return case["wrong"] == 0 and case["overrun"] == 0
+
+
 def describe(case: dict[str, Any]) -> str:
     """A teaching message for a case the kernel got wrong."""
     rows, cols = case["rows"], case["cols"]
     where = f"{rows} x {cols}"
     if case["overrun"]:
-        return (f"{where}: your kernel wrote {case['overrun']} floats past the ends of `out`. "
+        side = "before the start" if case.get("overrun_before") else "past the end"
+        return (f"{where}: your kernel wrote {case['overrun']} floats {side} of `out`. "
                 "A thread whose element lies outside the matrix must not write: the output is "
                 "cols x rows, so test `oy < cols && ox < rows` before the store (and "
                 "`y < rows && x < cols` before the load)")
@@ -111,8 +121,40 @@ def describe(case: dict[str, Any]) -> str:
     square = " A square matrix hides a swapped rows and cols; this one is not square." \
         if rows != cols else ""
     return (f"{where}: {case['wrong']} of {case['size']} elements are wrong; out[{r}][{c}] is "
-            f"{first['got']} but in[{c}][{r}] is {first['want']}. `out` is cols x rows, so its "
-            f"row length is rows: out[oy * rows + ox].{square}")
+            f"{first['got']} but in[{c}][{r}] is {first['want']}. `out` is cols x rows: how "
+            f"long is one of its rows, and what does your store's index multiply by?{square}")
+
+
+def diagnose(cases: list[dict[str, Any]]) -> str | None:
+    """A message for the first wrong case; when every square matrix is right and only
+    others are wrong, the row length of `out` before anything else (its wrong index then
+    also writes past the end, which would read as a missing bounds check)."""
+    bad = [case for case in cases if not passed(case)]
+    if not bad:
+        return None
+    square = [case for case in cases if case["rows"] == case["cols"]]
+    if square and all(passed(case) for case in square):
+        case = bad[0]
+        found = [f"{case['wrong']} of {case['size']} elements wrong"]
+        if case["overrun"]:
+            found.append(f"{case['overrun']} floats written past the end of `out`")
+        return (f"right on every square matrix but wrong on {case['rows']} x {case['cols']} "
+                f"({', '.join(found)}): a transpose whose output rows have the wrong length "
+                "is right exactly when rows = cols. `out` is cols x rows: how long is one of "
+                "its rows, and what does your store's index multiply by?")
+    return describe(bad[0])
+
+
+def describe_repeated(case: dict[str, Any]) -> str:
+    """A teaching message for a case run several times, one launch of which went wrong."""
+    text = (f"launch {case['failed_at']} of {case['launches']} went wrong "
+            f"({case['failed_launches']} in all, each on fresh inputs, beside a busy kernel): "
+            f"{describe(case)}")
+    if case["failed_launches"] < case["launches"]:
+        text += (". The other launches of this size were right: a result that changes from "
+                 "one launch to the next is a race. Does every thread wait until the whole "
+                 "tile is loaded before it reads a column of it?")
+    return text
 
 
 # -- running the kernel ---------------------------------------------------------------
@@ -147,8 +189,11 @@ def secret_size(draw: random.Random, low: int, high: int) -> tuple[int, int]:
 
 @pytest.fixture(scope="module")
 def run(learner: Any) -> dict[str, Any]:
-    cases = learner_cases(learner, (*SIZES, secret_size(random.SystemRandom(), 100, 3000)))
-    cases[-1]["label"] = "a secret size"
+    cases = learner_cases(learner, (*SIZES, secret_size(random.SystemRandom(), 100, 3000),
+                                    REPEATED))
+    cases[-2]["label"] = "a secret size"
+    cases[-1].update(label=f"{REPEATED[0]} x {REPEATED[1]}, launched {REPEAT} times",
+                     repeat=REPEAT, busy=True)
     return findings(learner, cases, TIMED)
 
 
@@ -188,8 +233,16 @@ def test_launch_config(learner: Any) -> None:
 @pytest.mark.points(4)
 def test_transpose_is_right(run: dict[str, Any]) -> None:
     """The transpose is right on 1 x 1 up to 1000 x 999, and on a secret size"""
-    for case in run["cases"]:
-        assert case["wrong"] == 0 and case["overrun"] == 0, describe(case)
+    message = diagnose(run["cases"][:-1])
+    assert message is None, message
+
+
+@pytest.mark.gpu
+@pytest.mark.points(1)
+def test_repeated_launches(run: dict[str, Any]) -> None:
+    """Right on every one of 10 launches with fresh inputs beside a busy kernel"""
+    case = run["cases"][-1]
+    assert passed(case), describe_repeated(case)
 
 
 @pytest.mark.gpu
@@ -197,15 +250,30 @@ def test_transpose_is_right(run: dict[str, Any]) -> None:
 def test_speed(run: dict[str, Any]) -> None:
     """At least 0.8 of the padded reference's speed on 8192 x 8192, in the same run"""
     timed = run["timed"]
-    assert timed["wrong"] == 0, (
-        f"the timed run ({TIMED[0]} x {TIMED[1]}) gave {timed['wrong']} wrong elements, so its "
-        "speed does not count")
+    assert passed(timed), (
+        f"the timed run ({TIMED[0]} x {TIMED[1]}) went wrong on {timed['failed_launches']} of "
+        f"its {timed['launches']} launches, each on fresh inputs, so its speed does not count: "
+        + describe(timed))
     gbs = timed["gbs"]
     assert timed["vs_padded"] >= SPEED, (
-        f"your transpose moved {gbs['yours']:.0f} GB/s; in the same run the padded reference "
+        f"your transpose moved {gbs['yours']:.0f} GB/s (the median of launches timed one by "
+        "one, on fresh inputs); in the same run the padded reference "
         f"moved {gbs['padded']:.0f}, the unpadded one {gbs['unpadded']:.0f} and a plain copy "
         f"{gbs['copy']:.0f} (read + written). That is {timed['vs_padded']:.2f} of the padded "
         f"reference ({SPEED} needed) and {timed['vs_unpadded']:.2f} times the unpadded one. "
         "Is the tile declared [32][33]? Without the spare column, the 32 words of a tile "
         "column are 32 apart, all in one bank, and each warp's read of the tile takes 32 "
         "passes instead of one")
+
+
+@pytest.mark.points(1)
+def test_sanitizer(learner: Any) -> None:
+    """compute-sanitizer finds no bad access and no race (skipped where it cannot run)"""
+    missing = sanitizer_missing()
+    if missing:
+        pytest.skip(missing)
+    cases = learner_cases(learner, ((63, 65), (33, 31)))
+    verdict = sanitize_kernel("transpose", learner.call("transpose_source"), cases)
+    if verdict.skipped:
+        pytest.skip(verdict.skipped)
+    assert verdict.problem is None, verdict.problem

@@ -73,4 +73,4 @@ def hidden_run(learner: Any) -> dict[str, Any]:
 def test_secret_sizes_and_grids(hidden_run: dict[str, Any]) -> None:
     """Exact on secret sizes, with your configuration and with odd grids of ours."""
     for case in hidden_run["cases"]:
-        assert case["wrong"] == 0 and case["overrun"] == 0, visible.describe(case)
+        assert visible.passed(case), visible.describe(case)

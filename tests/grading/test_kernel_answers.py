@@ -4,7 +4,14 @@ The CPU tests cover what needs no GPU: launch configurations, refused jobs, the
 worker's answer when CUDA is missing, and a GPU exercise judged on a machine
 without a GPU. The `gpu` tests run real kernels on the device: a right one, and
 one for each way a learner's kernel fails (compile error, missing name, refused
-launch, out-of-bounds fault, endless loop, no grid stride).
+launch, out-of-bounds fault, endless loop, no grid stride), and the judge's
+own guarantees: guard zones on both sides of the output that see any write
+(a NaN too), a reference taken before the launch (a kernel that overwrites
+its inputs cannot make itself right), fresh inputs and a check for every
+timed launch (a kernel that skips work it finds done is timed doing it; one
+wrong on some inputs is caught on those), grids rotated in a repeated case,
+and compute-sanitizer's memcheck and racecheck where it can run. The rules of
+kernel answers and the wrong-answer fixtures are in test_wrong_kernel_answers.
 """
 
 from __future__ import annotations
@@ -18,10 +25,13 @@ from gpulab.grading.build import solution_path
 from gpulab.grading.gpu import (
     MAX_SOURCE_BYTES,
     KernelAnswerError,
+    SanitizerVerdict,
     device_facts,
     gpu_missing,
     new_seed,
     run_kernel,
+    sanitize_kernel,
+    sanitizer_missing,
 )
 from gpulab.grading.learner import Learner
 from gpulab.grading.notebook import answer_cells, read_notebook, setup_cells
@@ -29,6 +39,8 @@ from gpulab.grading.runner import run_checks
 from gpulab.grading.tasks.common import TaskError, classify, launch_shape
 
 needs_gpu = pytest.mark.skipif(gpu_missing() is not None, reason=str(gpu_missing()))
+needs_sanitizer = pytest.mark.skipif(sanitizer_missing() is not None,
+                                     reason=str(sanitizer_missing()))
 
 
 def vector_add_solution() -> str:
@@ -127,8 +139,10 @@ def test_reference_kernel_is_right_and_timed() -> None:
         "timed": {"n": 2**24, "config": {"blocks": 32 * sm_count, "threads": 256}}})
     assert [case["wrong"] for case in found["cases"]] == [0, 0, 0]
     timed = found["timed"]
-    assert timed["wrong"] == 0 and timed["ms"] > 0 and timed["reference_ms"] > 0
+    assert timed["wrong"] == 0 and timed["overrun"] == 0 and timed["failed_launches"] == 0
+    assert timed["ms"] > 0 and timed["reference_ms"] > 0 and timed["launches"] >= 4
     assert timed["ratio"] == pytest.approx(timed["reference_ms"] / timed["ms"])
+    assert 0.7 < timed["ratio"] < 1.4           # the trusted kernel is the same code
 
 
 @pytest.mark.gpu
@@ -176,3 +190,108 @@ def test_endless_kernel_is_stopped_and_the_gpu_recovers() -> None:
     assert time.monotonic() - started < 40
     found = run_kernel("vector_add", vector_add_solution(), {"seed": 2, "cases": CASES})
     assert [case["wrong"] for case in found["cases"]] == [0, 0, 0]
+
+
+GRID_STRIDE = ("const size_t stride = (size_t)blockDim.x * gridDim.x;\n"
+               "for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)n; "
+               "i += stride) {{ {body} }}")
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize(("extra", "before", "after"), [
+    ("c[n] = 1.0f;", 0, 1),
+    ("c[-1] = 2.0f;", 1, 0),
+    ("c[n] = a[n];", 0, 1),        # a NaN (from a's guard) written into c's guard shows too
+    ("c[n + 4000] = 3.0f; c[-4000] = 4.0f;", 1, 1),
+])
+def test_guard_zones_see_writes_past_either_end(extra: str, before: int, after: int) -> None:
+    source = vector_add(GRID_STRIDE.format(body="c[i] = a[i] + b[i];") +
+                        f"\nif (blockIdx.x == 0 && threadIdx.x == 0) {{ {extra} }}")
+    found = run_kernel("vector_add", source, {"seed": new_seed(), "cases": CASES})
+    for case in found["cases"]:
+        assert case["wrong"] == 0
+        assert (case["overrun_before"], case["overrun"] - case["overrun_before"]) == (
+            before, after)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_a_kernel_that_overwrites_its_inputs_cannot_make_itself_right() -> None:
+    source = vector_add(GRID_STRIDE.format(
+        body="((float*)a)[i] = 0.0f; ((float*)b)[i] = 0.0f; c[i] = 0.0f;"))
+    found = run_kernel("vector_add", source, {"seed": new_seed(), "cases": CASES})
+    assert [case["wrong"] for case in found["cases"]] == [1, 33, 10_001]
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_every_timed_launch_is_checked_on_fresh_inputs() -> None:
+    """Wrong only when a[0] < 0.5: some timed launches are wrong, and they are caught."""
+    source = vector_add(GRID_STRIDE.format(body="c[i] = a[i] + b[i] + (a[0] < 0.5f);"))
+    sm_count = device_facts()["sm_count"]
+    timed = run_kernel("vector_add", source, {"seed": new_seed(), "cases": [], "timed": {
+        "n": 2**20 + 3, "config": {"blocks": 4 * sm_count, "threads": 256}}})["timed"]
+    assert 0 < timed["failed_launches"] < timed["launches"], timed
+    assert timed["wrong"] > 0 and timed["failed_at"] >= 1
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_a_kernel_that_skips_work_it_finds_done_is_timed_doing_it() -> None:
+    """Timed on the same buffers, this kernel would look free after its first launch."""
+    skip = "if (c[0] == a[0] + b[0] && c[n - 1] == a[n - 1] + b[n - 1]) return;\n"
+    source = vector_add(skip + GRID_STRIDE.format(body="c[i] = a[i] + b[i];"))
+    sm_count = device_facts()["sm_count"]
+    timed = run_kernel("vector_add", source, {"seed": new_seed(), "cases": [], "timed": {
+        "n": 2**24 + 1, "config": {"blocks": 32 * sm_count, "threads": 256}}})["timed"]
+    assert timed["failed_launches"] == 0 and timed["ratio"] < 1.5, timed
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_a_repeated_case_rotates_its_grids_beside_a_busy_kernel() -> None:
+    source = vector_add(GRID_STRIDE.format(body="c[i] = a[i] + b[i] + (gridDim.x == 3);"))
+    grids = [{"blocks": 2, "threads": 64}, {"blocks": 3, "threads": 64}]
+    (case,) = run_kernel("vector_add", source, {"seed": new_seed(), "cases": [
+        {"label": "repeated", "n": 5000, "configs": grids, "repeat": 4, "busy": True}]})["cases"]
+    assert (case["launches"], case["failed_launches"], case["failed_at"]) == (4, 2, 2)
+    assert case["config"] == grids[1] and case["wrong"] == 5000
+
+
+TRANSPOSE_WITHOUT_BARRIER = r"""
+extern "C" __global__ void transpose(const float* in, float* out, int rows, int cols)
+{
+    __shared__ float tile[32][33];
+    const int x = blockIdx.x * 32 + threadIdx.x;
+    for (int j = threadIdx.y; j < 32; j += 8) {
+        const int y = blockIdx.y * 32 + j;
+        if (y < rows && x < cols)
+            tile[j][threadIdx.x] = in[(size_t)y * cols + x];
+    }
+    const int ox = blockIdx.y * 32 + threadIdx.x;
+    for (int j = threadIdx.y; j < 32; j += 8) {
+        const int oy = blockIdx.x * 32 + j;
+        if (oy < cols && ox < rows)
+            out[(size_t)oy * rows + ox] = tile[threadIdx.x][j];
+    }
+}
+"""
+
+
+@pytest.mark.gpu
+@needs_gpu
+@needs_sanitizer
+def test_sanitizer_finds_a_bad_read_and_a_race_and_passes_a_right_kernel() -> None:
+    small = [{"label": "n = 1000", "n": 1000, "config": {"blocks": 4, "threads": 256}}]
+    clean = sanitize_kernel("vector_add", vector_add_solution(), small, ("memcheck",))
+    assert clean == SanitizerVerdict(), clean
+    past_end = vector_add(GRID_STRIDE.format(body="c[i] = a[i + 1] + b[i];"))
+    found = sanitize_kernel("vector_add", past_end, small, ("memcheck",))
+    assert found.skipped is None and found.problem is not None
+    assert "memcheck found" in found.problem and "line 3" in found.problem, found
+    race = sanitize_kernel("transpose", TRANSPOSE_WITHOUT_BARRIER, [
+        {"label": "63 x 65", "rows": 63, "cols": 65,
+         "config": {"grid": [3, 2], "block": [32, 8]}}])
+    assert race.skipped is None and race.problem is not None
+    assert "racecheck found" in race.problem and "memcheck" not in race.problem, race

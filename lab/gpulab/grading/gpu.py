@@ -11,7 +11,9 @@ with its group) costs only that worker.
 
 `gpu_missing()` says why checks marked ``gpu`` cannot run here (None when they
 can); `device_facts()` gives the few device properties a check passes to the
-learner's launch-configuration function.
+learner's launch-configuration function; `sanitize_kernel` runs a kernel under
+compute-sanitizer (memcheck, racecheck) and says what it found, or why it
+could not run (a skip, never a pass).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import secrets
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from gpulab.grading.learner import MAX_REPLY_BYTES, LearnerError, read_reply
@@ -34,10 +38,13 @@ from gpulab.grading.sandbox import spawn
 __all__ = [
     "MAX_SOURCE_BYTES",
     "KernelAnswerError",
+    "SanitizerVerdict",
     "device_facts",
     "gpu_missing",
     "new_seed",
     "run_kernel",
+    "sanitize_kernel",
+    "sanitizer_missing",
 ]
 
 MAX_SOURCE_BYTES = 256 * 1024
@@ -49,9 +56,11 @@ _ENV_KEPT = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVIC
 class KernelAnswerError(LearnerError):
     """The learner's kernel did not give an answer: it did not compile, launch or finish.
 
-    `kind` is one of "source" (not CUDA C text), "compile", "missing" (no kernel of
-    that name), "config" (an unusable launch configuration), "launch" (CUDA refused
-    the launch), "fault" (the kernel failed on the GPU), "timeout" or "crash".
+    `kind` is one of "source" (not CUDA C text), "rule" (it breaks a rule of kernel
+    answers, `gpulab.grading.tasks.rules`: refused before compiling), "compile",
+    "missing" (no kernel of that name), "config" (an unusable launch configuration),
+    "launch" (CUDA refused the launch), "fault" (the kernel failed on the GPU),
+    "timeout" or "crash".
     """
 
     def __init__(self, kind: str, message: str) -> None:
@@ -116,6 +125,43 @@ def run_kernel(task: str, source: Any, params: dict[str, Any], *,
     if not isinstance(value, dict):
         raise KernelAnswerError("crash", "the kernel worker sent a malformed answer")
     return value
+
+
+@dataclass(frozen=True)
+class SanitizerVerdict:
+    """What compute-sanitizer said of a kernel: why it could not judge it (`skipped`, a
+    reason to skip the check with, never a pass), or what it found (`problem`, None when
+    the kernel is clean)."""
+
+    skipped: str | None = None
+    problem: str | None = None
+
+
+def sanitizer_missing() -> str | None:
+    """Why compute-sanitizer cannot run here (no GPU, or no compute-sanitizer), or None."""
+    from gpulab.grading.tasks.sanitize import NOT_AVAILABLE, find_sanitizer
+
+    return gpu_missing() or (None if find_sanitizer() else NOT_AVAILABLE)
+
+
+def sanitize_kernel(task: str, source: Any, cases: list[dict[str, Any]],
+                    tools: Sequence[str] = ("memcheck", "racecheck"), *,
+                    timeout: float = 170.0) -> SanitizerVerdict:
+    """Run the learner's kernel of `task` on small `cases` under each compute-sanitizer tool.
+
+    The rules of kernel answers, compile errors and refused launches raise
+    `KernelAnswerError` as in `run_kernel`.
+    """
+    from gpulab.grading.tasks.sanitize import verdict
+
+    missing = sanitizer_missing()
+    if missing:
+        return SanitizerVerdict(skipped=missing)
+    found = run_kernel(task, source, {"seed": new_seed(), "cases": [],
+                                      "sanitize": {"tools": list(tools), "cases": cases}},
+                       timeout=timeout)
+    skipped, problem = verdict(found.get("sanitizer") or {})
+    return SanitizerVerdict(skipped, problem)
 
 
 def _crash_text(process: subprocess.Popen[bytes]) -> str:

@@ -6,7 +6,9 @@ from stdin, ``{"task": ..., "source": ..., "params": {...}}``, runs
 ``gpulab.grading.tasks.<task>.run(source, params)`` and writes one line of
 JSON to file descriptor FD: ``{"ok": true, "value": {...}}`` or ``{"ok":
 false, "kind": ..., "message": ...}``. It imports and runs no learner Python;
-the only learner code here is the CUDA C the task compiles.
+the only learner code here is the CUDA C the task compiles. A task that runs
+the kernel again under compute-sanitizer starts another worker, with a file
+path in place of FD (`gpulab.grading.tasks.sanitize`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ __all__ = ["main"]
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    out = os.fdopen(int(args[0]), "w", encoding="utf-8")
+    target = args[0]
+    out = (os.fdopen(int(target), "w", encoding="utf-8") if target.isdigit()
+           else open(target, "w", encoding="utf-8"))  # noqa: SIM115 (closed by the exit)
     from gpulab.grading.tasks.common import TaskError, classify
 
     try:

@@ -11,12 +11,11 @@ from __future__ import annotations
 import importlib
 import math
 import re
-import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["TaskError", "classify", "compile_kernel", "cupy", "launch", "launch_shape",
-           "mismatch", "numpy", "plain", "synchronize", "time_ms"]
+           "mismatch", "numpy", "plain", "synchronize"]
 
 _NAME = re.compile(r"[A-Za-z_]\w*\Z")
 _LOG_PATH = re.compile(r"[^\s:()]*\.cu\((\d+)\)")
@@ -133,13 +132,6 @@ def synchronize(what: str) -> None:
         raise TaskError("fault", f"{what}: your kernel failed on the GPU ({exc}): usually "
                         f"{_FAULT_HINT}. The GPU context is lost after such a fault, so "
                         "nothing after it could run") from None
-
-
-def time_ms(run: Callable[[], object], *, iters: int = 5, repeats: int = 5) -> float:
-    """Median milliseconds per call of `run` (which only enqueues), with CUDA events."""
-    from gpulab.kernels.launch import time_ms as samples
-
-    return float(statistics.median(samples(run, iters=iters, repeats=repeats)))
 
 
 def plain(value: float) -> float | str:

@@ -2,22 +2,27 @@
 
 ``in`` is rows x cols, row-major; ``out`` must become its transpose, cols x
 rows. params: ``seed``; ``cases``, a list of ``{"label", "rows", "cols",
-"config"}``, each run on fresh random inputs with ``out`` filled with NaN
-(elements never written show as untouched) and NaN guard zones on both sides
-of it (writes past either end show as an overrun); optional ``timed``,
-``{"rows", "cols", "config"}``, where the learner's kernel, this module's own
-unpadded (``[32][32]``, a 32-way bank conflict) and padded (``[32][33]``)
-transposes, and a device-to-device copy of the same bytes are timed in turn,
-round after round, in the same run. Returns per case the mismatch against
-``in.T`` (exact: a transpose only moves bits), and for ``timed`` each one's
-milliseconds and GB/s (8 bytes per element: one read, one write).
+"config"}`` (with ``"repeat"`` and ``"busy"`` as `judge.repeat_case` reads
+them), every launch on fresh random inputs with ``out`` filled with NaN
+(elements never written show as untouched) and guard zones on both sides of
+``out`` and of ``in`` (writes past either end of ``out`` show as an overrun);
+optional ``timed``, ``{"rows", "cols", "config"}``, where the learner's
+kernel, this module's own unpadded (``[32][32]``, a 32-way bank conflict) and
+padded (``[32][33]``) transposes, and a device-to-device copy of the same
+bytes are timed launch by launch, in turn, each on fresh inputs after an L2
+flush, and every one of the learner's launches is checked; or ``sanitize``
+(the kernel under compute-sanitizer). Returns per case the mismatch against
+``in.T`` as it was before the launch (exact: a transpose only moves bits),
+``overrun`` and ``overrun_before``, and for ``timed`` each one's median
+milliseconds and GB/s (8 bytes per element: one read, one write), with the
+first wrong launch's findings (or the last) and how many were wrong.
 """
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
+from gpulab.grading.tasks import judge, sanitize
 from gpulab.grading.tasks.common import (
     compile_kernel,
     cupy,
@@ -25,13 +30,13 @@ from gpulab.grading.tasks.common import (
     mismatch,
     numpy,
     synchronize,
-    time_ms,
 )
+from gpulab.grading.tasks.rules import Rules, check_rules
+
+__all__ = ["RULES", "TRUSTED", "run", "trusted_config"]
 
 KERNEL = "transpose"
-GUARD = 4096          # NaN floats on each side of `out`, to catch writes past its ends
-ROUNDS = 5            # timing rounds; each times every contender once
-ITERS = 20            # launches between one pair of CUDA events
+RULES = Rules("bank-conflicts")
 
 # The trusted transposes the learner's kernel is timed against: the same code
 # with and without the padding column, for blocks of 32 x 8 threads.
@@ -76,77 +81,100 @@ def trusted_config(rows: int, cols: int) -> dict[str, Any]:
     return {"grid": [(cols + 31) // 32, (rows + 31) // 32], "block": [32, 8]}
 
 
-def _guarded(cp: Any, size: int) -> tuple[Any, Any]:
-    """A NaN-filled buffer with GUARD spare floats on each side, and the view between them."""
-    buffer = cp.full(size + 2 * GUARD, cp.nan, dtype=cp.float32)
-    return buffer, buffer[GUARD:GUARD + size]
-
-
-def _overrun(cp: Any, buffer: Any) -> int:
-    """How many guard floats around the output were written."""
-    guards = cp.concatenate([buffer[:GUARD], buffer[-GUARD:]])
-    return int(cp.count_nonzero(~cp.isnan(guards)))
-
-
 def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
+    check_rules(source, RULES)               # before anything compiles it
+    if "sanitize" in params:
+        return sanitize.under_sanitizer("transpose", source, params)
+    if params.get("plain"):
+        return sanitize.plain_launches(compile_kernel(source, KERNEL, ("-lineinfo",)),
+                                       params["cases"], int(params["seed"]), _plain_args)
     cp = cupy()
-    np = numpy()
-
     kernel = compile_kernel(source, KERNEL)
     rng = cp.random.default_rng(int(params["seed"]))
+    busy = judge.Busy() if any(case.get("busy") for case in params["cases"]) else None
     out: dict[str, Any] = {"cases": []}
     for case in params["cases"]:
         rows, cols = int(case["rows"]), int(case["cols"])
         what = f"{case.get('label', 'a case')} ({rows} x {cols})"
-        src = rng.random((rows, cols), dtype=cp.float32)
-        buffer, dst = _guarded(cp, rows * cols)
-        launch(kernel, case["config"], (src, dst, np.int32(rows), np.int32(cols)), what)
-        synchronize(what)
+
+        def once(config: Any, beside: bool, shape: tuple[int, int] = (rows, cols),
+                 what: str = what) -> dict[str, Any]:
+            work = _prepare(rng, *shape)
+            if beside and busy is not None:
+                busy.start()
+            _launch(kernel, config, work, what)
+            synchronize(what)
+            return {"config": config, **_check(work)}
+
+        found = judge.repeat_case(case, once, busy)
         out["cases"].append({"label": case.get("label", ""), "rows": rows, "cols": cols,
-                             "config": case["config"], "overrun": _overrun(cp, buffer),
-                             **mismatch(dst.reshape(cols, rows), src.T)})
+                             **found})
     timed = params.get("timed")
     if timed:
-        out["timed"] = _timed(cp, np, kernel, rng, timed)
+        out["timed"] = _timed(kernel, rng, timed)
     return out
 
 
-def _timed(cp: Any, np: Any, kernel: Any, rng: Any, timed: dict[str, Any]) -> dict[str, Any]:
+def _prepare(rng: Any, rows: int, cols: int) -> dict[str, Any]:
+    cp = cupy()
+    _, flat = judge.guarded(rows * cols, guard=judge.IN_GUARD)
+    flat[...] = rng.random(rows * cols, dtype=cp.float32)
+    src = flat.reshape(rows, cols)
+    out_buffer, out = judge.guarded(rows * cols)
+    return {"shape": (rows, cols), "src": src, "want": cp.ascontiguousarray(src.T),
+            "out": out, "out_buffer": out_buffer}
+
+
+def _launch(kernel: Any, config: Any, work: dict[str, Any], what: str) -> None:
+    np = numpy()
+    rows, cols = work["shape"]
+    launch(kernel, config, (work["src"], work["out"], np.int32(rows), np.int32(cols)), what)
+
+
+def _check(work: dict[str, Any]) -> dict[str, Any]:
+    rows, cols = work["shape"]
+    found = {**mismatch(work["out"].reshape(cols, rows), work["want"]),
+             **judge.overrun(work["out_buffer"])}
+    found["ok"] = not found["wrong"] and not found["overrun"]
+    return found
+
+
+def _timed(kernel: Any, rng: Any, timed: dict[str, Any]) -> dict[str, Any]:
+    cp = cupy()
     rows, cols = int(timed["rows"]), int(timed["cols"])
     what = f"the timed run ({rows} x {cols})"
-    src = rng.random((rows, cols), dtype=cp.float32)
-    dst = cp.full(rows * cols, cp.nan, dtype=cp.float32)
-    args = (src, dst, np.int32(rows), np.int32(cols))
-    launch(kernel, timed["config"], args, what)
-    synchronize(what)
-    wrong = mismatch(dst.reshape(cols, rows), src.T)["wrong"]
-
+    config = timed["config"]
     trusted = cp.RawModule(code=TRUSTED, options=("--std=c++17",))
     ours = trusted_config(rows, cols)
-    nbytes = src.nbytes
+    nbytes = 4 * rows * cols
 
-    def copy() -> None:
-        cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes,
+    def copy(work: dict[str, Any]) -> None:
+        cp.cuda.runtime.memcpyAsync(work["out"].data.ptr, work["src"].data.ptr, nbytes,
                                     cp.cuda.runtime.memcpyDeviceToDevice,
                                     cp.cuda.get_current_stream().ptr)
 
-    def trusted_run(name: str) -> Any:
+    def reference(name: str) -> judge.Contender:
         function = trusted.get_function(name)
-        return lambda: launch(function, ours, args, name)
+        return judge.Contender(lambda: _prepare(rng, rows, cols),
+                               lambda work: _launch(function, ours, work, name))
 
-    contenders = {"yours": lambda: launch(kernel, timed["config"], args, what),
-                  "unpadded": trusted_run("transpose_unpadded"),
-                  "padded": trusted_run("transpose_padded"),
-                  "copy": copy}
-    samples: dict[str, list[float]] = {name: [] for name in contenders}
-    for _ in range(ROUNDS):       # interleaved, so a clock change hits every contender alike
-        for name, enqueue in contenders.items():
-            samples[name].append(time_ms(enqueue, iters=ITERS, repeats=1))
-    synchronize(what)
-    ms = {name: float(statistics.median(values)) for name, values in samples.items()}
+    timing = judge.time_each({
+        "yours": judge.Contender(lambda: _prepare(rng, rows, cols),
+                                 lambda work: _launch(kernel, config, work, what), _check),
+        "unpadded": reference("transpose_unpadded"),
+        "padded": reference("transpose_padded"),
+        "copy": judge.Contender(lambda: _prepare(rng, rows, cols), copy),
+    }, what)
+    ms = timing["ms"]
     moved = 8 * rows * cols / 1e9          # GB: every element read once and written once
-    return {"rows": rows, "cols": cols, "config": timed["config"], "wrong": wrong,
-            "ms": ms, "gbs": {name: moved / (value * 1e-3) for name, value in ms.items()},
+    return {"rows": rows, "cols": cols, "config": config, "ms": ms,
+            "gbs": {name: moved / (value * 1e-3) for name, value in ms.items()},
             "vs_padded": ms["padded"] / ms["yours"],
             "vs_unpadded": ms["unpadded"] / ms["yours"],
-            "vs_copy": ms["copy"] / ms["yours"]}
+            "vs_copy": ms["copy"] / ms["yours"], **judge.summary(timing["checks"]["yours"])}
+
+
+def _plain_args(np: Any, rng: Any, case: dict[str, Any]) -> tuple[Any, ...]:
+    rows, cols = int(case["rows"]), int(case["cols"])
+    return (rng.random((rows, cols), dtype=np.float32),
+            np.full(rows * cols, np.nan, dtype=np.float32), np.int32(rows), np.int32(cols))
