@@ -8,8 +8,14 @@ as Markdown (`feedback_markdown` is what the Markdown file holds);
 Much of what is shown comes from the learner: their name, their values in
 the checks' messages, their tracebacks. The HTML is rendered with autoescape
 on, the Markdown escapes every character that could make markup, and the CSV
-defuses cells a spreadsheet would run as a formula. A hidden check shows its
-name and points only, never its title or message.
+defuses cells a spreadsheet would run as a formula.
+
+Hidden checks are shown as one total per exercise ("hidden checks: 7/10
+points") with their names, never one by one: the learner's code sees every
+argument of a hidden check, so a pass or fail per check would let it fail a
+later check on purpose and read one bit per check back from the page. Their
+titles and messages are never shown; the instructor's gradebook keeps them
+per check.
 """
 
 from __future__ import annotations
@@ -63,11 +69,21 @@ class FeedbackError(GpulabError):
 
 @dataclass(frozen=True)
 class _Check:
-    status: str            # passed / failed / skipped, or hidden
+    """A visible check: hidden ones are only ever part of `_Hidden`."""
+
+    status: str            # passed / failed / skipped
     points: str            # "1/2"
-    title: str             # the check's title, or for a hidden check only its name
-    message: str           # "" for a hidden check
-    hidden: bool
+    title: str             # the check's title, or its name
+    message: str
+
+
+@dataclass(frozen=True)
+class _Hidden:
+    """An exercise's hidden checks as one total: nothing here tells one check from another."""
+
+    total: str             # "7/10 points": earned, of the points of those that ran
+    detail: str            # the rest of the sentence: their names in the order they ran, and
+                           # the points of those that did not run here, if any
 
 
 @dataclass(frozen=True)
@@ -78,6 +94,7 @@ class _Exercise:
     points: str            # "3/5"
     message: str
     checks: tuple[_Check, ...]
+    hidden: _Hidden | None
 
 
 @dataclass(frozen=True)
@@ -174,7 +191,8 @@ def _page(grades: LearnerGrades, *, title: str, run_at: str,
         exercises.append(_Exercise(
             name=grade.exercise, kind=grade.kind, verdict=VERDICTS[grade.kind],
             points=f"{_number(earned)}/{_number(possible)}", message=grade.message,
-            checks=tuple(_check(row, where) for row in grade.checks)))
+            checks=tuple(_check(row, where) for row in grade.checks if not row.hidden),
+            hidden=_hidden(grade.checks, where)))
     return _Page(title=title, learner=grades.learner, run_at=run_at,
                  exercises=tuple(exercises), guards=tuple(guards),
                  total=f"{_number(earned_total)}/{_number(possible_total)}")
@@ -184,10 +202,28 @@ def _check(row: CheckRow, where: str) -> _Check:
     where = f"{where}, check {row.check!r}"
     points = (f"{_number(_finite(row.earned, f'{where}: earned points'))}/"
               f"{_number(_finite(row.points, f'{where}: points'))}")
-    if row.hidden:
-        return _Check(status="hidden", points=points, title=row.check, message="", hidden=True)
     return _Check(status=row.outcome, points=points, title=row.title or row.check,
-                  message=row.message, hidden=False)
+                  message=row.message)
+
+
+def _hidden(rows: Sequence[CheckRow], where: str) -> _Hidden | None:
+    """The hidden checks among `rows` as one total, or None where there are none."""
+    hidden = [row for row in rows if row.hidden]
+    if not hidden:
+        return None
+    earned = possible = not_run = 0.0
+    for row in hidden:
+        at = f"{where}, check {row.check!r}"
+        earned += _finite(row.earned, f"{at}: earned points")
+        worth = _finite(row.points, f"{at}: points")
+        if row.outcome == "skipped":
+            not_run += worth
+        else:
+            possible += worth
+    more = f" {_number(not_run)} more points of them were not run here." if not_run else ""
+    names = ", ".join(row.check for row in hidden)
+    return _Hidden(total=f"{_number(earned)}/{_number(possible)} points",
+                   detail=f" in all, shown only as a total ({names}).{more}")
 
 
 def _markdown(page: _Page) -> str:
@@ -207,6 +243,8 @@ def _markdown(page: _Page) -> str:
                 out.append(f"| {c.status} | {c.points} | {_md_cell(c.title)} | "
                            f"{_md_cell(c.message)} |")
             out.append("")
+        if ex.hidden:
+            out += [f"**Hidden checks: {ex.hidden.total}**{_md_inline(ex.hidden.detail)}", ""]
     out += ["---", "", f"**Total: {page.total} points**", ""]
     if page.guards:
         out += ["Isolation in force:", "", *(f"- {_md_inline(g)}" for g in page.guards), ""]

@@ -91,7 +91,8 @@ def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
     """Sort a checks report into a kind, a message and the check rows.
 
     A hidden check's message goes to `CheckRow.instructor_message`, never to
-    `message`: the learner sees only its name and points.
+    `message`: the learner's feedback shows hidden checks only as one total
+    (`gpulab.grading.feedback`).
     """
     rows = tuple(CheckRow(r.check, r.title, r.outcome, r.points, r.earned,
                           "" if r.hidden else r.message, r.hidden,
