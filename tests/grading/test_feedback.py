@@ -37,6 +37,7 @@ VERDICT_WORDS: dict[Kind, str] = {
     "gpu-fault": "a CUDA error in your kernel",
     "invalid": "could not be graded",
     "missing": "not handed in",
+    "partial": "checked without a GPU: the GPU checks were not run",
     "not-run": "not run by the grader",
 }
 

@@ -34,7 +34,7 @@ from pathlib import Path
 import jinja2
 
 from gpulab.errors import GpulabError
-from gpulab.grading.verdict import CheckRow, ExerciseGrade, Kind, LearnerGrades
+from gpulab.grading.verdict import UNGRADED, CheckRow, ExerciseGrade, Kind, LearnerGrades
 
 __all__ = ["NOT_RUN_NOTE", "FeedbackError", "feedback_markdown", "write_feedback",
            "write_grades_csv"]
@@ -50,11 +50,12 @@ VERDICTS: Mapping[Kind, str] = {
     "gpu-fault": "a CUDA error in your kernel",
     "invalid": "could not be graded",
     "missing": "not handed in",
+    "partial": "checked without a GPU: the GPU checks were not run",
     "not-run": "not run by the grader",
 }
 
 # In the points row of grades.csv when some cell is blank because the grader did not run it.
-NOT_RUN_NOTE = "blank: not run by the grader (no grade, not 0)"
+NOT_RUN_NOTE = "blank: not run by the grader, or only its checks that need no GPU (no grade, not 0)"
 # A cell starting with one of these is a formula to a spreadsheet (OWASP's list).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # Characters that can start Markdown or HTML markup anywhere in a line.
@@ -137,7 +138,8 @@ def write_grades_csv(classes: Sequence[LearnerGrades], exercises: Sequence[str],
 
     Columns: Learner, Slug, one per exercise in `exercises`, Total; the
     second row holds the points possible. An exercise a learner has no grade
-    for, or one the grader could not run (``not-run``: no GPU here, say), is
+    for, or one the grader could not run whole (``not-run``, or ``partial``: the
+    checks that need a GPU, on a grader without one), is
     left blank, which an LMS reads as "not graded", never as 0; where such a
     cell exists the points row says so in its Slug column (`NOT_RUN_NOTE`).
     A learner with no exercise graded at all has a blank Total too.
@@ -154,7 +156,7 @@ def write_grades_csv(classes: Sequence[LearnerGrades], exercises: Sequence[str],
         total, graded = 0.0, False
         for name in exercises:
             grade = by_name.get(name)
-            if grade is None or grade.kind == "not-run":
+            if grade is None or grade.kind in UNGRADED:
                 not_run = not_run or grade is not None
                 row.append("")
                 continue
