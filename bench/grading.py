@@ -77,12 +77,14 @@ def _load(name: str) -> ModuleType:
 assignment = _load("assignment")             # nbgrader's copy of the exercises
 autograde = _load("autograde")               # nbgrader's run
 
-# One constant changed in the solution: (part, text, replacement).
+# One constant changed in the solution: (part, text, replacement). Each must fail the same
+# checks on every run, whatever the hidden checks draw, or the tools disagree by chance
+# (quota / 100000 failed test_changed_machines only when a drawn period was not 100000).
 CONSTANTS = {
     "roofline": ("kernels", '"saxpy": (2 * n, 3 * 4 * n)', '"saxpy": (2 * n, 2 * 4 * n)'),
     "env-report": ("parse_os_release", "value[1:-1]", "value[1:-2]"),
     "namespaces": ("ns_inode", "int(rest[:-1])", "int(rest[:-2])"),
-    "cgroup-limits": ("parse_cpu_max", "int(quota) / int(period)", "int(quota) / 100000"),
+    "cgroup-limits": ("parse_cpu_max", "int(quota) / int(period)", "int(period) / int(quota)"),
 }
 BROKEN = '\nprint("unfinished"\n'        # appended to an answer cell: a SyntaxError
 KINDS = (("right", 5), ("wrong", 3), ("broken", 2))

@@ -2,12 +2,14 @@
 
 Each check calls your ``occupancy`` in a separate process. Without a GPU, the
 expected answers are worked out by hand from the per-SM limits of an H100, an
-A100 and an RTX 4090 (the lesson's examples among them). With a GPU, the
-answer is CUDA's own: the check compiles its kernels with CuPy under several
-register caps and static shared-memory sizes, reads each kernel's real
-register count (``num_regs``) and static shared memory
-(``shared_size_bytes``), and asks the driver's
-``cuOccupancyMaxActiveBlocksPerMultiprocessor`` how many blocks fit.
+A100 and an RTX 4090 (the lesson's examples among them); a failing check says
+which of your counts by limit is off, and whether it allows too many blocks
+or too few, but not the right number. With a GPU, the answer is CUDA's own:
+the check compiles its kernels with CuPy under several register caps and
+static shared-memory sizes, reads each kernel's real register count
+(``num_regs``) and static shared memory (``shared_size_bytes``), and asks
+the driver's ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` how many blocks
+fit.
 """
 
 from __future__ import annotations
@@ -36,66 +38,52 @@ GPUS = {"H100": H100, "A100": A100, "RTX 4090": RTX_4090}
 
 KB = 1024
 # (GPU, threads per block, registers per thread, shared bytes per block,
-#  expected blocks per SM, expected limit, how it is worked out)
+#  expected blocks per SM, expected limit, what the case is about). The expected
+#  numbers are worked out by hand from the rules (the lesson works some of them);
+#  the messages never print them: they say which of your counts is off, and how.
 LESSON = [
     ("H100", 128, 96, 0, 5, "registers",
-     "96 x 32 = 3072 registers per warp; 16,384 per partition hold 5 warps, 20 per SM: "
-     "5 blocks of 4 warps"),
+     "96 registers per thread in blocks of 4 warps (the lesson's first example)"),
     ("H100", 32, 96, 0, 20, "registers",
-     "one-warp blocks at 96 registers: 5 warps fit in each partition's 16,384 registers, 20 "
-     "per SM, not the 21 that 65,536 / 3072 suggests (a warp cannot straddle partitions)"),
+     "one-warp blocks at 96 registers per thread: a warp cannot straddle two register "
+     "partitions"),
     ("H100", 256, 72, 40 * KB, 3, "registers",
-     "72 x 32 = 2304 registers per warp; 7 warps per partition, 28 per SM: 3 blocks of 8 "
-     "warps (shared memory would allow 5: 228 KB / 41 KB)"),
-    ("H100", 256, 64, 40 * KB, 4, "registers",
-     "64 x 32 = 2048 registers per warp; 8 per partition, 32 per SM: 4 blocks of 8 warps"),
-    ("H100", 768, 32, 0, 2, "threads",
-     "blocks of 24 warps: 2 fit in 64 warp slots (registers allow 2 as well; threads come "
-     "first when limits tie)"),
-    ("H100", 96, 32, 0, 21, "threads", "blocks of 3 warps: 21 fit in 64 warp slots"),
-    ("H100", 32, 16, 0, 32, "blocks",
-     "one-warp blocks: threads would allow 64, but an SM holds at most 32 blocks"),
-    ("H100", 256, 32, 113 * KB, 2, "shared memory",
-     "113 KB + 1 KB reserved = 114 KB per block: 2 fit in 228 KB"),
-    ("H100", 256, 32, 114 * KB, 1, "shared memory",
-     "114 KB + 1 KB reserved = 115 KB per block: only 1 fits in 228 KB"),
-    ("H100", 256, 32, 48 * KB, 4, "shared memory",
-     "48 KB + 1 KB reserved = 49 KB per block: 4 fit in 228 KB"),
-    ("H100", 1024, 72, 0, 0, "registers",
-     "72 registers: 28 warps per SM, fewer than one block of 32 warps (the launch would fail "
-     "with 'too many resources requested')"),
+     "the lesson's worked example: 72 registers per thread and 40 KB of shared memory"),
+    ("H100", 256, 64, 40 * KB, 4, "registers", "the worked example cut to 64 registers"),
+    ("H100", 768, 32, 0, 2, "threads", "blocks of 24 warps (when limits tie, threads come first)"),
+    ("H100", 96, 32, 0, 21, "threads", "blocks of 3 warps"),
+    ("H100", 32, 16, 0, 32, "blocks", "one-warp blocks with few registers"),
+    ("H100", 256, 32, 113 * KB, 2, "shared memory", "113 KB of shared memory per block"),
+    ("H100", 256, 32, 114 * KB, 1, "shared memory", "114 KB of shared memory per block"),
+    ("H100", 256, 32, 48 * KB, 4, "shared memory", "48 KB of shared memory per block"),
+    ("H100", 1024, 72, 0, 0, "registers", "blocks of 1024 threads at 72 registers per thread"),
 ]
 ROUNDING = [
     ("H100", 256, 33, 0, 6, "registers",
-     "33 x 32 = 1056 registers per warp, rounded up to 1280 (a multiple of 256): 12 warps "
-     "per partition, 48 per SM: 6 blocks of 8 warps"),
+     "33 registers per thread: a warp's registers are handed out in whole allocation units"),
     ("H100", 64, 32, 7000, 28, "shared memory",
-     "7000 + 1024 reserved = 8024 bytes, rounded up to 8064 (a multiple of 128): "
-     "233,472 / 8064 = 28 blocks"),
-    ("H100", 100, 32, 0, 16, "threads",
-     "100 threads take 4 whole warps: 64 warp slots hold 16 blocks (not 2048 / 100 = 20)"),
+     "7000 bytes of shared memory: with the reserve, in whole allocation units"),
+    ("H100", 100, 32, 0, 16, "threads", "100 threads per block: a partial warp takes a whole slot"),
 ]
 OTHER_GPUS = [
-    ("A100", 256, 32, 48 * KB, 3, "shared memory",
-     "49 KB per block with the reserved 1 KB: 3 fit in the A100's 164 KB"),
-    ("A100", 256, 32, 100 * KB, 1, "shared memory", "101 KB per block: 1 fits in 164 KB"),
-    ("A100", 128, 96, 0, 5, "registers", "the same register file as the H100: 5 blocks"),
-    ("RTX 4090", 768, 32, 0, 2, "threads", "2 blocks of 24 warps fill the 4090's 48 warp slots"),
-    ("RTX 4090", 32, 16, 0, 24, "blocks", "the RTX 4090 holds at most 24 blocks per SM"),
-    ("RTX 4090", 256, 32, 48 * KB, 2, "shared memory", "49 KB per block: 2 fit in 100 KB"),
-    ("RTX 4090", 512, 64, 0, 2, "registers",
-     "64 registers: 32 warps per SM, 2 blocks of 16 warps"),
+    ("A100", 256, 32, 48 * KB, 3, "shared memory", "48 KB per block on the A100's 164 KB"),
+    ("A100", 256, 32, 100 * KB, 1, "shared memory", "100 KB per block on the A100"),
+    ("A100", 128, 96, 0, 5, "registers", "96 registers per thread on the A100"),
+    ("RTX 4090", 768, 32, 0, 2, "threads", "blocks of 24 warps on the RTX 4090"),
+    ("RTX 4090", 32, 16, 0, 24, "blocks", "one-warp blocks on the RTX 4090"),
+    ("RTX 4090", 256, 32, 48 * KB, 2, "shared memory", "48 KB per block on the RTX 4090"),
+    ("RTX 4090", 512, 64, 0, 2, "registers", "64 registers per thread on the RTX 4090"),
 ]
 CANNOT_LAUNCH = [
-    ("H100", 1025, 32, 0, 0, "threads", "1025 threads: more than 1024 in one block"),
-    ("H100", 2048, 16, 0, 0, "threads", "2048 threads: more than 1024 in one block"),
-    ("H100", 128, 256, 0, 0, "registers", "256 registers per thread: more than 255"),
+    ("H100", 1025, 32, 0, 0, "threads", "1025 threads in one block"),
+    ("H100", 2048, 16, 0, 0, "threads", "2048 threads in one block"),
+    ("H100", 128, 256, 0, 0, "registers", "256 registers per thread"),
     ("H100", 128, 32, 232448 + 1, 0, "shared memory",
      "one byte more than max_shared_memory_per_block"),
     ("H100", 128, 32, 232448, 1, "shared memory",
-     "exactly max_shared_memory_per_block: 227 KB + 1 KB reserved fills the SM's 228 KB once"),
+     "exactly max_shared_memory_per_block, which a block may have"),
     ("RTX 4090", 128, 32, 101376 + 1, 0, "shared memory",
-     "one byte more than the RTX 4090's 99 KB per block"),
+     "one byte more than the RTX 4090's max_shared_memory_per_block"),
 ]
 
 HINTS = {
@@ -154,19 +142,35 @@ def shape_problem(got: Any, call: str, limits: dict[str, int], threads: int) -> 
     return None
 
 
+def wrong_counts(mine: dict[str, int], blocks: int, limit: str) -> list[str]:
+    """Which of the learner's counts by limit are surely wrong, and how, knowing only the
+    right blocks per SM and the limit that sets it (never printed)."""
+    first = ORDER.index(limit)
+    out = []
+    for i, name in enumerate(ORDER):
+        count = mine[name]
+        # the limit's own count is `blocks`; one before it in ORDER is more (else it would
+        # be named), one after it at least as much
+        if name == limit and count > blocks:
+            out.append(f"your count for {name} is too generous: fewer blocks fit by "
+                       f"{name}. Hint: {HINTS[name]}")
+        elif count < blocks or (count == blocks and i < first):
+            out.append(f"your count for {name} is too strict: more blocks fit by {name}. "
+                       f"Hint: {HINTS[name]}")
+    return out
+
+
 def check_cases(learner: Any, cases: list[tuple[Any, ...]]) -> None:
-    for gpu, threads, registers, shared, blocks, limit, why in cases:
+    for gpu, threads, registers, shared, blocks, limit, what in cases:
         limits = GPUS[gpu]
         call = f"occupancy({gpu}, {threads}, {registers}, {shared})"
         got = learner.call("occupancy", limits, threads, registers, shared)
         problem = shape_problem(got, call, limits, threads)
         assert problem is None, problem
-        assert got["blocks_per_sm"] == blocks, (
-            f"{call} gives {got['blocks_per_sm']} blocks per SM (your counts by limit: "
-            f"{got['blocks_by_limit']}), but the answer is {blocks}: {why}. Hint for "
-            f"{limit}: {HINTS[limit]}")
-        assert got["limit"] == limit, (
-            f"{call} names {got['limit']!r} as the limit, but it is {limit!r}: {why}")
+        mine = got["blocks_by_limit"]
+        assert got["blocks_per_sm"] == blocks and got["limit"] == limit, (
+            f"{call} ({what}): your counts by limit are {mine}, and "
+            + "; ".join(wrong_counts(mine, blocks, limit)))
 
 
 # -- the checks without a GPU -------------------------------------------------------------
@@ -337,20 +341,19 @@ def compare_with_cuda(learner: Any, specs: Any, cases: Any) -> tuple[int, list[s
 
 def describe(compiled: Compiled, threads: int, dynamic: int, want: int,
              got: dict[str, Any]) -> str:
-    """Teaching message for one disagreement with CUDA."""
+    """Teaching message for one disagreement with CUDA (CUDA's number is not in it)."""
     what = (f"{compiled.spec.label} ({compiled.registers} registers per thread, "
             f"{compiled.static_shared} bytes of static shared memory), blocks of {threads} "
             f"threads and {dynamic} bytes of dynamic shared memory")
     mine = got["blocks_by_limit"]
     if got["blocks_per_sm"] > want:
-        why = (f"one of your counts is too generous. If it is {got['limit']}: "
-               f"{HINTS[got['limit']]}")
+        why = (f"CUDA fits fewer blocks per SM than your {got['blocks_per_sm']}, so a count "
+               f"is too generous. If it is {got['limit']}: {HINTS[got['limit']]}")
     else:
         low = [name for name in ORDER if mine[name] < want]
-        why = (f"your count for {', '.join(low)} is too strict: {HINTS[low[0]]}" if low
-               else "check each of your counts against the rules")
-    return (f"{what}: CUDA's occupancy API says {want} blocks per SM, your function says "
-            f"{got['blocks_per_sm']} (your counts by limit: {mine}); {why}")
+        why = (f"CUDA fits more blocks per SM than your {got['blocks_per_sm']}: your count "
+               f"for {', '.join(low)} is too strict: {HINTS[low[0]]}")
+    return f"{what}: your counts by limit are {mine}; {why}"
 
 
 def verdict(compared: int, wrong: list[str]) -> None:

@@ -1,22 +1,25 @@
 """Visible checks for the env-report exercise.
 
-Each check calls one of your functions in the worker process and compares
-the result with a reading this file takes itself: /etc/os-release, the
-kernel, the interpreter, and NVML started afresh.
+Each check calls one of your functions in the worker process. `os_name` is
+given recorded machines' files (a root folder the worker builds) and
+`gpu_report` runs while `pynvml` answers from recorded NVML sessions; the
+answers expected on each were taken when it was recorded
+(`gpulab.grading.machines`). The kernel and the Python are this process's
+own, so those two checks compare with what the checker runs on.
 """
 
 from __future__ import annotations
 
-import os
-import platform
+import sys
 from pathlib import Path
 
 import pytest
 
 from gpulab.grading.learner import LearnerError
-from gpulab.probes.system_parse import parse_os_release
+from gpulab.grading.machines import load_machine, nvml_expected, nvml_recording
 
-OS_RELEASE_FILES = (Path("/etc/os-release"), Path("/usr/lib/os-release"))
+MACHINES = ("firecracker-vm", "h200-vm", "two-socket", "docker-container", "k8s-hostpid")
+RECORDINGS = ("h200", "two-h100", "no-library")
 
 UBUNTU = '''PRETTY_NAME="Ubuntu 24.04.2 LTS"
 NAME="Ubuntu"
@@ -27,40 +30,19 @@ ID=ubuntu
 ID_LIKE=debian
 '''
 
-
-def read_os_name() -> tuple[str | None, str]:
-    """PRETTY_NAME as the checker reads it, and where it came from."""
-    for path in OS_RELEASE_FILES:
-        try:
-            fields = parse_os_release(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            continue
-        if "PRETTY_NAME" in fields:
-            return fields["PRETTY_NAME"], f"PRETTY_NAME in {path}"
-        return "Linux", f"{path}, which has no PRETTY_NAME (the standard default is 'Linux')"
-    return None, "neither /etc/os-release nor /usr/lib/os-release (so None)"
+HINTS = {
+    "driver_version": "nvmlSystemGetDriverVersion() gives it as a string",
+    "cuda_version": "turn the integer into 'major.minor': 13000 is '13.0', 12040 '12.4'",
+    "gpus": "one name per GPU, every GPU, in index order",
+}
 
 
-def read_nvml() -> tuple[dict, str]:
-    """The checker's own NVML reading, and why it looks as it does."""
-    import pynvml
-
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        return ({"driver_version": None, "cuda_version": None, "gpus": None},
-                f"NVML cannot start here ({exc}), so there is no driver to report")
-    try:
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        cuda = pynvml.nvmlSystemGetCudaDriverVersion()
-        names = [pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))
-                 for i in range(pynvml.nvmlDeviceGetCount())]
-    finally:
-        pynvml.nvmlShutdown()
-    return ({"driver_version": driver, "cuda_version": f"{cuda // 1000}.{cuda % 1000 // 10}",
-             "gpus": names},
-            f"NVML says driver {driver}, CUDA {cuda} (an integer: major*1000 + minor*10), "
-            f"{len(names)} GPU(s)")
+def nvml_source(recording: str) -> str:
+    """What a recorded NVML session is, in words, for messages."""
+    data = nvml_recording(recording)
+    if not any(c.get("call") == "nvmlInit" and "error" not in c for c in data["calls"]):
+        return f"the recorded session {recording!r}, where nvmlInit() fails (no driver)"
+    return f"the recorded session {recording!r} ({data.get('machine', '')})"
 
 
 # ---- part 1: parse_os_release ------------------------------------------------------------
@@ -82,24 +64,32 @@ def test_parse_os_release(learner):
     assert not extra, f"parse_os_release found keys that are not in the file: {extra!r}"
 
 
-# ---- parts 2-4: os_name, kernel_release, python_version -----------------------------------
+# ---- part 2: os_name, on recorded machines -------------------------------------------------
 
 @pytest.mark.points(1)
 def test_os_name(learner):
-    """os_name is PRETTY_NAME from this machine's os-release file"""
-    want, source = read_os_name()
-    got = learner.call("os_name")
-    assert got == want, f"os_name() returned {got!r}, but {source} says {want!r}"
+    """os_name(root) is PRETTY_NAME from the os-release file of each recorded machine"""
+    for name in MACHINES:
+        machine = load_machine(name)
+        want = machine.want("env-report")["os_name"]
+        got = learner.call("os_name", learner.machine(name))
+        assert got == want, (
+            f"os_name(root) returned {got!r} on a recorded machine ({machine.about}), but "
+            f"PRETTY_NAME in its os-release file is {want!r}: take PRETTY_NAME (NAME is "
+            "shorter), from the file under root, Path(root, 'etc/os-release'), not from this "
+            "machine's /etc/os-release")
 
+
+# ---- parts 3-4: kernel_release, python_version (this process's own) ----------------------
 
 @pytest.mark.points(1)
 def test_kernel_release(learner):
     """kernel_release is the running kernel's release (uname -r)"""
-    want = os.uname().release
+    want = Path("/proc/sys/kernel/osrelease").read_text().strip()
     got = learner.call("kernel_release")
     assert got == want, (
         f"kernel_release() returned {got!r}, but the running kernel is {want!r} "
-        "(os.uname().release, what uname -r prints)")
+        "(the release field of the kernel's uname, what uname -r prints)")
 
 
 @pytest.mark.points(1)
@@ -107,40 +97,61 @@ def test_python_version(learner):
     """python_version is the running interpreter's major.minor.micro"""
     # The worker is started as `sys.executable -m gpulab.grading.worker`, the very
     # interpreter running this check, so the checker's own version is the truth.
-    want = platform.python_version()
+    want = "{}.{}.{}".format(*sys.version_info[:3])
     got = learner.call("python_version")
     assert got == want, (
         f"python_version() returned {got!r}, but the Python running your code is {want!r}: "
         "report the interpreter that runs, not one named in a file or on the PATH")
 
 
-# ---- part 5: gpu_report ------------------------------------------------------------------
+# ---- part 5: gpu_report, on recorded NVML sessions ---------------------------------------
+
+def judge_report(got: object, want: dict, source: str) -> str | None:
+    """Why `got` is not the report `want` of the NVML session `source`; None when it is."""
+    if not isinstance(got, dict) or set(got) != set(want):
+        return (f"gpu_report() returned {got!r} with {source}: return a dict with exactly "
+                f"the keys {sorted(want)!r}")
+    if got == dict.fromkeys(want) and want["driver_version"] is not None:
+        return (f"gpu_report() returned None for every field with {source}, where NVML starts "
+                f"and lists {len(want['gpus'])} GPU(s): ask NVML, do not assume there is none")
+    if want["driver_version"] is None:
+        if got != want:
+            return (f"gpu_report() returned {got!r} with {source}: a machine without a GPU "
+                    "is a valid answer, so catch pynvml.NVMLError around nvmlInit() and "
+                    "return None for every field")
+        return None
+    for key, hint in HINTS.items():
+        if got[key] != want[key]:
+            return (f"with {source}, your {key} is {got[key]!r}, but NVML answers "
+                    f"{want[key]!r}: {hint}")
+    return None
+
 
 @pytest.mark.points(3)
 def test_gpu_report(learner):
     """gpu_report gives NVML's driver, CUDA version and GPU names, or None without NVML"""
-    want, source = read_nvml()
-    try:
-        got = learner.call("gpu_report")
-    except LearnerError as exc:
-        if want["driver_version"] is not None or "NotImplementedError" in str(exc):
-            raise
-        raise LearnerError(f"{exc}\n{source}: a machine without a GPU is a valid answer, "
-                           "so catch pynvml.NVMLError around nvmlInit() and return None "
-                           "for every field") from None
-    assert isinstance(got, dict) and set(got) == set(want), (
-        f"gpu_report() returned {got!r}: return a dict with exactly the keys "
-        f"{sorted(want)!r}")
-    if want["driver_version"] is None:
-        assert got == want, (
-            f"gpu_report() returned {got!r}, but {source}. A machine without a GPU is a "
-            "valid answer: catch pynvml.NVMLError around nvmlInit() and return None for "
-            "every field")
-        return
-    for key, hint in [
-        ("driver_version", "nvmlSystemGetDriverVersion() gives it as a string"),
-        ("cuda_version", "turn the integer into 'major.minor': 13000 is '13.0', 12040 '12.4'"),
-        ("gpus", "one name per GPU, every GPU, in index order"),
-    ]:
-        assert got[key] == want[key], (
-            f"your {key} is {got[key]!r}, but {source}; expected {want[key]!r}: {hint}")
+    problems = []
+    for recording in RECORDINGS:
+        source = nvml_source(recording)
+        try:
+            got = learner.call_with_nvml(recording, "gpu_report")
+        except LearnerError as exc:
+            if exc.raised_as(NotImplementedError):
+                raise
+            said = str(exc)
+            if "NotRecorded" in said:
+                hint = ("the recordings answer the calls the notebook names: nvmlInit, "
+                        "nvmlSystemGetDriverVersion, nvmlSystemGetCudaDriverVersion, "
+                        "nvmlDeviceGetCount, nvmlDeviceGetHandleByIndex, nvmlDeviceGetName "
+                        "and nvmlShutdown")
+            elif "NVMLError" in said:
+                hint = ("where NVML cannot start, catch pynvml.NVMLError around nvmlInit() and "
+                        "return None for every field: a machine without a GPU is a valid answer")
+            else:
+                hint = ""
+            problems.append(f"with {source}: {exc}" + (f"\n{hint}" if hint else ""))
+            continue
+        why = judge_report(got, nvml_expected(recording), source)
+        if why:
+            problems.append(why)
+    assert not problems, "\n".join(problems)

@@ -4,26 +4,35 @@ Parts 1 and 2 need no GPU: `parse_topo` reads two sample outputs of
 ``nvidia-smi topo -m`` written out below (an HGX board whose GPUs meet through
 NVSwitches, and a PCIe server with a NIC), and its result is compared with the
 answer worked out here from how each sample was wired; `rank` and
-`fastest_pair` get small matrices with known answers. Part 3 reads NVML
-itself and compares with your `read_topology`. Part 4 times peer copies
-itself with CuPy, in this process, and compares with your `measure_peer_copy`
-and with your prediction of the fastest pair; it needs two GPUs and says so
-where there is only one.
+`fastest_pair` get small matrices with known answers. Part 3 needs no GPU
+either: `read_topology` runs while ``pynvml`` answers from recorded NVML
+sessions of other machines (an eight-GPU HGX board, two PCIe GPUs on one
+switch), and is compared with the answers written down for them; on a GPU it
+is also compared with the checks' own NVML reading of this machine. Part 4
+times peer copies with CuPy, in this process, and compares with your
+`measure_peer_copy` and with your prediction of the fastest pair; it needs two
+GPUs and says so where there is only one. The checks' own readings of this
+machine are in `gpulab.grading.reference.gpu_topology`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import itertools
 import re
-import statistics
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from gpulab.grading.learner import LearnerError
+from gpulab.grading.machines import nvml_expected
+from gpulab.grading.reference.gpu_topology import (
+    COPY_BYTES,
+    cuda_index_by_bus,
+    own_copy,
+    own_topology,
+)
+from gpulab.grading.worker import REFUSED
 
 # -- the samples --------------------------------------------------------------------------
 
@@ -194,106 +203,123 @@ def _short(value: Any) -> str:
 
 
 def raised_value_error(learner: Any, function: str, *args: Any) -> tuple[bool, str]:
-    """Did the call raise ValueError? And what it did instead, in words (for the hidden checks)."""
+    """Did the call raise ValueError, judged by the exception's type (not its message)? And
+    what it did, in words (for the hidden checks)."""
     try:
         got = learner.call(function, *args)
     except LearnerError as exc:
-        first = str(exc).splitlines()[0]  # "while calling f(): ValueError: message"
-        if "NotImplementedError" in first:
+        if exc.raised_as(NotImplementedError):
             raise
-        return bool(re.search(r":\s*ValueError\b", first)), f"raised {first.split(': ', 1)[-1]}"
+        first = str(exc).splitlines()[0]  # "while calling f(): TypeError: message"
+        did = f"raised {first.split(': ', 1)[-1]}"
+        if exc.raised_as(ValueError):
+            return True, did
+        return False, did + ", which is not a ValueError (its type decides, not its message)"
     return False, f"returned {got!r:.80}"
 
 
-# -- the checks' own NVML reading ---------------------------------------------------------
-def pynvml() -> Any:
-    return importlib.import_module("pynvml")
+# -- part 3 on recorded machines ----------------------------------------------------------
+# NVML sessions of other machines (gpulab/grading/machines/nvml/, its README says what each
+# is): while read_topology() runs, `pynvml` answers from the recording, so it is checked on
+# an eight-GPU board and on PCIe GPUs on any machine, without a GPU.
+RECORDED = ("hgx-8", "pcie-pair")
+PART3_CALLS = ("nvmlInit, nvmlDeviceGetCount, nvmlDeviceGetHandleByIndex, nvmlDeviceGetPciInfo, "
+               "nvmlDeviceGetNvLinkState, nvmlDeviceGetNvLinkRemotePciInfo, "
+               "nvmlDeviceGetTopologyCommonAncestor and nvmlShutdown")
+NOT_SMI = ("a recorded session answers NVML's calls only: a program that runs nvidia-smi "
+           "reads the machine the checks run on, or finds no nvidia-smi at all. Ask NVML, "
+           "as part 3 says")
+PCIE_LABELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
 
 
-@contextlib.contextmanager
-def nvml() -> Iterator[Any]:
-    pm = pynvml()
-    pm.nvmlInit()
+def on_recording(learner: Any, session: str) -> str | None:
+    """Why read_topology() is wrong on the recorded NVML session `session`; None if right."""
+    want = nvml_expected(session, "gpu-topology")
+    source = f"the recorded NVML session {session!r} ({want['about']})"
     try:
-        yield pm
-    finally:
-        pm.nvmlShutdown()
+        got = learner.call_with_nvml(session, "read_topology")
+    except LearnerError as exc:
+        if exc.raised_as(NotImplementedError):
+            raise
+        said = str(exc)
+        if REFUSED in said:
+            hint = ""
+        elif "NotRecorded" in said:
+            hint = (f"the recording answers the calls part 3 names ({PART3_CALLS}), for the "
+                    "GPUs and link numbers its driver lists")
+        elif "NVMLError" in said:
+            hint = ("NVMLError_NotSupported (a GPU without NVLink, a far end NVML cannot name) "
+                    "and NVMLError_InvalidArgument (a link number the GPU does not have) are "
+                    "answers: catch them where part 3 says what they mean")
+        else:
+            hint = NOT_SMI
+        return f"read_topology() on {source} failed: {said}" + (f"\n{hint}" if hint else "")
+    return judge_topology(got, want["read_topology"], source)
 
 
-def bus_id(value: Any) -> str:
-    """A PCI address as sysfs writes it: four-digit domain, lower case (0000:3b:00.0)."""
-    text = value.decode() if isinstance(value, bytes) else str(value)
-    domain, bus, rest = text.strip().lower().split(":")
-    return f"{int(domain, 16):04x}:{bus}:{rest}"
+def judge_topology(got: Any, want: dict[str, Any], source: str) -> str | None:
+    """Why `got` is not the topology `want` read from `source`; None when it is."""
+    call = f"read_topology() on {source}"
+    if not (isinstance(got, dict) and isinstance(got.get("gpus"), list)
+            and isinstance(got.get("links"), dict)):
+        return (f"{call} returned {got!r:.120}: want a dict with 'gpus' (a list) and 'links' "
+                "(a dict of dicts)")
+    gpus, links = got["gpus"], got["links"]
+    if len(gpus) != len(want["gpus"]):
+        return (f"{call} returned {len(gpus)} GPU(s), {gpus!r:.80}, but its driver lists "
+                f"{len(want['gpus'])}: it must ask NVML (nvmlDeviceGetCount, "
+                "nvmlDeviceGetHandleByIndex), not nvidia-smi, which shows the machine the "
+                "checks run on")
+    if gpus != want["gpus"]:
+        return (f"{call}: 'gpus' is {gpus!r:.80}: name the GPUs GPU0, GPU1, ... by NVML's "
+                "index, in that order")
+    for a, row in want["links"].items():
+        mine = links.get(a)
+        if not isinstance(mine, dict):
+            return (f"{call}: 'links' has no row {a!r}: one dict per GPU, even with one GPU "
+                    "({'GPU0': {}})")
+        for b, label in row.items():
+            if mine.get(b) != label:
+                back = links.get(b)
+                other_side = back.get(a) if isinstance(back, dict) else None
+                return (f"{call} labels {a}-{b} {mine.get(b, '(missing)')!r}, but NVML's "
+                        f"answers there make it {label!r}: "
+                        + _label_hint(mine.get(b), label, other_side))
+        extra = sorted(set(mine) - set(row), key=str)
+        if extra:
+            return (f"{call}: 'links'[{a!r}] has the columns {extra!r:.80} besides the other "
+                    "GPUs: every other GPU, not the GPU itself")
+    return None
 
 
-def far_ends(pm: Any, handle: Any) -> list[str | None]:
-    """One entry per active NVLink: the PCI address at its far end (None if NVML cannot say)."""
-    ends: list[str | None] = []
-    for link in range(pm.NVML_NVLINK_MAX_LINKS):
-        try:
-            if pm.nvmlDeviceGetNvLinkState(handle, link) != pm.NVML_FEATURE_ENABLED:
-                continue
-        except (pm.NVMLError_NotSupported, pm.NVMLError_InvalidArgument):
-            continue                    # no NVLink on this GPU, or no link with this number
-        try:
-            ends.append(bus_id(pm.nvmlDeviceGetNvLinkRemotePciInfo(handle, link).busId))
-        except pm.NVMLError_NotSupported:
-            ends.append(None)
-    return ends
+def _label_hint(got: Any, want: str, other_side: Any) -> str:
+    """What a wrong label suggests, in the terms of part 3's text."""
+    if not isinstance(got, str):
+        return "every GPU's row labels every other GPU with a string such as 'NV4' or 'PIX'"
+    if want.startswith("NV") and other_side == want:
+        return (f"the other GPU's row says {want!r}: a pair's label does not depend on the GPU "
+                "you start from. One GPU may be unable to name the far ends of its links "
+                "(NotSupported), so count the links from both sides and take the larger")
+    if want.startswith("NV") and got in PCIE_LABELS:
+        return ("these GPUs have NVLinks, which come before any PCIe path. A link that ends at "
+                "no GPU of this machine (an NVSwitch, or an end NVML cannot name) joins the "
+                "switch fabric, through which two GPUs reach each other over the smaller of "
+                "their two counts of such links")
+    if want.startswith("NV"):
+        return ("count every active link of each GPU, link numbers 0 to "
+                "NVML_NVLINK_MAX_LINKS - 1, skipping only those NVML says are missing or "
+                "inactive")
+    if got.startswith("NV"):
+        return ("these GPUs share no active NVLink: a link whose state is not "
+                "NVML_FEATURE_ENABLED, or one NVML does not support, carries nothing")
+    return ("without NVLinks the label is the PCIe level NVML gives for the pair "
+            "(nvmlDeviceGetTopologyCommonAncestor), in nvidia-smi's words (PCIE_LABEL); "
+            "'SYS' only where NVML cannot say")
 
 
-def nvlink_count(ends: list[list[str | None]], buses: list[str], a: int, b: int) -> int:
-    """NVLinks joining GPUs a and b: direct ones, else the switch fabric both reach."""
-    direct = max(ends[a].count(buses[b]), ends[b].count(buses[a]))
-    if direct:
-        return direct
-    gpus = set(buses)
-    fabric_a = sum(1 for end in ends[a] if end not in gpus)
-    fabric_b = sum(1 for end in ends[b] if end not in gpus)
-    return min(fabric_a, fabric_b)
-
-
-def pcie_label(pm: Any, a: Any, b: Any) -> str:
-    levels = {pm.NVML_TOPOLOGY_INTERNAL: "PIX", pm.NVML_TOPOLOGY_SINGLE: "PIX",
-              pm.NVML_TOPOLOGY_MULTIPLE: "PXB", pm.NVML_TOPOLOGY_HOSTBRIDGE: "PHB",
-              pm.NVML_TOPOLOGY_NODE: "NODE", pm.NVML_TOPOLOGY_SYSTEM: "SYS"}
-    try:
-        return levels.get(pm.nvmlDeviceGetTopologyCommonAncestor(a, b), "SYS")
-    except pm.NVMLError_NotSupported:
-        return "SYS"
-
-
-def own_topology() -> dict[str, Any]:
-    """The check's own reading of every GPU pair, through NVML."""
-    with nvml() as pm:
-        count = pm.nvmlDeviceGetCount()
-        handles = [pm.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-        buses = [bus_id(pm.nvmlDeviceGetPciInfo(h).busId) for h in handles]
-        ends = [far_ends(pm, h) for h in handles]
-        names = [f"GPU{i}" for i in range(count)]
-        links: dict[str, dict[str, str]] = {name: {} for name in names}
-        for a in range(count):
-            for b in range(count):
-                if a == b:
-                    continue
-                nvlinks = nvlink_count(ends, buses, a, b)
-                links[names[a]][names[b]] = (f"NV{nvlinks}" if nvlinks else
-                                             pcie_label(pm, handles[a], handles[b]))
-        return {"gpus": names, "links": links, "buses": buses}
-
-
-# -- the checks' own peer copies ----------------------------------------------------------
-COPY_BYTES = 256 * 2**20          # 256 MiB: long enough that the per-copy cost vanishes
-TRIALS, REPEATS = 3, 4            # median of 3 timings of 4 copies each
-
-
-def cupy() -> Any:
-    return importlib.import_module("cupy")
-
-
+# -- part 4 (the checks' own copies: gpulab.grading.reference.gpu_topology) ---------------
 def cuda_gpus() -> int:
-    return int(cupy().cuda.runtime.getDeviceCount())
+    return int(importlib.import_module("cupy").cuda.runtime.getDeviceCount())
 
 
 def need_two_gpus() -> int:
@@ -301,53 +327,6 @@ def need_two_gpus() -> int:
     if count < 2:
         pytest.skip(f"needs two GPUs: this machine has {count}")
     return count
-
-
-def enable_peers(cp: Any, a: int, b: int) -> None:
-    rt = cp.cuda.runtime
-    for dev, peer in ((a, b), (b, a)):
-        if dev != peer and rt.deviceCanAccessPeer(dev, peer):
-            with cp.cuda.Device(dev):
-                try:
-                    rt.deviceEnablePeerAccess(peer)
-                except rt.CUDARuntimeError as exc:
-                    if exc.status != rt.errorPeerAccessAlreadyEnabled:
-                        raise
-
-
-def own_copy(src: int, dst: int, nbytes: int = COPY_BYTES) -> float:
-    """GB/s of cudaMemcpyPeer from CUDA device src to dst, each byte counted once."""
-    cp = cupy()
-    rt = cp.cuda.runtime
-    enable_peers(cp, src, dst)
-    with cp.cuda.Device(dst):
-        target = cp.empty(nbytes, dtype=cp.uint8)
-    with cp.cuda.Device(src):
-        source = cp.empty(nbytes, dtype=cp.uint8)
-        source.fill(0x5A)
-        stream = cp.cuda.Stream(non_blocking=True)
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-
-        def copy() -> None:
-            rt.memcpyPeerAsync(target.data.ptr, dst, source.data.ptr, src, nbytes, stream.ptr)
-
-        copy()
-        stream.synchronize()                        # warm-up
-        seconds = []
-        for _ in range(TRIALS):
-            start.record(stream)
-            for _ in range(REPEATS):
-                copy()
-            end.record(stream)
-            end.synchronize()
-            seconds.append(cp.cuda.get_elapsed_time(start, end) / 1000 / REPEATS)
-    return nbytes / statistics.median(seconds) / 1e9
-
-
-def cuda_index_by_bus() -> dict[str, int]:
-    """CUDA's device numbers by PCI address (CUDA may number GPUs unlike NVML)."""
-    rt = cupy().cuda.runtime
-    return {bus_id(rt.deviceGetPCIBusId(i)): i for i in range(cuda_gpus())}
 
 
 def check_copy(learner: Any, src: int, dst: int, nbytes: int) -> None:
@@ -456,31 +435,21 @@ def test_fastest_pair_on_the_samples(learner: Any) -> None:
 
 
 # -- part 3: read_topology ----------------------------------------------------------------
-@pytest.mark.gpu
 @pytest.mark.points(3)
-def test_read_topology_matches_nvml(learner: Any) -> None:
-    """read_topology() finds every GPU and labels every pair as NVML does"""
-    got = learner.call("read_topology")
+def test_read_topology_on_recorded_machines(learner: Any) -> None:
+    """read_topology() on recorded NVML sessions: an eight-GPU HGX board, two PCIe GPUs"""
+    problems = [why for session in RECORDED if (why := on_recording(learner, session))]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.gpu
+@pytest.mark.points(1)
+def test_read_topology_matches_this_machine(learner: Any) -> None:
+    """read_topology() here finds every GPU and labels every pair as NVML does"""
     want = own_topology()
-    assert isinstance(got, dict) and "gpus" in got and "links" in got, (
-        f"read_topology() returned {got!r:.120}: want a dict with 'gpus' and 'links'")
-    assert got["gpus"] == want["gpus"], (
-        f"read_topology()['gpus'] is {got['gpus']!r}, but NVML counts {len(want['gpus'])} "
-        f"GPU(s): {want['gpus']!r} (named GPU<index> as nvmlDeviceGetHandleByIndex numbers them)")
-    for a, row in want["links"].items():
-        mine = got["links"].get(a) if isinstance(got["links"], dict) else None
-        assert isinstance(mine, dict), (
-            f"read_topology()['links'] has no row {a!r}: one dict per GPU, even with one GPU "
-            "({'GPU0': {}})")
-        for b, label in row.items():
-            assert mine.get(b) == label, (
-                f"read_topology() labels {a}-{b} {mine.get(b, '(missing)')!r}, but NVML says "
-                f"{label!r}: count the active NVLinks between the two (direct ones, else the "
-                "switch fabric both reach), and use nvmlDeviceGetTopologyCommonAncestor where "
-                "there are none")
-        assert set(mine) == set(row), (
-            f"read_topology()['links'][{a!r}] has the columns {sorted(mine)}, want "
-            f"{sorted(row)}: every other GPU, not the GPU itself")
+    why = judge_topology(learner.call("read_topology"), want,
+                         "this machine (the checks' own NVML reading of it)")
+    assert why is None, why
 
 
 # -- part 4: measure_peer_copy ------------------------------------------------------------

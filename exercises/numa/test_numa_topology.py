@@ -1,65 +1,43 @@
 """Visible checks for the numa-topology exercise.
 
-Each check calls one of your functions in the worker process and compares
-the result with what this file reads from /sys itself, on this machine.
+Each check calls one of your functions in the worker process. The readers get
+recorded machines: the worker builds each machine's /sys files in a folder of
+its own and your function gets that folder as `root`; what each should give
+was taken when it was recorded (`gpulab.grading.machines`). The pinning check
+makes a map that splits the CPUs your worker may use between two nodes, and
+asks the kernel afterwards which CPUs the worker may run on. The grader's
+hidden checks add this machine itself.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
+import os
+from typing import Any
 
 import pytest
 
 from gpulab.grading.learner import LearnerError
-from gpulab.probes.system_parse import compact_cpu_list, parse_cpu_list
+from gpulab.grading.machines import Machine, load_machine
 
-NODE_ROOT = Path("/sys/devices/system/node")
-PCI_ROOT = Path("/sys/bus/pci/devices")
-
-
-def read_nodes() -> list[dict] | None:
-    """The checker's own reading of every node's cpulist and distance row."""
-    if not NODE_ROOT.is_dir():
-        return None
-    numbers = sorted(int(d.name[4:]) for d in NODE_ROOT.iterdir()
-                     if d.name.startswith("node") and d.name[4:].isdigit())
-    return [{"node": n,
-             "cpus": parse_cpu_list((NODE_ROOT / f"node{n}" / "cpulist").read_text()),
-             "distances": [int(x) for x in
-                           (NODE_ROOT / f"node{n}" / "distance").read_text().split()]}
-            for n in numbers]
+MACHINES = ("firecracker-vm", "h200-vm", "two-socket")
+NODE_DIR = "sys/devices/system/node"
 
 
-def cpus_after_pinning(cpus: list[int]) -> list[int]:
-    """What a fresh process of the checker's own reads back after pinning itself to `cpus`.
-
-    The kernel may grant fewer CPUs than asked (a container's cpuset), so the
-    truth is measured, not assumed; a child process keeps the checker unpinned.
-    """
-    code = ("import json, os, sys; os.sched_setaffinity(0, json.loads(sys.argv[1])); "
-            "print(json.dumps(sorted(os.sched_getaffinity(0))))")
-    done = subprocess.run([sys.executable, "-c", code, json.dumps(cpus)],
-                          capture_output=True, text=True, timeout=60, check=True)
-    return json.loads(done.stdout)
+def machines() -> list[tuple[Machine, dict[str, Any]]]:
+    """Each recorded machine with what the exercise's functions should give on it."""
+    return [(m, m.want("numa-topology")) for m in map(load_machine, MACHINES)]
 
 
-def read_gpus() -> list[dict]:
-    """The checker's own list of NVIDIA display controllers on the PCI bus."""
-    if not PCI_ROOT.is_dir():
-        return []
-    gpus = []
-    for device in sorted(PCI_ROOT.iterdir(), key=lambda d: d.name):
-        if (device / "vendor").read_text().strip() != "0x10de":
-            continue
-        if not (device / "class").read_text().strip().startswith("0x03"):
-            continue
-        node = int((device / "numa_node").read_text())
-        gpus.append({"bus_id": device.name, "numa_node": None if node < 0 else node,
-                     "local_cpus": parse_cpu_list((device / "local_cpulist").read_text())})
-    return gpus
+def compact(cpus: list[int]) -> str:
+    """A sorted list of CPUs as the kernel writes it: [0, 1, 2, 5] -> "0-2,5"."""
+    parts: list[str] = []
+    for cpu in cpus:
+        if parts and parts[-1].rpartition("-")[2] == str(cpu - 1):
+            first = parts[-1].partition("-")[0]
+            parts[-1] = f"{first}-{cpu}"
+        else:
+            parts.append(str(cpu))
+    return ",".join(parts)
 
 
 # ---- part 1: parse_cpulist ---------------------------------------------------------------
@@ -86,7 +64,7 @@ def test_parse_cpulist_empty(learner):
     try:
         got = learner.call("parse_cpulist", "")
     except LearnerError as exc:
-        if "NotImplementedError" in str(exc):
+        if exc.raised_as(NotImplementedError):
             raise                                 # not written yet: nothing to explain
         raise LearnerError(f"{exc}\nparse_cpulist('') must return []: a memory-only NUMA node "
                            "has an empty cpulist, and int('') fails") from None
@@ -97,80 +75,103 @@ def test_parse_cpulist_empty(learner):
 
 
 @pytest.mark.points(1)
-def test_parse_cpulist_this_machine(learner):
-    """parse_cpulist reads this machine's list of online CPUs"""
-    path = Path("/sys/devices/system/cpu/online")
-    text = path.read_text()
-    want = parse_cpu_list(text)
-    got = learner.call("parse_cpulist", text)
-    assert got == want, (
-        f"{path} on this machine reads {text.strip()!r}; parse_cpulist returned {got!r}, "
-        f"but that is {len(want)} CPUs: {want!r}")
+def test_parse_cpulist_recorded_machines(learner):
+    """parse_cpulist reads the recorded machines' lists of online CPUs"""
+    for machine, want in machines():
+        text = machine.text("/sys/devices/system/cpu/online")
+        got = learner.call("parse_cpulist", text)
+        assert got == want["cpu_online"], (
+            f"/sys/devices/system/cpu/online on {machine.about} reads {text.strip()!r}; "
+            f"parse_cpulist returned {got!r:.200}, but that is {len(want['cpu_online'])} CPUs")
 
 
 # ---- part 2: numa_nodes ------------------------------------------------------------------
 
 @pytest.mark.points(3)
 def test_numa_nodes(learner):
-    """numa_nodes matches every node's cpulist and distance row in sysfs"""
-    want = read_nodes()
-    got = learner.call("numa_nodes")
-    if want is None:
-        assert got is None, (
-            f"{NODE_ROOT} does not exist here (a kernel without NUMA support), "
-            f"so numa_nodes() should return None, not {got!r}")
-        return
-    assert isinstance(got, list), (
-        f"numa_nodes() returned {got!r}, but {NODE_ROOT} lists {len(want)} node(s): "
-        "return a list with one dict per node")
-    got_numbers = [n.get("node") if isinstance(n, dict) else n for n in got]
-    want_numbers = [n["node"] for n in want]
-    assert got_numbers == want_numbers, (
-        f"your nodes are {got_numbers!r}, but {NODE_ROOT} has node folders "
-        f"{want_numbers!r}: one dict per nodeN folder, sorted by the number N "
-        "(node10 after node9), and nothing for online, possible, has_cpu, ...")
-    for mine, truth in zip(got, want, strict=True):
-        folder = NODE_ROOT / f"node{truth['node']}"
-        assert mine.get("cpus") == truth["cpus"], (
-            f"node {truth['node']}: your cpus are {mine.get('cpus')!r}, but {folder}/cpulist "
-            f"reads {compact_cpu_list(truth['cpus'])!r}, which is {truth['cpus']!r}")
-        assert mine.get("distances") == truth["distances"], (
-            f"node {truth['node']}: your distances are {mine.get('distances')!r}, but "
-            f"{folder}/distance reads {' '.join(map(str, truth['distances']))!r}, which is "
-            f"{truth['distances']!r}: a list with one int per node, in node order")
+    """numa_nodes(root) matches every node's cpulist and distance row on each machine"""
+    for machine, want in machines():
+        nodes = want["numa_nodes"]
+        got = learner.call("numa_nodes", learner.machine(machine.name))
+        assert isinstance(got, list), (
+            f"numa_nodes() returned {got!r:.200} on {machine.about}, whose {NODE_DIR} lists "
+            f"{len(nodes)} node(s): return a list with one dict per node")
+        got_numbers = [n.get("node") if isinstance(n, dict) else n for n in got]
+        want_numbers = [n["node"] for n in nodes]
+        assert got_numbers == want_numbers, (
+            f"on {machine.about}, your nodes are {got_numbers!r}, but {NODE_DIR} has node "
+            f"folders {want_numbers!r}: one dict per nodeN folder, sorted by the number N "
+            "(node10 after node9), and nothing for online, possible, has_cpu, ...")
+        for mine, truth in zip(got, nodes, strict=True):
+            folder = f"{NODE_DIR}/node{truth['node']}"
+            assert mine.get("cpus") == truth["cpus"], (
+                f"on {machine.about}, node {truth['node']}: your cpus are "
+                f"{mine.get('cpus')!r:.200}, but {folder}/cpulist reads "
+                f"{compact(truth['cpus'])!r}" + (" (a memory-only node: no CPU)"
+                                                 if not truth["cpus"] else "")
+                + ": read each node's files under root")
+            assert mine.get("distances") == truth["distances"], (
+                f"on {machine.about}, node {truth['node']}: your distances are "
+                f"{mine.get('distances')!r}, but {folder}/distance reads "
+                f"{' '.join(map(str, truth['distances']))!r}: a list with one int per node, "
+                "in node order")
 
 
 # ---- part 3: pin_to_node -----------------------------------------------------------------
 
 @pytest.mark.points(2)
-def test_pin_to_node_zero(learner):
-    """pin_to_node(0) leaves the process on node 0's CPUs"""
-    nodes = read_nodes()
-    if not nodes or not nodes[0]["cpus"] or nodes[0]["node"] != 0:
-        pytest.skip("this machine has no node 0 with CPUs to pin to")
-    node0 = nodes[0]["cpus"]
-    want = cpus_after_pinning(node0)
-    got = learner.call("pin_to_node", 0)
-    assert got == want, (
-        f"pin_to_node(0) returned {got!r}, but node0/cpulist is "
-        f"{compact_cpu_list(node0)!r} and a process pinned to it here may run on {want!r}. "
-        "Pin with os.sched_setaffinity(0, cpus), then return sorted(os.sched_getaffinity(0)): "
-        "what the kernel granted, not what you asked for")
+def test_pin_to_node(learner):
+    """pin_to_node(node, root) pins the worker to that node's CPUs, as the kernel sees it"""
+    pid = learner.pid
+    if pid is None:
+        pytest.skip("cannot see the worker process to watch its affinity")
+    allowed = sorted(os.sched_getaffinity(pid))
+    if len(allowed) < 2:
+        pytest.skip("the worker may use only one CPU here: no map can split it in two")
+    # Node 0 is the last CPU alone; node 1 the others, and four this worker may not use (a
+    # recorded machine has more CPUs): the kernel grants only the ones it may.
+    extra = list(range(allowed[-1] + 1, allowed[-1] + 5))
+    nodes = {0: [allowed[-1]], 1: allowed[:-1] + extra}
+    granted = {0: [allowed[-1]], 1: allowed[:-1]}
+    files = {f"{NODE_DIR}/node{n}/cpulist": compact(cpus) + "\n" for n, cpus in nodes.items()}
+    files[f"{NODE_DIR}/node0/distance"] = "10 20\n"
+    files[f"{NODE_DIR}/node1/distance"] = "20 10\n"
+    root = learner.machine("firecracker-vm", files=files)
+    for node in (0, 1):
+        want = granted[node]
+        got = learner.call("pin_to_node", node, root)
+        seen = sorted(os.sched_getaffinity(pid))          # the kernel's view, not the learner's
+        where = (f"on a map whose node {node} is CPUs {compact(nodes[node])}, of which this "
+                 f"worker may use {compact(want)}, after pin_to_node({node}, root) the kernel "
+                 f"says the worker may run on {compact(seen)}")
+        assert seen == want or got != want, (
+            f"{where}, though your function returned {got!r:.200}: pin the process with "
+            "os.sched_setaffinity(0, cpus), do not just report the CPUs")
+        assert seen == want, (
+            f"{where}: pin to the CPUs that node's cpulist lists under root (not to every CPU, "
+            "nor to this machine's own node)")
+        assert got == want, (
+            f"the worker is pinned to node {node}'s CPUs, but pin_to_node({node}, root) returned "
+            f"{got!r:.200} instead of what it may now use, {want!r}: return what the kernel "
+            "granted, read back with os.sched_getaffinity(0) and sorted, not what you asked for")
 
 
 # ---- part 4: gpu_nodes -------------------------------------------------------------------
 
 @pytest.mark.points(2)
 def test_gpu_nodes(learner):
-    """gpu_nodes finds each NVIDIA GPU, its NUMA node and its local CPUs"""
-    want = read_gpus()
-    got = learner.call("gpu_nodes")
-    if not want:
-        assert got == [], (
-            f"gpu_nodes() returned {got!r}, but no device in {PCI_ROOT} has vendor 0x10de "
-            "and a class starting 0x03, so this machine has no NVIDIA GPU: return []")
-        return
-    assert got == want, (
-        f"gpu_nodes() returned {got!r}, but sysfs says {want!r}. Keep only vendor 0x10de "
-        "with class 0x03xxxx (NVSwitches and audio functions are not GPUs), sort by address, "
-        "turn numa_node -1 into None, and parse local_cpulist")
+    """gpu_nodes(root) finds each NVIDIA GPU, its NUMA node and its local CPUs on each machine"""
+    for machine, want in machines():
+        gpus = want["gpu_nodes"]
+        got = learner.call("gpu_nodes", learner.machine(machine.name))
+        if not gpus:
+            assert got == [], (
+                f"gpu_nodes() returned {got!r:.200} on {machine.about}, but none of its PCI "
+                "devices has vendor 0x10de and a class starting 0x03: return []")
+            continue
+        shown = [(g["bus_id"], g["numa_node"]) for g in gpus]
+        assert got == gpus, (
+            f"gpu_nodes() returned {got!r:.300} on {machine.about}, whose NVIDIA GPUs are "
+            f"(address, node) {shown}. Keep only vendor 0x10de with class 0x03xxxx "
+            "(NVSwitches, audio functions and other vendors' VGA chips are not NVIDIA GPUs), "
+            "sort by address, turn numa_node -1 into None, and parse local_cpulist")

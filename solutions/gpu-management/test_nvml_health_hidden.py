@@ -1,13 +1,17 @@
 """Hidden checks of the nvml-health exercise: inputs the notebook does not show.
 
-Random reason masks (known bits, unknown bits, 64-bit values) against the
-check's own table; ``inventory`` twice (the static fields must not change) and
-for the last GPU of a multi-GPU machine; ``sample`` with other intervals and
-durations, down to a single sample, judged as in the visible checks.
+Random reason masks (known bits, unknown bits, 64-bit values) against gpulab's
+decoder; ``inventory`` and ``sample`` for the second GPU of the recorded H100
+board (its own UUID, a power limit below the default, MIG off, sampled at
+that limit), on any machine; on a GPU, ``inventory`` twice (the static fields
+must not change) and for the last GPU of a multi-GPU machine, read here
+without gpulab's probe, and ``sample`` with other intervals and durations,
+down to a single sample, judged as in the visible checks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import secrets
 from types import ModuleType
@@ -25,9 +29,53 @@ def _visible() -> ModuleType:
 
 _V = _visible()
 reason_bits, check_decode, check_inventory = _V.reason_bits, _V.check_decode, _V.check_inventory
-sample_run, nvml = _V.sample_run, _V.nvml
+sample_run, nvml, read, watts = _V.sample_run, _V.nvml, _V.read, _V.watts
 check_sample_timing, check_sample_values = _V.check_sample_timing, _V.check_sample_values
+recorded_inventory_problems = _V.recorded_inventory_problems
+recorded_sample_problems = _V.recorded_sample_problems
 SEED = secrets.randbits(32)
+COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
+
+
+def _enabled(state: Any) -> str | None:
+    return None if state is None else ("Enabled" if state else "Disabled")
+
+
+def this_gpu(index: int) -> tuple[dict[str, Any], set[int]]:
+    """The check's own reading of GPU `index`, call by call (the visible checks read GPU 0
+    through gpulab's probe), and every memory total NVML gives for it."""
+    with nvml() as pm:
+        h = pm.nvmlDeviceGetHandleByIndex(index)
+        ecc, mig = read(pm, "nvmlDeviceGetEccMode", h), read(pm, "nvmlDeviceGetMigMode", h)
+        constraints = read(pm, "nvmlDeviceGetPowerManagementLimitConstraints", h)
+        rows = read(pm, "nvmlDeviceGetRemappedRows", h)
+        compute = read(pm, "nvmlDeviceGetComputeMode", h)
+        totals = {int(pm.nvmlDeviceGetMemoryInfo(h).total)}
+        with contextlib.suppress(pm.NVMLError, AttributeError):
+            totals.add(int(pm.nvmlDeviceGetMemoryInfo(h, pm.nvmlMemory_v2).total))
+        want = {
+            "name": pm.nvmlDeviceGetName(h),
+            "uuid": pm.nvmlDeviceGetUUID(h),
+            "memory_total_bytes": int(pm.nvmlDeviceGetMemoryInfo(h).total),
+            "power_limit_w": watts(read(pm, "nvmlDeviceGetPowerManagementLimit", h)),
+            "power_limit_default_w": watts(read(pm, "nvmlDeviceGetPowerManagementDefaultLimit",
+                                                h)),
+            "power_limit_min_w": None if constraints is None else watts(constraints[0]),
+            "power_limit_max_w": None if constraints is None else watts(constraints[1]),
+            "max_sm_clock_mhz": read(pm, "nvmlDeviceGetMaxClockInfo", h, pm.NVML_CLOCK_SM),
+            "max_memory_clock_mhz": read(pm, "nvmlDeviceGetMaxClockInfo", h, pm.NVML_CLOCK_MEM),
+            "ecc_mode": None if ecc is None else _enabled(ecc[0]),
+            "mig_mode": None if mig is None else _enabled(mig[0]),
+            "compute_mode": None if compute is None else
+            COMPUTE_MODES.get(compute, f"unknown ({compute})"),
+            "persistence_mode": _enabled(read(pm, "nvmlDeviceGetPersistenceMode", h)),
+            "remapped_rows": None if rows is None else {
+                "correctable": int(rows[0]), "uncorrectable": int(rows[1]),
+                "pending": bool(rows[2]), "failure": bool(rows[3])},
+            "fan_speed_pct": read(pm, "nvmlDeviceGetFanSpeed", h),
+            "numa_node": read(pm, "nvmlDeviceGetNumaNodeId", h),
+        }
+    return want, totals
 
 
 @pytest.mark.points(2)
@@ -44,6 +92,20 @@ def test_random_masks(learner: Any) -> None:
     check_decode(learner, masks)
 
 
+@pytest.mark.points(1)
+def test_inventory_second_recorded_gpu(learner: Any) -> None:
+    """inventory(1) on the recorded H100 board: the second GPU's own UUID, limit and modes"""
+    problems = recorded_inventory_problems(learner, "h100-mig", 1)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.points(1)
+def test_sample_second_recorded_gpu(learner: Any) -> None:
+    """sample(0.2, 0.05, 1) on the recorded H100 board's second GPU, at its power limit"""
+    problems = recorded_sample_problems(learner, "h100-mig", 1, 0.2, 0.05)
+    assert not problems, "\n".join(problems)
+
+
 @pytest.mark.gpu
 @pytest.mark.points(1)
 def test_inventory_is_stable(learner: Any) -> None:
@@ -58,7 +120,8 @@ def test_inventory_of_last_gpu(learner: Any) -> None:
     """inventory(index) reads the GPU it is asked about (the last one)"""
     with nvml() as pm:
         count = pm.nvmlDeviceGetCount()
-    check_inventory(learner, count - 1)     # GPU 0 again on a machine with one GPU
+    last = count - 1                        # GPU 0 again on a machine with one GPU
+    check_inventory(learner, last, reading=this_gpu(last))
 
 
 @pytest.mark.gpu

@@ -6,8 +6,11 @@ mlx5_N and has no "NUMA Affinity" column, text copied with spaces instead of
 tabs, and text that is no matrix at all. Each is compared with this file's own
 reading of the same text. `rank` must refuse what is no link label, and
 `fastest_pair` must rank NV12 above NV2 and find the best pair of a mixed
-NVLink mesh. On two GPUs, `measure_peer_copy` is timed in the other direction
-and at another size.
+NVLink mesh. `read_topology` meets more recorded NVML sessions: GPUs joined
+directly by NVLink bridges (one pair whose second GPU cannot name the far end
+of its links), six PCIe GPUs on every PCIe level, and the course's one H200.
+On two GPUs, `measure_peer_copy` is timed in the other direction and at
+another size.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ _V = _visible()
 compare_parsed, matrix, pairs_of = _V.compare_parsed, _V.matrix, _V.pairs_of
 tabbed, LEGEND, check_copy = _V.tabbed, _V.LEGEND, _V.check_copy
 need_two_gpus, raised_value_error = _V.need_two_gpus, _V.raised_value_error
+on_recording = _V.on_recording
 
 # -- the check's own reading of nvidia-smi topo -m ----------------------------------------
 _ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
@@ -173,6 +177,23 @@ def test_fastest_pair_hidden_cases(learner: Any) -> None:
         got = learner.call("fastest_pair", parsed)
         assert got == want, (f"fastest_pair on {what} returned {got!r}, want {want!r}" + (
             ": with fewer than two GPUs there is no pair" if want is None else ""))
+
+
+# -- part 3 -------------------------------------------------------------------------------
+@pytest.mark.points(2)
+def test_read_topology_direct_links(learner: Any) -> None:
+    """read_topology() counts links between two GPUs, from both sides (NVLink bridges)"""
+    problems = [why for session in ("nvlink-bridge", "nvlink-bridge-mute")
+                if (why := on_recording(learner, session))]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.points(2)
+def test_read_topology_pcie_levels_and_one_gpu(learner: Any) -> None:
+    """read_topology() gives every PCIe level of six PCIe GPUs, and one GPU without pairs"""
+    problems = [why for session in ("pcie-six", "h200-topology")
+                if (why := on_recording(learner, session))]
+    assert not problems, "\n".join(problems)
 
 
 # -- part 4 -------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ VERDICT_WORDS: dict[Kind, str] = {
     "gpu-fault": "a CUDA error in your kernel",
     "invalid": "could not be graded",
     "missing": "not handed in",
+    "partial": "checked without a GPU: the GPU checks were not run",
     "not-run": "not run by the grader",
 }
 
@@ -124,7 +125,7 @@ def test_html_has_a_section_per_exercise_with_points_verdict_and_checks(tmp_path
         "reduce: 1.5/4 points, some checks failed"
         "matmul: 0/5 points, not handed in")
     assert page.tags.count("table") == 2            # matmul has no checks
-    assert page.tags.count("tr") == 2 + 2 + 3       # a header row per table
+    assert page.tags.count("tr") == 2 + 2 + 2       # a header row per table; no hidden rows
     cells = page.all_text("td")
     assert "passedReturns the right shape" not in cells   # points sit between the two
     assert "passed1/1Returns the right shape" in cells
@@ -168,13 +169,47 @@ def test_html_is_one_self_contained_page(tmp_path: Path) -> None:
     assert "@media print" in css
 
 
-def test_hidden_check_shows_only_its_name_and_points(tmp_path: Path) -> None:
+def test_hidden_checks_are_one_total_with_their_names_never_one_by_one(tmp_path: Path) -> None:
     page, html, md = written(tmp_path, ada())
     assert SECRET not in html and SECRET not in md
     assert "Hidden: sums" not in html and "Hidden: sums" not in md
-    assert "hidden0/1.5big" in page.all_text("td")
-    rows = [md_row(line) for line in md.splitlines() if line.startswith("| hidden")]
-    assert rows == [["hidden", "0/1.5", "big", ""]]
+    assert "big" not in page.all_text("td") and "hidden" not in page.all_text("td")
+    assert page.all_text("p").count("Hidden checks") == 1
+    assert "Hidden checks: 0/1.5 points in all, shown only as a total (big)." in page.all_text("p")
+    assert "**Hidden checks: 0/1.5 points** in all, shown only as a total (big)." in md
+    assert not [line for line in md.splitlines() if line.startswith("| hidden")]
+    assert "squares: 3/3" in page.all_text("h2")     # no hidden checks: no hidden line
+    assert md.count("Hidden checks") == 1
+
+
+def _hidden_failing(which: str) -> LearnerGrades:
+    """A learner who passes every check but the hidden check `which` (all worth 2)."""
+    names = ("test_every_gpu", "test_place_on_every_gpu", "test_random_roofs")
+    rows = [CheckRow("shape", "Returns the right shape", "passed", 1, 1)]
+    for name in names:
+        failed = name == which
+        rows.append(CheckRow(name, f"hidden title of {name}", "failed" if failed else "passed",
+                             2, 0 if failed else 2, hidden=True,
+                             instructor_message=f"{name} saw h20" if failed else ""))
+    rows.append(CheckRow("test_on_a_gpu", "needs a GPU", "skipped", 3, 0, hidden=True))
+    grade = ExerciseGrade("matmul", "wrong", 5, 7, checks=tuple(rows), guards=(BOX,))
+    return LearnerGrades("Mallory", "mallory", (grade,))
+
+
+@pytest.mark.parametrize("which", ["test_every_gpu", "test_place_on_every_gpu"])
+def test_which_hidden_check_failed_cannot_be_read_from_the_page(tmp_path: Path,
+                                                                 which: str) -> None:
+    """The red team's bit channel (V17): a learner fails one hidden check on purpose when
+    their code sees a hidden input. Failing another check of the same worth must give the
+    very same page, in HTML and in Markdown."""
+    page, html, md = written(tmp_path / "one", _hidden_failing(which))
+    _, other_html, other_md = written(tmp_path / "other", _hidden_failing("test_random_roofs"))
+    assert html == other_html and md == other_md
+    assert "saw h20" not in html and "hidden title" not in html and "hidden title" not in md
+    assert ("Hidden checks: 4/6 points in all, shown only as a total (test_every_gpu, "
+            "test_place_on_every_gpu, test_random_roofs, test_on_a_gpu). 3 more points of "
+            "them were not run here.") in page.all_text("p")
+    assert page.all_text("h2") == "matmul: 5/7 points, some checks failed"
 
 
 def test_learner_text_is_escaped_in_html_and_markdown(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from gpulab.course import ProgressStore, load_course
 from gpulab.grading.build import build_all, check_all, solution_path
+from gpulab.grading.gpu import gpu_missing
 from gpulab.grading.notebook import NotebookError, read_notebook, strip_solution
 from gpulab.grading.runner import run_checks
 from squares_course import ANSWER, CHECKS, solution_notebook
@@ -112,6 +113,26 @@ def test_dev_check_proves_the_exercise(course_root: Path) -> None:
     stale.write_text(stale.read_text().replace("TODO", "DONE"))
     (problem,) = check_all(load_course(course_root / "lessons"), report=lines.append)
     assert problem.message == "differs from what its solution generates"
+
+
+@pytest.mark.skipif(gpu_missing() is None, reason="this machine has a GPU: its checks run")
+def test_dev_check_proves_a_gpu_exercise_on_its_checks_that_need_no_gpu(
+        course_root: Path) -> None:
+    """Without a GPU, a GPU exercise's CPU checks are proved (failing as shipped, passing on
+    the solution), and the report says how many points that leaves to a GPU machine."""
+    manifest = course_root / "lessons" / "course.toml"
+    manifest.write_text(MANIFEST.replace("gpu = false", "gpu = true"))
+    hidden = course_root / "solutions" / "basics" / "test_squares_hidden.py"
+    hidden.write_text("import pytest\n\n\n@pytest.mark.gpu\n" + HIDDEN)
+    lines: list[str] = []
+    assert check_all(load_course(course_root / "lessons"), report=lines.append) == []
+    assert lines == ["✓ squares: the checks that need no GPU (3 of 4 points); the others need "
+                     "a GPU (--gpu on one)"]
+    solution_file = solution_path(entry(course_root))  # type: ignore[arg-type]
+    nbformat.write(solution("def square(x):\n    return x + x\n"), solution_file)
+    build_all(load_course(course_root / "lessons"))
+    problems = check_all(load_course(course_root / "lessons"), report=[].append)
+    assert [p.message.split(":")[0] for p in problems] == ["the solution does not pass"]
 
 
 def test_dev_check_keeps_the_hidden_points_the_learner_is_told_true(course_root: Path) -> None:

@@ -35,7 +35,8 @@ from gpulab.grading.gpu import gpu_missing
 from gpulab.grading.grade import GradeError, GradeOptions, grade_class
 from gpulab.grading.gradebook import SCHEMA_VERSION, Gradebook, GradebookError
 from gpulab.grading.run import Done, GpuEvent, Job, Writer, run_jobs
-from gpulab.grading.verdict import CheckRow, ExerciseGrade, plain
+from gpulab.grading.runner import CheckReport, CheckResult
+from gpulab.grading.verdict import CheckRow, ExerciseGrade, plain, verdict
 from run_attacks import (
     MARKUP_FILE,
     MARKUP_LEARNER,
@@ -144,7 +145,10 @@ def test_hostile_text_is_stored_printed_and_shown_as_text(tmp_path: Path) -> Non
     page = (out / "feedback" / "mallory.html").read_text(encoding="utf-8")
     markdown = (out / "feedback" / "mallory.md").read_text(encoding="utf-8")
     assert "\ufffd lone" in page and "\x1b" not in page + markdown
-    assert re.search(r'<td class="check">test_zero_flops</td><td class="message"></td>', page)
+    # a hidden check is named only in its exercise's total, never given a row of its own
+    assert '<td class="check">test_zero_flops</td>' not in page
+    assert re.search(r'<p class="hidden-total">Hidden checks: <span class="points">[^<]+</span>'
+                     r'[^<]*test_zero_flops', page)
     with (out / "grades.csv").open(encoding="utf-8", newline="") as f:
         rows = {row[0]: row for row in csv.reader(f)}
     assert rows[MARKUP_NAME][2] == f"{worth:g}" and float(rows["mallory"][2]) == mallory.earned
@@ -330,22 +334,36 @@ def test_a_run_killed_with_sigkill_is_marked_killed_and_its_leftovers_cleared(
 # -- the instructor's view ----------------------------------------------------------------
 
 @pytest.mark.skipif(not gpu_missing(), reason="this machine has a GPU: GPU work is graded here")
-def test_gpu_work_a_cpu_machine_cannot_run_is_not_run_not_zero(tmp_path: Path) -> None:
+def test_gpu_work_on_a_cpu_machine_is_checked_without_a_gpu_never_a_grade(tmp_path: Path) -> None:
+    """The checks of a GPU exercise that need no GPU are graded and shown to the learner; the
+    exercise has no grade (a blank CSV cell, out of the means) until a GPU runs the rest."""
     folder, out = tmp_path / "class", tmp_path / "out"
     for name in ("ada", "bob"):
         (folder / name).mkdir(parents=True)
-        shutil.copy(SOLUTION.parents[2] / "solutions" / "cuda-programming" / "vector-add.ipynb",
-                    folder / name)
+    shutil.copy(SOLUTION.parents[2] / "solutions" / "cuda-programming" / "vector-add.ipynb",
+                folder / "ada")
+    shutil.copy(SOLUTION.parents[2] / "exercises" / "cuda-programming" / "vector-add.ipynb",
+                folder / "bob")                                  # as shipped: nothing answered
     summary = grade_class(GradeOptions(folder, out, ("vector-add",), unsafe=True))
-    assert {g.exercises[0].kind for g in summary.learners} == {"not-run"}
-    assert all(g.exercises[0].guards == () for g in summary.learners)   # nothing ran
-    assert not any("address space" in line for line in summary.guards)  # GPU jobs have none
+    grades = {g.slug: g.exercises[0] for g in summary.learners}
+    assert {g.kind for g in grades.values()} == {"partial"}
+    ada, bob = grades["ada"], grades["bob"]
+    ran = [c for c in ada.checks if c.outcome != "skipped"]
+    assert ran and all(c.outcome == "passed" for c in ran)            # the launch part
+    assert ada.earned == sum(c.points for c in ran) > 0 and bob.earned == 0
+    assert any(c.outcome == "skipped" for c in ada.checks)            # the kernel part
+    assert ada.message.startswith("no NVIDIA GPU on the grading machine: ")
+    assert "not graded here" in ada.message and "the checks that need no GPU were graded" \
+        in ada.message
+    assert ada.guards and any("address space" in line for line in ada.guards)  # a CPU job's
     with (out / "grades.csv").open(encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))
     assert rows[1][:2] == ["Points possible", NOT_RUN_NOTE] and float(rows[1][2]) > 0
     assert [row[2:] for row in rows[2:]] == [["", ""], ["", ""]]
     page = (out / "feedback" / "ada.html").read_text(encoding="utf-8")
-    assert "not run by the grader" in page and "no NVIDIA GPU on the grading machine" in page
+    assert "checked without a GPU" in page and "no NVIDIA GPU on the grading machine" in page
+    again = grade_class(GradeOptions(folder, out, ("vector-add",), unsafe=True))
+    assert again.graded == 2 and again.reused == 0             # tried again, as not-run is
 
 
 # -- one writer -----------------------------------------------------------------------------
@@ -382,6 +400,11 @@ def _store(book: Gradebook, jobs: list[Job], lanes: _Lanes | None) -> tuple[Writ
             most = max(most, running)
         try:
             time.sleep(random.Random(f"{job.slug}/{job.entry.name}").uniform(0, 0.01))
+            if job.entry.gpu and not gpu:       # as the checks do without a GPU
+                rows = (CheckRow("cpu", "t", "passed", 1.0, 1.0),
+                        CheckRow("gpu", "t", "skipped", 1.0, 0.0, "needs an NVIDIA GPU"))
+                return ExerciseGrade(job.entry.name, "partial", 1.0, 2.0, "1 of 2 points not "
+                                     "graded here", rows, job.guards, 0.0, "h")
             if job.slug.endswith("3"):
                 raise RuntimeError(f"boom \ud800 in {job.slug}")
             earned = float("nan") if job.slug.endswith("5") else 2.0
@@ -439,23 +462,23 @@ def test_many_threads_grades_reach_the_one_writer_and_none_is_lost(tmp_path: Pat
     assert hidden == stored_right                    # one hidden check per stored grade
 
 
-def test_gpu_jobs_no_lane_took_are_not_run_with_the_reason(tmp_path: Path) -> None:
-    jobs = [Job(f"l{n}", _entry("gpu", True), Path("nb.ipynb"), "h", "c", 2.0, ())
-            for n in range(6)]
+def test_gpu_jobs_no_lane_took_run_without_a_gpu_and_say_why(tmp_path: Path) -> None:
+    jobs = [Job(f"l{n}", _entry("gpu", True), Path("nb.ipynb"), "h", "c", 2.0, ("gpu",),
+                ("cpu",)) for n in (0, 1, 2, 4, 6, 7)]
     with Gradebook(tmp_path / "gradebook.sqlite") as book:
         for job in jobs:
             book.set_learner(job.slug, job.slug, "src")
         _store(book, jobs, _Lanes(["0", "1"], {"0": 1, "1": 1}))
         kinds = book.db.execute("SELECT kind, message, count(*) FROM grades GROUP BY "
                                 "kind, message ORDER BY kind").fetchall()
-    assert kinds == [("not-run", "not graded: every GPU was taken out of rotation", 4),
-                     ("right", "", 2)]
+    assert kinds == [("partial", "every GPU was taken out of rotation: 1 of 2 points not "
+                      "graded here", 4), ("right", "", 2)]
     with Gradebook(tmp_path / "none.sqlite") as book:
         for job in jobs:
             book.set_learner(job.slug, job.slug, "src")
         _store(book, jobs, None)
-        assert book.db.execute("SELECT DISTINCT message FROM grades").fetchall() == [
-            ("not graded: no GPU here",)]
+        assert book.db.execute("SELECT DISTINCT kind, message FROM grades").fetchall() == [
+            ("partial", "no GPU here: 1 of 2 points not graded here")]
 
 
 def test_the_gradebook_is_written_only_by_the_thread_that_opened_it(tmp_path: Path) -> None:
@@ -473,3 +496,30 @@ def test_the_gradebook_is_written_only_by_the_thread_that_opened_it(tmp_path: Pa
         thread.join()
         assert [type(e) for e in failed] == [sqlite3.ProgrammingError]
         assert book.db.execute("SELECT count(*) FROM learners").fetchone() == (0,)
+
+
+def _result(check: str, outcome: str, points: float, *, gpu: bool = False) -> CheckResult:
+    return CheckResult(check, check, outcome, points,  # type: ignore[arg-type]
+                       "needs an NVIDIA GPU (no driver)" if gpu else "", needs_gpu=gpu)
+
+
+@pytest.mark.parametrize(("results", "kind"), [
+    ((("a", "passed", 2.0, False), ("k", "skipped", 5.0, True)), "partial"),
+    ((("a", "failed", 2.0, False), ("k", "skipped", 5.0, True)), "partial"),
+    ((("k", "skipped", 5.0, True), ("h", "skipped", 1.0, True)), "not-run"),
+    ((("a", "passed", 2.0, False), ("s", "skipped", 1.0, False)), "right"),
+])
+def test_a_gpu_exercise_without_a_gpu_is_partial_or_not_run_never_a_grade(
+        results: tuple[tuple[str, str, float, bool], ...], kind: str) -> None:
+    """Checks skipped for want of a GPU leave the exercise ungraded, whatever the others did;
+    a check skipped for another reason does not."""
+    status = "failed" if any(r[1] == "failed" for r in results) else "skipped" \
+        if any(r[3] for r in results) else "passed"
+    report = CheckReport("e", Path("e.ipynb"), status,  # type: ignore[arg-type]
+                         "" if status != "skipped" else "checks did not run",
+                         tuple(_result(c, o, p, gpu=g) for c, o, p, g in results))
+    got, message, rows = verdict(report)
+    assert got == kind and len(rows) == len(results)
+    if kind == "partial":
+        assert message == ("5 of 7 points not graded here (1 check(s): needs an NVIDIA GPU (no "
+                           "driver)); the checks that need no GPU were graded")

@@ -24,11 +24,11 @@ def test_parts_functions_and_points_of_a_cpu_exercise() -> None:
     assert task.problems == ()
     assert [(p.name, p.signatures, p.points) for p in task.parts] == [
         ("ns_inode", ("ns_inode(link)",), 1.0),
-        ("namespace_ids", ("namespace_ids(pid)",), 2.0),
-        ("differs_from_pid1", ("differs_from_pid1()",), 2.0),
-        ("in_container", ("in_container()",), 6.0),
+        ("namespace_ids", ("namespace_ids(pid, root)",), 2.0),
+        ("differs_from_pid1", ("differs_from_pid1(root)",), 2.0),
+        ("in_container", ("in_container(root)",), 8.0),
     ]
-    assert task.visible_points == 11 and task.gpu_points == 0 and not task.shared
+    assert task.visible_points == 13 and task.gpu_points == 0 and not task.shared
     assert task.parts[0].text.startswith("## Part 1: the number in a namespace link")
 
 
@@ -54,8 +54,8 @@ def test_missing_files_say_why() -> None:
 
 def test_hidden_points_from_the_manifest() -> None:
     entry = exercise("namespaces")
-    assert entry.hidden_points == 4            # course.toml's, kept true by gpulab dev check
-    assert read_task(entry, entry.notebook).hidden_points == 4
+    assert entry.hidden_points == 9            # course.toml's, kept true by gpulab dev check
+    assert read_task(entry, entry.notebook).hidden_points == 9
     task = Task((Part("a", ("f",), "", ("f()",), 2.0),), hidden_points=5)
     assert "hidden checks worth 5 points more" in task_markdown(task)
     assert "adds no hidden checks" in task_markdown(Task(hidden_points=0))

@@ -8,8 +8,14 @@ as Markdown (`feedback_markdown` is what the Markdown file holds);
 Much of what is shown comes from the learner: their name, their values in
 the checks' messages, their tracebacks. The HTML is rendered with autoescape
 on, the Markdown escapes every character that could make markup, and the CSV
-defuses cells a spreadsheet would run as a formula. A hidden check shows its
-name and points only, never its title or message.
+defuses cells a spreadsheet would run as a formula.
+
+Hidden checks are shown as one total per exercise ("hidden checks: 7/10
+points") with their names, never one by one: the learner's code sees every
+argument of a hidden check, so a pass or fail per check would let it fail a
+later check on purpose and read one bit per check back from the page. Their
+titles and messages are never shown; the instructor's gradebook keeps them
+per check.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from pathlib import Path
 import jinja2
 
 from gpulab.errors import GpulabError
-from gpulab.grading.verdict import CheckRow, ExerciseGrade, Kind, LearnerGrades
+from gpulab.grading.verdict import UNGRADED, CheckRow, ExerciseGrade, Kind, LearnerGrades
 
 __all__ = ["NOT_RUN_NOTE", "FeedbackError", "feedback_markdown", "write_feedback",
            "write_grades_csv"]
@@ -44,11 +50,12 @@ VERDICTS: Mapping[Kind, str] = {
     "gpu-fault": "a CUDA error in your kernel",
     "invalid": "could not be graded",
     "missing": "not handed in",
+    "partial": "checked without a GPU: the GPU checks were not run",
     "not-run": "not run by the grader",
 }
 
 # In the points row of grades.csv when some cell is blank because the grader did not run it.
-NOT_RUN_NOTE = "blank: not run by the grader (no grade, not 0)"
+NOT_RUN_NOTE = "blank: not run by the grader, or only its checks that need no GPU (no grade, not 0)"
 # A cell starting with one of these is a formula to a spreadsheet (OWASP's list).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # Characters that can start Markdown or HTML markup anywhere in a line.
@@ -63,11 +70,21 @@ class FeedbackError(GpulabError):
 
 @dataclass(frozen=True)
 class _Check:
-    status: str            # passed / failed / skipped, or hidden
+    """A visible check: hidden ones are only ever part of `_Hidden`."""
+
+    status: str            # passed / failed / skipped
     points: str            # "1/2"
-    title: str             # the check's title, or for a hidden check only its name
-    message: str           # "" for a hidden check
-    hidden: bool
+    title: str             # the check's title, or its name
+    message: str
+
+
+@dataclass(frozen=True)
+class _Hidden:
+    """An exercise's hidden checks as one total: nothing here tells one check from another."""
+
+    total: str             # "7/10 points": earned, of the points of those that ran
+    detail: str            # the rest of the sentence: their names in the order they ran, and
+                           # the points of those that did not run here, if any
 
 
 @dataclass(frozen=True)
@@ -78,6 +95,7 @@ class _Exercise:
     points: str            # "3/5"
     message: str
     checks: tuple[_Check, ...]
+    hidden: _Hidden | None
 
 
 @dataclass(frozen=True)
@@ -120,7 +138,8 @@ def write_grades_csv(classes: Sequence[LearnerGrades], exercises: Sequence[str],
 
     Columns: Learner, Slug, one per exercise in `exercises`, Total; the
     second row holds the points possible. An exercise a learner has no grade
-    for, or one the grader could not run (``not-run``: no GPU here, say), is
+    for, or one the grader could not run whole (``not-run``, or ``partial``: the
+    checks that need a GPU, on a grader without one), is
     left blank, which an LMS reads as "not graded", never as 0; where such a
     cell exists the points row says so in its Slug column (`NOT_RUN_NOTE`).
     A learner with no exercise graded at all has a blank Total too.
@@ -137,7 +156,7 @@ def write_grades_csv(classes: Sequence[LearnerGrades], exercises: Sequence[str],
         total, graded = 0.0, False
         for name in exercises:
             grade = by_name.get(name)
-            if grade is None or grade.kind == "not-run":
+            if grade is None or grade.kind in UNGRADED:
                 not_run = not_run or grade is not None
                 row.append("")
                 continue
@@ -174,7 +193,8 @@ def _page(grades: LearnerGrades, *, title: str, run_at: str,
         exercises.append(_Exercise(
             name=grade.exercise, kind=grade.kind, verdict=VERDICTS[grade.kind],
             points=f"{_number(earned)}/{_number(possible)}", message=grade.message,
-            checks=tuple(_check(row, where) for row in grade.checks)))
+            checks=tuple(_check(row, where) for row in grade.checks if not row.hidden),
+            hidden=_hidden(grade.checks, where)))
     return _Page(title=title, learner=grades.learner, run_at=run_at,
                  exercises=tuple(exercises), guards=tuple(guards),
                  total=f"{_number(earned_total)}/{_number(possible_total)}")
@@ -184,10 +204,28 @@ def _check(row: CheckRow, where: str) -> _Check:
     where = f"{where}, check {row.check!r}"
     points = (f"{_number(_finite(row.earned, f'{where}: earned points'))}/"
               f"{_number(_finite(row.points, f'{where}: points'))}")
-    if row.hidden:
-        return _Check(status="hidden", points=points, title=row.check, message="", hidden=True)
     return _Check(status=row.outcome, points=points, title=row.title or row.check,
-                  message=row.message, hidden=False)
+                  message=row.message)
+
+
+def _hidden(rows: Sequence[CheckRow], where: str) -> _Hidden | None:
+    """The hidden checks among `rows` as one total, or None where there are none."""
+    hidden = [row for row in rows if row.hidden]
+    if not hidden:
+        return None
+    earned = possible = not_run = 0.0
+    for row in hidden:
+        at = f"{where}, check {row.check!r}"
+        earned += _finite(row.earned, f"{at}: earned points")
+        worth = _finite(row.points, f"{at}: points")
+        if row.outcome == "skipped":
+            not_run += worth
+        else:
+            possible += worth
+    more = f" {_number(not_run)} more points of them were not run here." if not_run else ""
+    names = ", ".join(row.check for row in hidden)
+    return _Hidden(total=f"{_number(earned)}/{_number(possible)} points",
+                   detail=f" in all, shown only as a total ({names}).{more}")
 
 
 def _markdown(page: _Page) -> str:
@@ -207,6 +245,8 @@ def _markdown(page: _Page) -> str:
                 out.append(f"| {c.status} | {c.points} | {_md_cell(c.title)} | "
                            f"{_md_cell(c.message)} |")
             out.append("")
+        if ex.hidden:
+            out += [f"**Hidden checks: {ex.hidden.total}**{_md_inline(ex.hidden.detail)}", ""]
     out += ["---", "", f"**Total: {page.total} points**", ""]
     if page.guards:
         out += ["Isolation in force:", "", *(f"- {_md_inline(g)}" for g in page.guards), ""]

@@ -46,7 +46,7 @@ from gpulab.grading.gpupool import GpuPool, GpuPoolError, visible_gpus
 from gpulab.grading.gradebook import Gradebook
 from gpulab.grading.run import Done, Job, Writer, check_job, now, run_jobs
 from gpulab.grading.runner import check_files, remove_stale_folders, run_checks
-from gpulab.grading.verdict import ExerciseGrade, LearnerGrades, failure, plain
+from gpulab.grading.verdict import UNGRADED, ExerciseGrade, LearnerGrades, failure, plain
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
@@ -151,6 +151,7 @@ class _Run:
         self.guards, self.book, self.progress, self.command = guards, book, progress, command
         self.out = options.out
         self.tag = uuid.uuid4().hex[:12]
+        self.gpus: list[str] = []      # the GPUs that run GPU jobs: none, they run without one
 
     def grade(self) -> GradeSummary:
         from gpulab.grading import intake
@@ -187,7 +188,12 @@ class _Run:
                                   str(self.out.resolve()), *self.options.policy.private),
                          show=(str(Path(self.course.manifest.path).resolve().parent),
                                str(course_root / "exercises"), *self.options.policy.show))
+        gpu_work = any(self.entries[n].gpu for n in names)
+        self.gpus = (list(self.options.gpus) if self.options.gpus is not None else
+                     visible_gpus()) if gpu_work else []
         in_force = {gpu: self.guards.describe(replace(policy, gpu=gpu)) for gpu in (False, True)}
+        if not self.gpus:           # GPU exercises then run without a GPU, as CPU jobs do
+            in_force[True] = in_force[False]
         summary.guards = _run_guards(in_force, {self.entries[n].gpu for n in names})
         status, run_id = "stopped", None
         try:
@@ -261,12 +267,12 @@ class _Run:
                 notebook_hash = learner.hashes.get(name, "")
                 before = done.get((learner.slug, name))
                 if before and before[:2] == (notebook_hash, hashes[name]) and \
-                        before[2] != "not-run":
+                        before[2] not in UNGRADED:
                     summary.reused += 1
                 elif name in learner.notebooks:
                     jobs.append(Job(learner.slug, self.entries[name], learner.notebooks[name],
                                     notebook_hash, hashes[name], summary.maxima[name],
-                                    in_force[self.entries[name].gpu]))
+                                    in_force[self.entries[name].gpu], in_force[False]))
                 else:
                     problem = learner.problems.get(name)
                     writer.grade(learner.slug, ExerciseGrade(
@@ -278,13 +284,11 @@ class _Run:
     def _run(self, jobs: list[Job], policy: sandbox.Policy, summary: GradeSummary,
              writer: Writer) -> None:
         lanes = None
-        if any(job.entry.gpu for job in jobs):
-            gpus = list(self.options.gpus) if self.options.gpus is not None else visible_gpus()
-            if gpus:
-                try:
-                    lanes = GpuPool(gpus, self.options.gpu_recovery_s)
-                except GpuPoolError as exc:
-                    raise GradeError(str(exc)) from None
+        if any(job.entry.gpu for job in jobs) and self.gpus:
+            try:
+                lanes = GpuPool(self.gpus, self.options.gpu_recovery_s)
+            except GpuPoolError as exc:
+                raise GradeError(str(exc)) from None
         execute = partial(check_job, policy=policy, timeout=self.options.timeout,
                           folder=self.out / outdir.JOBS)
         total = len(jobs)

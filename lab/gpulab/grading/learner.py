@@ -10,7 +10,9 @@ process group. Whatever goes wrong on the learner's side becomes a
 
 from __future__ import annotations
 
+import builtins
 import json
+import math
 import os
 import selectors
 import signal
@@ -29,6 +31,9 @@ from gpulab.grading.sandbox import Sandboxed, pid_one, spawn
 __all__ = ["MAX_REPLY_BYTES", "Learner", "LearnerError", "read_reply", "released_cells"]
 
 MAX_REPLY_BYTES = 2**20
+# The names a worker may report in an error's "raised": the built-in exception classes.
+_BUILTIN_EXCEPTIONS = frozenset(name for name, value in vars(builtins).items()
+                                if isinstance(value, type) and issubclass(value, BaseException))
 
 
 class LearnerError(GpulabError):
@@ -39,9 +44,19 @@ class LearnerError(GpulabError):
     notebook's answer cells are not there to run).
     """
 
-    def __init__(self, message: str, kind: str = "error") -> None:
+    def __init__(self, message: str, kind: str = "error", raised: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.kind = kind
+        self.raised = tuple(name for name in raised if name in _BUILTIN_EXCEPTIONS)
+
+    def raised_as(self, exception: type[BaseException]) -> bool:
+        """Whether the learner's code raised an instance of the built-in `exception`.
+
+        Decided by the exception's type as the worker found it (the built-in
+        classes in its MRO), so ``ZeroDivisionError(": ValueError")`` is no
+        ValueError, whatever its message says.
+        """
+        return exception.__name__ in _BUILTIN_EXCEPTIONS and exception.__name__ in self.raised
 
 
 class Learner:
@@ -94,6 +109,30 @@ class Learner:
                           f"calling {name}()")
         return reply
 
+    def call_with_nvml(self, recording: str, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Call the learner's function `name` while ``pynvml`` answers from the recorded
+        NVML session `recording` (`gpulab.grading.machines.nvml_names`)."""
+        self._start()
+        if self._loaded is not None:
+            raise self._loaded
+        return self._ask({"op": "call", "name": name, "args": list(args), "kwargs": kwargs,
+                          "nvml": recording}, f"calling {name}() on a recorded NVML session")
+
+    def machine(self, name: str, *, files: dict[str, str | None] | None = None,
+                links: dict[str, str | None] | None = None) -> str:
+        """Build the recorded machine `name` in the worker; the root folder, as the worker
+        names it, to hand to the learner's functions. `files` and `links` change it first
+        (`gpulab.grading.machines.materialize`)."""
+        self._start()
+        if self._loaded is not None:
+            raise self._loaded
+        root = self._ask({"op": "machine", "name": name, "files": files or {},
+                          "links": links or {}}, f"building the recorded machine {name!r}")
+        if not isinstance(root, str):
+            raise LearnerError(f"while building the recorded machine {name!r}, the worker "
+                               "answered with something that is not a folder")
+        return root
+
     def close(self) -> None:
         """Stop the worker and everything it started."""
         if self._job is not None:
@@ -126,9 +165,11 @@ class Learner:
         self._process = self._job.process
         self._reader = reader
         try:
-            loaded = self._ask({"op": "load", "cells": [{"name": c.name, "source": c.source}
-                                                        for c in self.cells]},
-                               "running your cells")
+            # Setup cells come from the released exercise (`released_cells`); the worker
+            # closes gpulab to the code that follows them.
+            loaded = self._ask({"op": "load", "cells": [
+                {"name": c.name, "source": c.source, "released": c.name.startswith("setup ")}
+                for c in self.cells]}, "running your cells")
         except LearnerError as exc:
             self._loaded = exc
             return
@@ -145,7 +186,11 @@ class Learner:
             raise self._died(doing) from None
         line = self._read_line(doing)
         try:
-            reply = json.loads(line)
+            reply = json.loads(line, parse_constant=_not_finite, parse_float=_finite)
+        except _NotFinite as exc:
+            raise LearnerError(f"while {doing}, the answer holds {exc}, which is not a number "
+                               "a check can compare: return a finite number, or None where "
+                               "there is no value") from None
         except ValueError:
             raise LearnerError(f"while {doing}, the worker sent something that is not an "
                                "answer (did your code write to its file descriptors?)") from None
@@ -158,7 +203,9 @@ class Learner:
             first = self._failed_cells[0]     # why the function is not there
             raise LearnerError(f"while {doing}: it is not defined, because your cell "
                                f"'{first.get('cell')}' did not run: " + _said(first))
-        raise LearnerError(f"while {doing}: " + _said(error))
+        raised = error.get("raised")
+        raise LearnerError(f"while {doing}: " + _said(error), raised=[
+            name for name in raised if isinstance(name, str)] if isinstance(raised, list) else ())
 
     def _read_line(self, doing: str) -> bytes:
         assert self._reader is not None
@@ -187,6 +234,21 @@ class Learner:
         return LearnerError(f"while {doing}, the worker process ended ({how}): your code "
                             "ended the process (os._exit, a crash, or the memory limit)",
                             "crashed")
+
+
+class _NotFinite(ValueError):
+    """A reply's NaN or infinity (JSON has neither; Python's json reads both)."""
+
+
+def _not_finite(token: str) -> Any:
+    raise _NotFinite(token)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):          # "1e999" reads as an infinity
+        raise _NotFinite(f"{text} (an infinity)")
+    return value
 
 
 def _said(error: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ import sys
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from gpulab.grading.verdict import KINDS
+from gpulab.grading.verdict import KINDS, UNGRADED
 
 if TYPE_CHECKING:
     from gpulab.grading.grade import GradeOptions, GradeSummary
@@ -26,7 +26,7 @@ def summary_table(summary: GradeSummary) -> Any:
     """A rich renderable: scores, their spread, and what went wrong by kind.
 
     An exercise's mean, and a learner's score, count only what was graded: a
-    ``not-run`` grade is no grade.
+    ``not-run`` or ``partial`` grade is no grade.
     """
     from rich.console import Group
     from rich.table import Table
@@ -35,7 +35,7 @@ def summary_table(summary: GradeSummary) -> Any:
     total_max = sum(summary.maxima.get(e, 0.0) for e in summary.exercises) or 1.0
     scores = []                    # each learner's share of what was graded for them
     for learner in summary.learners:
-        graded = [e for e in learner.exercises if e.kind != "not-run"]
+        graded = [e for e in learner.exercises if e.kind not in UNGRADED]
         possible = sum(summary.maxima.get(e.exercise, 0.0) for e in graded)
         if possible:
             scores.append(sum(e.earned for e in graded) / possible * 100)
@@ -51,7 +51,7 @@ def summary_table(summary: GradeSummary) -> Any:
                   if e.exercise == name]
         counts: Counter[str] = Counter(e.kind for e in grades)
         everything.update(counts)
-        earned = [e.earned for e in grades if e.kind != "not-run"]
+        earned = [e.earned for e in grades if e.kind not in UNGRADED]
         mean = _num(statistics.fmean(earned)) if earned else "–"
         table.add_row(Text(name), _num(summary.maxima.get(name, 0.0)), mean, _outcomes(counts))
     table.add_section()

@@ -55,6 +55,7 @@ class Job:
     checks_hash: str
     possible: float
     guards: tuple[str, ...]     # the isolation in force while it runs
+    cpu_guards: tuple[str, ...] = ()   # a GPU job's, when it runs without a GPU (default: guards)
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,11 @@ def run_jobs(jobs: Sequence[Job], execute: Execute, *, workers: int, lanes: Lane
 
     CPU jobs run in `workers` threads, GPU jobs in one lane per GPU of
     `lanes`. GPU jobs that no lane took (there is no GPU: `no_gpu` says why,
-    or every GPU was taken out of rotation) are yielded as ``not-run``. When
-    the caller stops iterating (ctrl-c), what still runs is never yielded.
+    or every GPU was taken out of rotation) run with the CPU jobs, without a
+    GPU: their checks that need none are graded, the others are not run, and
+    the grade is ``partial`` (or ``not-run`` where every check needs a GPU),
+    saying why. When the caller stops iterating (ctrl-c), what still runs is
+    never yielded.
     """
     outbox: queue.Queue[Done | GpuEvent | _LaneEnd] = queue.Queue()
     waiting: queue.Queue[Job] = queue.Queue()
@@ -129,6 +133,15 @@ def run_jobs(jobs: Sequence[Job], execute: Execute, *, workers: int, lanes: Lane
 
     def cpu(job: Job) -> None:
         outbox.put(graded(job, ""))
+
+    def without_gpu(job: Job, why: str) -> None:
+        done = graded(job, "")
+        grade = done.grade
+        if grade.kind == "partial":
+            grade = replace(grade, message=f"{why}: {grade.message}")
+        elif grade.kind == "not-run" and all(r.outcome == "skipped" for r in grade.checks):
+            grade = replace(grade, message=f"not graded: {why}")
+        outbox.put(replace(done, grade=grade))
 
     def lane(gpu: str) -> None:
         """One GPU's jobs, one at a time, until none is left or the GPU fails."""
@@ -160,18 +173,23 @@ def run_jobs(jobs: Sequence[Job], execute: Execute, *, workers: int, lanes: Lane
         for job in cpu_jobs:
             pool.submit(cpu, job)
         cpu_left, lanes_left = len(cpu_jobs), len(gpus)
-        while cpu_left or lanes_left:
+        left_over = False
+        while True:
+            if not lanes_left and not left_over:       # no lane will take what waits
+                left_over = True
+                why = no_gpu if not gpus else "every GPU was taken out of rotation"
+                while not waiting.empty():
+                    pool.submit(without_gpu, waiting.get_nowait(), why)
+                    cpu_left += 1
+            if not (cpu_left or lanes_left):
+                break
             item = outbox.get()
             if isinstance(item, _LaneEnd):
                 lanes_left -= 1
                 continue
-            if isinstance(item, Done) and not item.job.entry.gpu:
+            if isinstance(item, Done) and not item.gpu:
                 cpu_left -= 1
             yield item
-        why = no_gpu if not gpus else "every GPU was taken out of rotation"
-        while not waiting.empty():
-            job = waiting.get_nowait()
-            yield Done(job, not_run(job, why))
         finished = True
     finally:
         stopping.set()
@@ -236,9 +254,9 @@ def check_job(job: Job, gpu: str, *, policy: sandbox.Policy, timeout: float | No
     copy = own / job.notebook.name
     try:
         notebook_hash = copy_notebook(job.notebook, copy)
-        env = {sandbox.ENV: replace(policy, gpu=job.entry.gpu).to_json(), **NO_MULTICAST}
-        if gpu:
-            env["CUDA_VISIBLE_DEVICES"] = gpu
+        # a GPU job with no GPU to run on gets neither the device files nor a CUDA device
+        env = {sandbox.ENV: replace(policy, gpu=job.entry.gpu and bool(gpu)).to_json(),
+               "CUDA_VISIBLE_DEVICES": gpu, **NO_MULTICAST}
         report = run_checks(job.entry, copy, hidden=True, env=env, timeout=timeout)
     finally:
         copy.unlink(missing_ok=True)
@@ -247,8 +265,9 @@ def check_job(job: Job, gpu: str, *, policy: sandbox.Policy, timeout: float | No
     rows = tuple(replace(r, message=r.message.replace(shown, stored),
                          instructor_message=r.instructor_message.replace(shown, stored))
                  for r in rows)
+    guards = job.cpu_guards if job.entry.gpu and not gpu and job.cpu_guards else job.guards
     return ExerciseGrade(job.entry.name, kind, sum(r.earned for r in rows), job.possible,
-                         message.replace(shown, stored), rows, job.guards,
+                         message.replace(shown, stored), rows, guards,
                          round(time.monotonic() - started, 3), notebook_hash)
 
 

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from gpulab.grading.runner import CheckReport
 
-__all__ = ["KINDS", "CheckRow", "ExerciseGrade", "Kind", "LearnerGrades", "failure", "plain",
-           "verdict"]
+__all__ = ["KINDS", "UNGRADED", "CheckRow", "ExerciseGrade", "Kind", "LearnerGrades", "failure",
+           "plain", "verdict"]
 
 # Why an exercise earned what it did. "right": every check passed; "wrong": a
 # check failed on the learner's answer; "timeout": the learner's code ran out
@@ -33,12 +33,16 @@ __all__ = ["KINDS", "CheckRow", "ExerciseGrade", "Kind", "LearnerGrades", "failu
 # submission could not be graded (bad notebook, edited locked cells, two
 # notebooks for one exercise); "missing": no notebook handed in; "not-run":
 # the grader could not run it (no GPU left, an error in the checks or in the
-# grader itself). A not-run grade is no grade: the CSV leaves it blank and
-# the next run tries again.
+# grader itself); "partial": the checks that need no GPU were graded, those
+# that need one could not run here (a GPU exercise on a grader without a GPU).
+# A not-run or partial grade is no grade: the CSV leaves it blank and the next
+# run tries again; a partial grade's checks still reach the learner's feedback.
 Kind = Literal["right", "wrong", "timeout", "crashed", "gpu-fault", "invalid", "missing",
-               "not-run"]
+               "partial", "not-run"]
 KINDS: tuple[Kind, ...] = ("right", "wrong", "timeout", "crashed", "gpu-fault", "invalid",
-                           "missing", "not-run")
+                           "missing", "partial", "not-run")
+UNGRADED: frozenset[Kind] = frozenset({"partial", "not-run"})
+"""Kinds that are no grade yet: blank in the CSV, out of the means, run again next time."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,8 @@ def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
     """Sort a checks report into a kind, a message and the check rows.
 
     A hidden check's message goes to `CheckRow.instructor_message`, never to
-    `message`: the learner sees only its name and points.
+    `message`: the learner's feedback shows hidden checks only as one total
+    (`gpulab.grading.feedback`).
     """
     rows = tuple(CheckRow(r.check, r.title, r.outcome, r.points, r.earned,
                           "" if r.hidden else r.message, r.hidden,
@@ -102,6 +107,12 @@ def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
         if "took longer than" in report.message:
             return "timeout", report.message, rows
         return "not-run", report.message, rows
+    unable = [r for r in report.results if r.needs_gpu]
+    if unable and any(r.outcome != "skipped" for r in report.results):
+        points = sum(r.points for r in unable)
+        return "partial", (f"{_points(points)} of {_points(report.possible + points)} points "
+                           f"not graded here ({len(unable)} check(s): {unable[0].message}); "
+                           "the checks that need no GPU were graded"), rows
     if report.status == "skipped":
         return "not-run", report.message or "the checks were skipped", rows
     if report.status == "passed":
@@ -116,6 +127,10 @@ def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
                          if r.outcome == "failed" and r.kind == learner_kind)
             return kind, "" if first.hidden else first.message.split("\n")[0], rows
     return "wrong", "", rows
+
+
+def _points(value: float) -> str:
+    return f"{value:g}"
 
 
 def failure(exc: BaseException) -> str:
