@@ -109,14 +109,17 @@ class Learner:
                           f"calling {name}()")
         return reply
 
-    def call_with_nvml(self, recording: str, name: str, *args: Any, **kwargs: Any) -> Any:
+    def call_with_nvml(self, recording: str, name: str, *args: Any,
+                       nvml_answers: Sequence[dict[str, Any]] = (), **kwargs: Any) -> Any:
         """Call the learner's function `name` while ``pynvml`` answers from the recorded
-        NVML session `recording` (`gpulab.grading.machines.nvml_names`)."""
+        NVML session `recording` (`gpulab.grading.machines.nvml_names`), changed by
+        `nvml_answers` (`gpulab.grading.machines.changed`: a hidden check's fresh values)."""
         self._start()
         if self._loaded is not None:
             raise self._loaded
         return self._ask({"op": "call", "name": name, "args": list(args), "kwargs": kwargs,
-                          "nvml": recording}, f"calling {name}() on a recorded NVML session")
+                          "nvml": recording, "nvml_answers": list(nvml_answers)},
+                         f"calling {name}() on a recorded NVML session")
 
     def machine(self, name: str, *, files: dict[str, str | None] | None = None,
                 links: dict[str, str | None] | None = None) -> str:
