@@ -107,7 +107,7 @@ def _check_one(entry: ExerciseEntry, *, cpu_only: bool = False) -> tuple[list[Pr
             CheckReport(entry.name, source, "error")
     shipped = run_checks(entry, entry.notebook, hidden=True)
     problems = _hidden_points(entry, shipped)
-    if shipped.status in ("invalid", "error"):
+    if shipped.status in ("invalid", "timeout", "error"):
         problems.append(Problem(entry.notebook, None, f"the checks could not run on the "
                                 f"exercise: {shipped.message}"))
     else:

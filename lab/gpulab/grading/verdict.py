@@ -103,9 +103,9 @@ def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
                           r.message if r.hidden else "") for r in report.results)
     if report.status == "invalid":
         return "invalid", report.message, rows
+    if report.status == "timeout":
+        return "timeout", report.message, rows
     if report.status == "error":
-        if "took longer than" in report.message:
-            return "timeout", report.message, rows
         return "not-run", report.message, rows
     unable = [r for r in report.results if r.needs_gpu]
     if unable and any(r.outcome != "skipped" for r in report.results):
