@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
+from gpulab.grading.cells import Cell
 from gpulab.grading.learner import Learner, LearnerError
-from gpulab.grading.notebook import Cell
 from gpulab.grading.worker import REFUSED
 
 

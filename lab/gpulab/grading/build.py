@@ -16,13 +16,8 @@ from pathlib import Path
 from gpulab.course.catalog import Course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.problems import Problem
-from gpulab.grading.notebook import (
-    NotebookError,
-    notebook_text,
-    read_notebook,
-    to_exercise,
-    write_notebook,
-)
+from gpulab.grading.cells import to_exercise
+from gpulab.grading.notebook import NotebookError, notebook_text, read_notebook, write_notebook
 from gpulab.grading.runner import CheckReport, run_checks
 
 __all__ = ["build_all", "build_text", "check_all", "solution_path"]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.errors import GpulabError
-from gpulab.grading.notebook import Cell
+from gpulab.grading.cells import Cell
 from gpulab.grading.sandbox import Sandboxed, pid_one, spawn
 
 __all__ = ["MAX_REPLY_BYTES", "Learner", "LearnerError", "read_reply", "released_cells"]
@@ -288,7 +288,8 @@ def read_reply(reader: int, buffer: bytes, timeout: float,
 
 def released_cells(exercise: Path, learner: Path) -> list[Cell]:
     """Setup cells from the released exercise, then the learner's answer cells."""
-    from gpulab.grading.notebook import answer_cells, read_cells, setup_cells
+    from gpulab.grading.cells import answer_cells, setup_cells
+    from gpulab.grading.notebook import read_cells
 
     released = read_cells(exercise)      # both validated by the runner already
     mine = read_cells(learner)
