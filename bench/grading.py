@@ -55,7 +55,8 @@ from types import ModuleType
 import nbformat
 
 from gpulab.errors import GpulabError
-from gpulab.grading.notebook import BEGIN, END, part, read_notebook, role
+from gpulab.grading.cells import BEGIN, END, part, role
+from gpulab.grading.notebook import read_notebook
 
 BENCH = Path(__file__).resolve().parent
 TARGET = 3.0

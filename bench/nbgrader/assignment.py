@@ -38,7 +38,8 @@ import nbformat
 from gpulab.course import load_course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
-from gpulab.grading.notebook import notebook_text, part, read_notebook, role
+from gpulab.grading.cells import part, role
+from gpulab.grading.notebook import notebook_text, read_notebook
 from gpulab.grading.runner import check_files
 
 ASSIGNMENT = "cpu-exercises"

@@ -106,6 +106,60 @@ def test_sample_second_recorded_gpu(learner: Any) -> None:
     assert not problems, "\n".join(problems)
 
 
+GPU_NAMES = ("NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4080 SUPER", "NVIDIA RTX A6000",
+             "NVIDIA L4", "NVIDIA RTX 6000 Ada Generation", "NVIDIA GeForce RTX 3090")
+
+
+def _drawn_card(rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Fresh values for the recorded GeForce card's identity, memory, power and clocks, as
+    NVML answers (milliwatts, bytes), and what inventory(0) should say of them."""
+    h = {"__handle__": 0}
+    low = rng.randrange(50_000, 200_000, 1000)
+    high = rng.randrange(low + 50_000, 800_001, 1000)
+    default = rng.randrange(low, high + 1, 1000)
+    limit = rng.randrange(low, default + 1, 1000)
+    total = rng.choice((8, 12, 16, 20, 24, 32, 48)) * 2**30 - rng.randrange(0, 2**28, 2**20)
+    sm, mem = rng.randint(1200, 3200), rng.randint(5000, 14000)
+    name = rng.choice(GPU_NAMES)
+    uuid = "GPU-" + "-".join(f"{rng.getrandbits(4 * n):0{n}x}" for n in (8, 4, 4, 4, 12))
+    answers = [
+        {"call": "nvmlDeviceGetName", "args": [h], "result": name},
+        {"call": "nvmlDeviceGetUUID", "args": [h], "result": uuid},
+        {"call": "nvmlDeviceGetMemoryInfo", "args": [h], "result": {
+            "__struct__": "c_nvmlMemory_t", "total": total, "free": total // 2,
+            "used": total - total // 2}},
+        {"call": "nvmlDeviceGetPowerManagementLimit", "args": [h], "result": limit},
+        {"call": "nvmlDeviceGetPowerManagementDefaultLimit", "args": [h], "result": default},
+        {"call": "nvmlDeviceGetPowerManagementLimitConstraints", "args": [h],
+         "result": [low, high]},
+        {"call": "nvmlDeviceGetMaxClockInfo", "args": [h, 1], "result": sm},
+        {"call": "nvmlDeviceGetMaxClockInfo", "args": [h, 2], "result": mem}]
+    drawn = {"name": name, "uuid": uuid, "memory_total_bytes": total,
+             "power_limit_w": limit / 1000, "power_limit_default_w": default / 1000,
+             "power_limit_min_w": low / 1000, "power_limit_max_w": high / 1000,
+             "max_sm_clock_mhz": sm, "max_memory_clock_mhz": mem}
+    return answers, drawn
+
+
+@pytest.mark.points(1)
+def test_inventory_drawn_card(learner: Any) -> None:
+    """inventory(0) on the recorded GeForce card with its name, memory, power and clocks drawn
+    afresh each run"""
+    rng = random.Random(f"{SEED}:test_inventory_drawn_card")
+    want_rest = _V.nvml_expected("rtx-4090", _V.EXERCISE)["inventory"]["0"]
+    for _ in range(2):
+        answers, drawn = _drawn_card(rng)
+        want = {**want_rest, **drawn}
+        got = learner.call_with_nvml("rtx-4090", "inventory", 0, nvml_answers=answers)
+        assert isinstance(got, dict), (
+            f"inventory(0) on a GeForce card named {drawn['name']!r} returned {got!r:.120}, "
+            f"not a dict (seed {SEED})")
+        wrong = [f"{key} is {got.get(key, '(missing)')!r}, but NVML says {value!r}"
+                 for key, value in want.items() if got.get(key) != value]
+        assert not wrong, (f"inventory(0) on a GeForce card named {drawn['name']!r}: "
+                           + "; ".join(wrong) + f" (seed {SEED})")
+
+
 @pytest.mark.gpu
 @pytest.mark.points(1)
 def test_inventory_is_stable(learner: Any) -> None:

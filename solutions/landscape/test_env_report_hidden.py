@@ -359,6 +359,27 @@ def test_this_machine(learner):
                          f"answers {want!r}")
 
 
+GPU_NAMES = ("NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL", "NVIDIA A100-SXM4-80GB",
+             "NVIDIA L40S", "NVIDIA GeForce RTX 4090", "Tesla T4", "NVIDIA B200",
+             "NVIDIA RTX 6000 Ada Generation", "NVIDIA H200")
+
+
+def _drawn_driver(rng: random.Random) -> tuple[list[dict], str, str]:
+    """Fresh driver and CUDA versions as NVML answers: the answers, and the report's values."""
+    driver = f"{rng.randint(470, 999)}.{rng.randint(10, 199)}.{rng.randint(1, 99):02d}"
+    major, minor = rng.randint(11, 13), rng.randint(0, 9)
+    return ([{"call": "nvmlSystemGetDriverVersion", "args": [], "result": driver},
+             {"call": "nvmlSystemGetCudaDriverVersion", "args": [],
+              "result": 1000 * major + 10 * minor}], driver, f"{major}.{minor}")
+
+
+def _report(learner, session: str, answers: list[dict], what: str):
+    try:
+        return learner.call_with_nvml(session, "gpu_report", nvml_answers=answers)
+    except LearnerError as exc:
+        raise AssertionError(f"with {what}, gpu_report() failed: {exc} {SEEN}") from None
+
+
 @pytest.mark.points(1)
 def test_gpu_report_driver_without_gpus(learner):
     """gpu_report() on a driver that starts but lists no GPU: the driver, and no GPUs"""
@@ -372,3 +393,24 @@ def test_gpu_report_driver_without_gpus(learner):
     assert got == want, (
         f"with a driver that starts but lists no GPU, gpu_report() returned {got!r}, but "
         f"NVML answers {want!r}: the driver is there, and the list of GPUs is empty")
+    answers, driver, cuda = _drawn_driver(_rng("test_gpu_report_driver_without_gpus"))
+    want = {"driver_version": driver, "cuda_version": cuda, "gpus": []}
+    got = _report(learner, "no-devices", answers, f"driver {driver} and no GPU")
+    assert got == want, (f"with driver {driver} (CUDA {cuda}) and no GPU, gpu_report() "
+                         f"returned {got!r}, but NVML answers {want!r} {SEEN}")
+
+
+@pytest.mark.points(1)
+def test_gpu_report_drawn_drivers_and_gpus(learner):
+    """gpu_report() on a two-GPU board with a driver, CUDA version and GPUs drawn per run"""
+    rng = _rng("test_gpu_report_drawn_drivers_and_gpus")
+    for _ in range(3):
+        answers, driver, cuda = _drawn_driver(rng)
+        names = [rng.choice(GPU_NAMES) for _ in range(2)]
+        answers += [{"call": "nvmlDeviceGetName", "args": [{"__handle__": i}], "result": name}
+                    for i, name in enumerate(names)]
+        want = {"driver_version": driver, "cuda_version": cuda, "gpus": names}
+        what = f"driver {driver}, CUDA {cuda} and the GPUs {names}"
+        got = _report(learner, "two-h100", answers, what)
+        assert got == want, (f"with {what}, gpu_report() returned {got!r}, but NVML answers "
+                             f"{want!r} {SEEN}")

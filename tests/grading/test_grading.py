@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -17,9 +18,11 @@ import pytest
 
 from gpulab.course import ProgressStore, load_course
 from gpulab.grading.build import build_all, check_all, solution_path
+from gpulab.grading.cells import strip_solution
 from gpulab.grading.gpu import gpu_missing
-from gpulab.grading.notebook import NotebookError, read_notebook, strip_solution
+from gpulab.grading.notebook import NotebookError, read_notebook
 from gpulab.grading.runner import run_checks
+from gpulab.grading.verdict import verdict
 from squares_course import ANSWER, CHECKS, solution_notebook
 
 MANIFEST = """\
@@ -168,6 +171,17 @@ def test_a_broken_answer_gets_a_clear_message(course_root: Path, answer: str,
     assert message in report.results[0].message, report.results[0].message
     assert "Traceback" not in report.results[0].message
     assert "gpulab/grading" not in report.results[0].message
+
+
+def test_checks_that_run_past_the_time_limit_are_a_timeout_status(course_root: Path) -> None:
+    """A timeout is said by the report's status, which the verdict reads (never its text)."""
+    endless = learner_copy(course_root, "def square(x):\n    while True:\n        pass\n")
+    report = run_checks(entry(course_root), endless, call_timeout=30,  # type: ignore[arg-type]
+                        timeout=3)
+    assert (report.status, report.message) == (
+        "timeout", "the checks took longer than 3 s and were stopped")
+    assert verdict(report)[0] == "timeout"
+    assert verdict(replace(report, status="error"))[0] == "not-run"   # the words alone: no
 
 
 def test_missing_answer_cell_and_invalid_json(course_root: Path) -> None:

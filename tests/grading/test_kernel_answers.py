@@ -22,6 +22,7 @@ import pytest
 
 from gpulab.course import load_course
 from gpulab.grading.build import solution_path
+from gpulab.grading.cells import answer_cells, setup_cells
 from gpulab.grading.gpu import (
     MAX_SOURCE_BYTES,
     KernelAnswerError,
@@ -34,7 +35,7 @@ from gpulab.grading.gpu import (
     sanitizer_missing,
 )
 from gpulab.grading.learner import Learner
-from gpulab.grading.notebook import answer_cells, read_notebook, setup_cells
+from gpulab.grading.notebook import read_notebook
 from gpulab.grading.runner import run_checks
 from gpulab.grading.tasks.common import TaskError, classify, launch_shape
 

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpulab.grading.cells import answer_cells
 from gpulab.grading.notebook import (
     MAX_CELLS,
     MAX_DEPTH,
@@ -24,7 +25,6 @@ from gpulab.grading.notebook import (
     MAX_KEPT_VALUES,
     MAX_VALUES,
     NotebookError,
-    answer_cells,
     read_cells,
     read_notebook,
 )

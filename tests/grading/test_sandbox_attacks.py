@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.grading import sandbox
+from gpulab.grading import sandbox, sandbox_proof
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARDS = sandbox.available()
@@ -121,7 +121,7 @@ def attack(code: str, scene: Scene, grader: str, *args: str) -> dict:
     else:
         harness = textwrap.dedent("""
             import os, subprocess, sys
-            from gpulab.grading import sandbox
+            from gpulab.grading import sandbox, sandbox_proof
             job = sandbox.spawn([sys.executable, "-c", sys.argv[1]],
                                 env=dict(os.environ), cwd="/", stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -375,7 +375,8 @@ def test_the_guard_refuses_a_sandbox_that_does_not_hold(monkeypatch: pytest.Monk
     monkeypatch.setattr(sandbox, "job_uid", lambda: None)          # the old launch: stay root
     monkeypatch.setattr(sandbox, "ISOLATION", tuple(a for a in sandbox.ISOLATION
                                                     if a not in ("--cap-drop", "ALL")))
-    problem = sandbox._prove(sandbox.Policy())
+    problem = sandbox_proof.prove(sandbox.Policy())
     assert problem.startswith("the sandbox does not hold here: from inside it, ")
     assert "it ran as root" in problem and "it kept capabilities" in problem
-    assert sandbox._prove(sandbox.Policy()) != "" and not sandbox.available.__wrapped__().bubblewrap
+    assert sandbox_proof.prove(sandbox.Policy()) != ""
+    assert not sandbox.available.__wrapped__().bubblewrap

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
+from gpulab.grading.cells import Cell
 from gpulab.grading.learner import Learner, LearnerError
-from gpulab.grading.notebook import Cell
 from gpulab.grading.worker import REFUSED
 
 
@@ -175,6 +175,23 @@ def test_a_call_with_a_recorded_session_sees_that_machine() -> None:
             "550.127.05", 12040, ["NVIDIA H100 80GB HBM3"] * 2]
         assert learner.call_with_nvml("no-library", "report") == "NVMLError_LibraryNotFound"
         assert learner.call_with_nvml("h200", "inside") == "580.159.04"   # imported in the call
+
+
+def test_a_hidden_check_can_change_a_sessions_answers_for_one_call() -> None:
+    changes = [{"call": "nvmlSystemGetDriverVersion", "args": [], "result": "999.12.34"},
+               {"call": "nvmlDeviceGetName", "args": [{"__handle__": 1}],
+                "result": "NVIDIA H100 NVL"},
+               {"call": "nvmlSystemGetCudaDriverVersion", "args": [], "error": {"value": 13}}]
+    with nvml_worker() as learner:
+        with pytest.raises(LearnerError, match="NVMLError_FunctionNotFound"):
+            learner.call_with_nvml("two-h100", "report", nvml_answers=changes)
+        assert learner.call_with_nvml("two-h100", "report", nvml_answers=changes[:2]) == [
+            "999.12.34", 12040, ["NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL"]]
+        assert learner.call_with_nvml("two-h100", "report") == [     # the session as recorded
+            "550.127.05", 12040, ["NVIDIA H100 80GB HBM3"] * 2]
+        with pytest.raises(LearnerError, match="not an NVML answer"):
+            learner.call_with_nvml("h200", "report", nvml_answers=[{"call": "os.system",
+                                                                   "args": [], "result": 0}])
 
 
 def test_the_real_pynvml_is_back_after_the_call() -> None:

@@ -77,7 +77,8 @@ def build_exercise_course(root: Path) -> Path:
     the released notebook) under root/solutions and root/exercises; returns root/lessons."""
     import nbformat
 
-    from gpulab.grading.notebook import read_notebook, to_exercise, write_notebook
+    from gpulab.grading.cells import to_exercise
+    from gpulab.grading.notebook import read_notebook, write_notebook
 
     lessons = root / "lessons"
     shutil.copytree(FIXTURE, lessons)

@@ -47,13 +47,14 @@ def check_machine(name, *, files=None, links=None):
     return str(root) + "/"
 
 
-def check_with_nvml(session, function, *args):
-    """`function(*args)` while ``pynvml`` answers from the recorded NVML session `session`:
-    pynvml in sys.modules, and the notebook's globals bound to it or to its nvml* functions."""
+def check_with_nvml(session, function, *args, answers=()):
+    """`function(*args)` while ``pynvml`` answers from the recorded NVML session `session`
+    (with `answers` in place of its own): pynvml in sys.modules, and the notebook's globals
+    bound to it or to its nvml* functions."""
     import importlib
 
     real = importlib.import_module("pynvml")
-    fake = check_pynvml_from(session)
+    fake = check_pynvml_from(session, answers)
     namespace = globals()
     names = {id(value): key for key, value in vars(real).items()
              if key.startswith("nvml") and callable(value)}
@@ -321,6 +322,20 @@ def check_this_os_name():
     return None
 
 
+CHECK_GPU_NAMES = ("NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL", "NVIDIA A100-SXM4-80GB",
+                   "NVIDIA L40S", "NVIDIA GeForce RTX 4090", "Tesla T4", "NVIDIA B200",
+                   "NVIDIA RTX 6000 Ada Generation", "NVIDIA H200")
+
+
+def check_drawn_driver(rng):
+    """Fresh driver and CUDA versions as NVML answers: the answers, and the report's values."""
+    driver = f"{rng.randint(470, 999)}.{rng.randint(10, 199)}.{rng.randint(1, 99):02d}"
+    major, minor = rng.randint(11, 13), rng.randint(0, 9)
+    return ([{"call": "nvmlSystemGetDriverVersion", "args": [], "result": driver},
+             {"call": "nvmlSystemGetCudaDriverVersion", "args": [],
+              "result": 1000 * major + 10 * minor}], driver, f"{major}.{minor}")
+
+
 def check_this_nvml():
     import importlib
 
@@ -469,3 +484,21 @@ except Exception as exc:
                          f"{type(exc).__name__}: {exc}") from None
 assert got == want, (f"with a driver that starts but lists no GPU, gpu_report() returned "
                      f"{got!r}, but NVML answers {want!r}")
+answers, driver, cuda = check_drawn_driver(check_rng("test_gpu_report_driver_without_gpus"))
+want = {"driver_version": driver, "cuda_version": cuda, "gpus": []}
+got = check_with_nvml("no-devices", gpu_report, answers=answers)
+assert got == want, (f"with driver {driver} (CUDA {cuda}) and no GPU, gpu_report() returned "
+                     f"{got!r}, but NVML answers {want!r} {CHECK_SEEN}")
+
+# %% hidden test_gpu_report_drawn_drivers_and_gpus points=1 needs=gpu_report
+check_random = check_rng("test_gpu_report_drawn_drivers_and_gpus")
+for _ in range(3):
+    answers, driver, cuda = check_drawn_driver(check_random)
+    names = [check_random.choice(CHECK_GPU_NAMES) for _ in range(2)]
+    answers += [{"call": "nvmlDeviceGetName", "args": [{"__handle__": i}], "result": name}
+                for i, name in enumerate(names)]
+    want = {"driver_version": driver, "cuda_version": cuda, "gpus": names}
+    got = check_with_nvml("two-h100", gpu_report, answers=answers)
+    assert got == want, (f"with driver {driver}, CUDA {cuda} and the GPUs {names}, "
+                         f"gpu_report() returned {got!r}, but NVML answers {want!r} "
+                         f"{CHECK_SEEN}")

@@ -16,13 +16,8 @@ from pathlib import Path
 from gpulab.course.catalog import Course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.problems import Problem
-from gpulab.grading.notebook import (
-    NotebookError,
-    notebook_text,
-    read_notebook,
-    to_exercise,
-    write_notebook,
-)
+from gpulab.grading.cells import to_exercise
+from gpulab.grading.notebook import NotebookError, notebook_text, read_notebook, write_notebook
 from gpulab.grading.runner import CheckReport, run_checks
 
 __all__ = ["build_all", "build_text", "check_all", "solution_path"]
@@ -107,7 +102,7 @@ def _check_one(entry: ExerciseEntry, *, cpu_only: bool = False) -> tuple[list[Pr
             CheckReport(entry.name, source, "error")
     shipped = run_checks(entry, entry.notebook, hidden=True)
     problems = _hidden_points(entry, shipped)
-    if shipped.status in ("invalid", "error"):
+    if shipped.status in ("invalid", "timeout", "error"):
         problems.append(Problem(entry.notebook, None, f"the checks could not run on the "
                                 f"exercise: {shipped.message}"))
     else:

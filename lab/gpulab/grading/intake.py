@@ -19,16 +19,16 @@ A learner is a folder or zip name, or a platform's name and id; the slug comes
 from that alone, and learners whose names give one slug are told apart by a
 hash of their own name and reported (`gpulab.grading.names`).
 
-Submissions are untrusted. Zips are never extracted wholesale: a zip's end
-records are read before its list of members (`gpulab.grading.zipread`), each
-member needed is streamed with its bytes counted against `ZipLimits`, and
-members that are links, encrypted, or named outside the zip are refused. Links
-in a submissions folder are not followed. Whatever is passed over that could
-have been a submission (a link, a FIFO, a folder or notebook too deep, a
-file named like a notebook that is not one) becomes a problem line that names
-the path; only a SUBMISSIONS path that is unusable as a whole raises
-`IntakeError`. Hidden files and folders (.ipynb_checkpoints) and macOS
-litter are passed over without a word. ::
+Submissions are untrusted, and are read only through `gpulab.grading.entries`.
+Zips are never extracted wholesale: a zip's end records are read before its
+list of members (`gpulab.grading.zipread`), each member needed is streamed
+with its bytes counted against `ZipLimits`, and members that are links,
+encrypted, or named outside the zip are refused. Links in a submissions folder
+are not followed. Whatever is passed over that could have been a submission (a
+link, a FIFO, a folder or notebook too deep, a file named like a notebook that
+is not one) becomes a problem line that names the path; only a SUBMISSIONS
+path that is unusable as a whole raises `IntakeError`. Hidden files and
+folders (.ipynb_checkpoints) and macOS litter are passed over without a word. ::
 
     GpulabError
     └── IntakeError            SUBMISSIONS (or the work folder) cannot be used at all
@@ -37,44 +37,33 @@ litter are passed over without a word. ::
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import lzma
 import os
 import re
 import shutil
-import stat
-import struct
 import tempfile
-import zipfile
-import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from gpulab.errors import GpulabError
-from gpulab.grading.names import Key, clean, flat, looks_like, settle_slugs, slug
-from gpulab.grading.zipread import (
-    MIB,
+from gpulab.grading.entries import (
+    MAX_FOLDERS,
     Archive,
     Budget,
     Entry,
-    ZipLimits,
-    ZipRefused,
-    ignored,
+    Refused,
+    list_folder,
     list_zip,
-    open_zip,
+    open_checked,
+    unpack,
 )
+from gpulab.grading.names import Key, clean, flat, looks_like, reason, settle_slugs, slug
+from gpulab.grading.zipread import ZipLimits
 
 __all__ = ["Intake", "IntakeError", "LearnerSubmission", "ZipLimits", "collect"]
 
-CHUNK = 64 * 1024          # bytes read at a time, so a cap is passed by less than this
-MAX_FOLDERS = 3            # sub-folders a notebook may sit in below the learner's folder or zip
 _RESUBMITTED = re.compile(r"(?P<stem>.+)-(?P<n>\d{1,9})", re.S)
 _EXERCISE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-# What reading a hostile zip can raise, besides our own refusals.
-_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, lzma.LZMAError, EOFError,
-               NotImplementedError, RuntimeError, OSError, ValueError, struct.error, KeyError)
 
 
 class IntakeError(GpulabError):
@@ -101,10 +90,6 @@ class Intake:
 
     learners: tuple[LearnerSubmission, ...]
     problems: tuple[str, ...]     # each "path: what is wrong", printable text
-
-
-class _Refused(Exception):
-    """One entry that will not be read, and why (the path is added by the caller)."""
 
 
 @dataclass
@@ -164,18 +149,18 @@ class _Run:
             self.scratch = Path(tempfile.mkdtemp(prefix=".intake-", dir=self.work))
         except OSError as exc:
             raise IntakeError(f"{clean(self.work)}: cannot make the work folder: "
-                              f"{_reason(exc)}") from None
+                              f"{reason(exc)}") from None
         try:
             if root.is_dir():
                 try:
-                    entries = list(_list_folder(root, self.problems))
+                    entries = list(list_folder(root, self.problems))
                 except OSError as exc:
-                    raise IntakeError(f"{shown}: cannot read this folder: {_reason(exc)}"
+                    raise IntakeError(f"{shown}: cannot read this folder: {reason(exc)}"
                                       ) from None
                 for entry in entries:
                     self._root_entry(entry)
             else:
-                bulk = self._open_zip(root, shown)
+                bulk = open_checked(root, shown, self.limits)
                 if isinstance(bulk, str):
                     raise IntakeError(bulk)
                 with bulk:
@@ -184,25 +169,6 @@ class _Run:
             return self._finish()
         finally:
             shutil.rmtree(self.scratch, ignore_errors=True)
-
-    def _open_zip(self, path: Path, where: str) -> zipfile.ZipFile | str:
-        """An open zip, or why it cannot be used, said as a problem.
-
-        Its end records are read first (`open_zip`): a zip that says it holds
-        too many entries, or too long a list of them, is never parsed. One
-        whose count lies is caught once parsed, its cost bounded by the list's size.
-        """
-        try:
-            opened = open_zip(path, self.limits)
-        except ZipRefused as refusal:
-            return f"{where}: {clean(str(refusal))}"
-        except _ZIP_ERRORS as exc:
-            return f"{where}: not a readable zip file: {_reason(exc)}"
-        if len(opened.infolist()) > self.limits.max_members:
-            opened.close()
-            return (f"{where}: {len(opened.infolist())} entries, more than the "
-                    f"{self.limits.max_members} a zip may hold")
-        return opened
 
     def _learner(self, key: Key, source: str) -> _Learner:
         """The learner of `key`, ("plain", name) or (platform, name, id), found in `source`."""
@@ -270,9 +236,9 @@ class _Run:
             offer = _Candidate(entry.where, rank)
             staged = self._scratch_file(".ipynb")
             try:
-                offer.sha256 = self._unpack(entry, staged, self.limits.max_member_bytes)
+                offer.sha256 = unpack(entry, staged, self.limits.max_member_bytes, self.limits)
                 offer.staged = staged
-            except _Refused as refusal:
+            except Refused as refusal:
                 offer.problem = str(refusal)
             learner.candidates.setdefault(exercise, []).append(offer)
         elif meant:
@@ -307,11 +273,11 @@ class _Run:
                 path = self._scratch_file(".zip")
                 stack.callback(path.unlink, missing_ok=True)
                 try:
-                    self._unpack(entry, path, self.limits.max_total_bytes - budget.used)
-                except _Refused as refusal:
+                    unpack(entry, path, self.limits.max_total_bytes - budget.used, self.limits)
+                except Refused as refusal:
                     self.problems.append(f"{entry.where}: {refusal}")
                     return
-            opened = self._open_zip(path, entry.where)
+            opened = open_checked(path, entry.where, self.limits)
             if isinstance(opened, str):
                 self.problems.append(opened)
                 return
@@ -322,53 +288,6 @@ class _Run:
     def _scratch_file(self, suffix: str) -> Path:
         self.count += 1
         return self.scratch / f"{self.count}{suffix}"
-
-    def _unpack(self, entry: Entry, dest: Path, cap: int) -> str:
-        """Copy `entry` to `dest`, counting bytes as they come; the sha256 hex of the copy.
-
-        Raises `_Refused` (and leaves no `dest`) once the copy passes `cap`, the
-        zip's total, or its ratio: at most `cap` + `CHUNK` bytes are ever read.
-        """
-        archive, limits = entry.archive, self.limits
-        packed = max(entry.info.compress_size, 1) if entry.info else 1
-        digest, size = hashlib.sha256(), 0
-        try:
-            with self._open(entry) as source, dest.open("xb") as out:
-                while chunk := source.read(CHUNK):
-                    size += len(chunk)
-                    if size > cap:
-                        raise _Refused(f"larger than {_mib(cap)} when unpacked")
-                    if archive is not None:
-                        archive.budget.used += len(chunk)
-                        if archive.budget.used > limits.max_total_bytes:
-                            raise _Refused(f"{archive.budget.where} unpacks to more than "
-                                           f"{_mib(limits.max_total_bytes)} in all")
-                        if size > MIB and size > limits.max_ratio * packed:
-                            raise _Refused(f"unpacks to more than {limits.max_ratio} times "
-                                           "its packed size (a zip bomb?)")
-                    out.write(chunk)
-                    digest.update(chunk)
-        except _Refused:
-            dest.unlink(missing_ok=True)
-            raise
-        except _ZIP_ERRORS as exc:
-            dest.unlink(missing_ok=True)
-            raise _Refused(f"cannot be read: {_reason(exc)}") from None
-        return digest.hexdigest()
-
-    def _open(self, entry: Entry) -> IO[bytes]:
-        if entry.archive is not None and entry.info is not None:
-            return entry.archive.zip.open(entry.info)
-        assert entry.path is not None
-        # No link is followed, and a FIFO put where a file was cannot block the run.
-        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise _Refused("not a regular file")
-            return os.fdopen(fd, "rb")
-        except BaseException:
-            os.close(fd)
-            raise
 
     def _finish(self) -> Intake:
         """Settle each exercise of each learner, move the chosen copies into place.
@@ -403,7 +322,7 @@ class _Run:
                     if folder.is_dir():
                         target.unlink(missing_ok=True)   # no stale copy from an earlier run
                 except OSError as exc:
-                    problems[exercise] = f"{clean(target)}: cannot write it: {_reason(exc)}"
+                    problems[exercise] = f"{clean(target)}: cannot write it: {reason(exc)}"
                     continue
                 if len(offers) > 1:
                     places = ", ".join(offer.where for offer in offers)
@@ -425,58 +344,3 @@ def _settle(offers: list[_Candidate]) -> list[_Candidate]:
     if not numbers:
         return offers
     return [offer for offer in offers if offer.rank is None or offer.rank == max(numbers)]
-
-
-def _list_folder(root: Path, problems: list[str]) -> Iterator[Entry]:
-    """The entries below `root`, down to a learner's folder and `MAX_FOLDERS` below that.
-
-    Links are listed refused, not followed. Folders deeper than that are not
-    looked into, and said so: one problem line per learner, naming the first.
-    An unreadable `root` raises `OSError`; an unreadable folder below it is a
-    problem.
-    """
-    deep: dict[str, list[str]] = {}
-
-    def walk(folder: str, parts: tuple[str, ...]) -> Iterator[Entry]:
-        try:
-            with os.scandir(folder) as listing:
-                items = sorted(listing, key=lambda item: item.name)
-        except OSError as exc:
-            if not parts:
-                raise
-            problems.append(f"{clean(folder)}: cannot read this folder: {_reason(exc)}")
-            return
-        for item in items:
-            here, where = (*parts, item.name), clean(item.path)
-            if ignored(item.name):
-                continue
-            try:
-                if item.is_symlink():
-                    yield Entry(here, where, refused="a symbolic link, not followed")
-                elif item.is_dir(follow_symlinks=False):
-                    yield Entry(here, where, is_dir=True)
-                    if len(here) <= 1 + MAX_FOLDERS:
-                        yield from walk(item.path, here)
-                    else:
-                        deep.setdefault(here[0], []).append(where)
-                elif item.is_file(follow_symlinks=False):
-                    yield Entry(here, where, path=Path(item.path))
-                else:
-                    yield Entry(here, where, refused="not a regular file")
-            except OSError as exc:
-                yield Entry(here, where, refused=f"cannot be read: {_reason(exc)}")
-
-    yield from walk(os.fspath(root), ())
-    for found in deep.values():
-        more = f" (and {len(found) - 1} more such folders)" if len(found) > 1 else ""
-        problems.append(f"{found[0]}: more than {MAX_FOLDERS} folders deep in the learner's "
-                        f"folder; not looked into{more}")
-
-
-def _mib(size: int) -> str:
-    return f"{size / MIB:g} MiB"
-
-
-def _reason(exc: BaseException) -> str:
-    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    return clean(text or type(exc).__name__)

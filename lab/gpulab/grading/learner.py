@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.errors import GpulabError
-from gpulab.grading.notebook import Cell
+from gpulab.grading.cells import Cell
 from gpulab.grading.sandbox import Sandboxed, pid_one, spawn
 
 __all__ = ["MAX_REPLY_BYTES", "Learner", "LearnerError", "read_reply", "released_cells"]
@@ -109,14 +109,17 @@ class Learner:
                           f"calling {name}()")
         return reply
 
-    def call_with_nvml(self, recording: str, name: str, *args: Any, **kwargs: Any) -> Any:
+    def call_with_nvml(self, recording: str, name: str, *args: Any,
+                       nvml_answers: Sequence[dict[str, Any]] = (), **kwargs: Any) -> Any:
         """Call the learner's function `name` while ``pynvml`` answers from the recorded
-        NVML session `recording` (`gpulab.grading.machines.nvml_names`)."""
+        NVML session `recording` (`gpulab.grading.machines.nvml_names`), changed by
+        `nvml_answers` (`gpulab.grading.machines.changed`: a hidden check's fresh values)."""
         self._start()
         if self._loaded is not None:
             raise self._loaded
         return self._ask({"op": "call", "name": name, "args": list(args), "kwargs": kwargs,
-                          "nvml": recording}, f"calling {name}() on a recorded NVML session")
+                          "nvml": recording, "nvml_answers": list(nvml_answers)},
+                         f"calling {name}() on a recorded NVML session")
 
     def machine(self, name: str, *, files: dict[str, str | None] | None = None,
                 links: dict[str, str | None] | None = None) -> str:
@@ -285,7 +288,8 @@ def read_reply(reader: int, buffer: bytes, timeout: float,
 
 def released_cells(exercise: Path, learner: Path) -> list[Cell]:
     """Setup cells from the released exercise, then the learner's answer cells."""
-    from gpulab.grading.notebook import answer_cells, read_cells, setup_cells
+    from gpulab.grading.cells import answer_cells, setup_cells
+    from gpulab.grading.notebook import read_cells
 
     released = read_cells(exercise)      # both validated by the runner already
     mine = read_cells(learner)

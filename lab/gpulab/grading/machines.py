@@ -28,7 +28,7 @@ import functools
 import json
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -36,8 +36,9 @@ from typing import Any
 
 from gpulab.errors import GpulabError
 
-__all__ = ["FOLDER", "Machine", "MachineError", "NotRecorded", "load_machine", "machine_names",
-           "materialize", "nvml_expected", "nvml_names", "nvml_recording", "pynvml_from"]
+__all__ = ["FOLDER", "Machine", "MachineError", "NotRecorded", "changed", "load_machine",
+           "machine_names", "materialize", "nvml_expected", "nvml_names", "nvml_recording",
+           "pynvml_from"]
 
 FOLDER = Path(__file__).resolve().parent / "machines"
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
@@ -187,8 +188,28 @@ def nvml_expected(name: str, exercise: str = "env-report") -> dict[str, Any]:
     return found
 
 
-def pynvml_from(name: str) -> ModuleType:
-    """A ``pynvml`` module that answers every ``nvml*`` call from session `name`.
+def changed(name: str, answers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Session `name` with some answers replaced: each of `answers` is a recorded call
+    (``{"call": ..., "args": [...], "result": ...}``, or ``"error": {"value": N}`` in
+    place of the result) that takes the place of every answer the session holds to the
+    same call with the same arguments. A hidden check draws fresh values this way."""
+    data = dict(nvml_recording(name))
+    keys = set()
+    for answer in answers:
+        if not (isinstance(answer, Mapping) and isinstance(answer.get("call"), str)
+                and answer["call"].startswith("nvml") and isinstance(answer.get("args"), list)
+                and ("result" in answer) != ("error" in answer)):
+            raise MachineError(f"not an NVML answer: {answer!r:.200}")
+        keys.add(json.dumps([answer["call"], answer["args"]], sort_keys=True))
+    data["calls"] = [*(entry for entry in data["calls"]
+                       if json.dumps([entry["call"], entry["args"]], sort_keys=True) not in keys),
+                     *(dict(answer) for answer in answers)]
+    return data
+
+
+def pynvml_from(name: str, answers: Sequence[Mapping[str, Any]] = ()) -> ModuleType:
+    """A ``pynvml`` module that answers every ``nvml*`` call from session `name` (with
+    `answers` in place of its own, `changed`).
 
     Its other names (the NVMLError classes, the constants) are the real
     pynvml's, so ``except pynvml.NVMLError`` works as it does on a GPU
@@ -199,7 +220,8 @@ def pynvml_from(name: str) -> ModuleType:
     from gpulab.probes.nvml_record import Replay, ReplayMismatch
 
     real = importlib.import_module("pynvml")
-    replay = Replay(nvml_recording(name), f"the recorded NVML session {name!r}")
+    replay = Replay(changed(name, answers) if answers else nvml_recording(name),
+                    f"the recorded NVML session {name!r}")
     module = ModuleType("pynvml", f"pynvml answering from the recorded NVML session {name!r}")
     missing = set(replay.data.get("missing", ()))
     for key, value in vars(real).items():

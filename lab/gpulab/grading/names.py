@@ -17,7 +17,7 @@ import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["Key", "clean", "flat", "looks_like", "raw", "settle_slugs", "slug"]
+__all__ = ["Key", "clean", "flat", "looks_like", "raw", "reason", "settle_slugs", "slug"]
 
 Key = tuple[str, ...]       # ("plain", name) or (platform, name, id)
 
@@ -111,6 +111,12 @@ def clean(text: str | os.PathLike[str]) -> str:
     """Text safe to show and to write as UTF-8: undecodable bytes and control characters as '�'."""
     text = raw(os.fspath(text)).decode("utf-8", "replace")
     return "".join(char if char.isprintable() else "\ufffd" for char in text)
+
+
+def reason(exc: BaseException) -> str:
+    """Why a call failed, as text safe to show: an OS error's own words, else the exception's."""
+    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return clean(text or type(exc).__name__)
 
 
 def _key_bytes(key: Key) -> bytes:

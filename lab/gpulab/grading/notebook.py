@@ -1,35 +1,28 @@
-"""Exercise notebooks: reading them safely, their cell roles, and answer stripping.
-
-Every code cell of an exercise carries ``metadata.gpulab.role``: ``setup``,
-``answer`` (with ``part``), ``explore`` or ``check`` (see solutions/README.md).
-`strip_solution` turns a solution's answer into the learner's stub: what lies
-between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes ``# TODO`` and
-``raise NotImplementedError``, indented like the first line it replaces.
+"""Exercise notebooks read as a hostile learner's notebook, and written the same way every time.
 
 `read_notebook` (with nbformat's validation) and `read_cells` (without) read a
 notebook the same way, as a hostile learner's notebook: every malformed input
 is a `NotebookError` that names the file and, where it can, the line or cell;
 the nesting, numbers, cells and values are bounded before `json.loads` and
 nbformat's validator see them, and outputs and attachments are dropped unread.
+`write_notebook` writes one with stable keys and one newline at the end. What
+a notebook's cells are for -- their roles, and a solution's answers stripped
+into the learner's stubs -- is `gpulab.grading.cells`.
 """
 
 from __future__ import annotations
 
-import copy
 import importlib
 import json
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpulab.errors import GpulabError
 
 __all__ = [
-    "BEGIN",
-    "END",
     "MAX_BYTES",
     "MAX_CELLS",
     "MAX_DEPTH",
@@ -37,21 +30,13 @@ __all__ = [
     "MAX_KEPT_VALUES",
     "MAX_TAGS",
     "MAX_VALUES",
-    "Cell",
     "NotebookError",
-    "answer_cells",
     "notebook_text",
     "read_cells",
     "read_notebook",
-    "setup_cells",
-    "strip_solution",
-    "to_exercise",
     "write_notebook",
 ]
 
-BEGIN = "### BEGIN SOLUTION"
-END = "### END SOLUTION"
-STUB = "# TODO: write your answer here"
 MAX_BYTES = 20 * 2**20
 MAX_DEPTH = 64            # how deep a notebook's JSON may nest; nbformat's own layout is under 10
 MAX_CELLS = 1_000         # course notebooks have under 40
@@ -63,14 +48,6 @@ MAX_TAGS = 100            # tags of a cell
 
 class NotebookError(GpulabError):
     """A notebook that cannot be used, said in words: which file, what is wrong."""
-
-
-@dataclass(frozen=True)
-class Cell:
-    """The code of one cell and where it came from, for the worker and its messages."""
-
-    name: str      # "setup 1", "answer read_limits"
-    source: str
 
 
 def _nbformat() -> Any:
@@ -108,57 +85,6 @@ def write_notebook(notebook: Any, path: Path) -> None:
     path.write_text(notebook_text(notebook), encoding="utf-8")
 
 
-def role(cell: Any) -> str | None:
-    value = _gpulab(cell).get("role")
-    return value if isinstance(value, str) else None
-
-
-def part(cell: Any) -> str | None:
-    value = _gpulab(cell).get("part")
-    return value if isinstance(value, str) else None
-
-
-def _gpulab(cell: Any) -> dict[str, Any]:
-    """A cell's metadata.gpulab, or {} where any step of that is not a mapping."""
-    meta = cell.get("metadata") if isinstance(cell, dict) else None
-    found = meta.get("gpulab") if isinstance(meta, dict) else None
-    return found if isinstance(found, dict) else {}
-
-
-def _code_cells(notebook: Any) -> list[Any]:
-    cells = notebook.get("cells") if isinstance(notebook, dict) else None
-    return [c for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"] \
-        if isinstance(cells, list) else []
-
-
-def _source(cell: Any) -> str:
-    source = cell.get("source", "")
-    return "".join(map(str, source)) if isinstance(source, list) else str(source)
-
-
-def setup_cells(notebook: Any) -> list[Cell]:
-    """The setup cells, in order (of a validated notebook, or of `read_cells`'s dict)."""
-    found = [c for c in _code_cells(notebook) if role(c) == "setup"]
-    return [Cell(f"setup {n}", _source(c)) for n, c in enumerate(found, start=1)]
-
-
-def answer_cells(notebook: Any, path: Path) -> dict[str, Cell]:
-    """The answer cells by part; a part answered twice is a `NotebookError`."""
-    answers: dict[str, Cell] = {}
-    for cell in _code_cells(notebook):
-        if role(cell) != "answer":
-            continue
-        name = part(cell)
-        if not name:
-            raise NotebookError(f"{path}: an answer cell has no part in its metadata "
-                                "(metadata.gpulab.part)")
-        if name in answers:
-            raise NotebookError(f"{path}: part {name!r} is answered in two cells: keep one "
-                                "(the checks cannot tell which you mean)")
-        answers[name] = Cell(f"answer {name}", _source(cell))
-    return answers
-
-
 def read_cells(path: Path) -> dict[str, Any]:
     """A notebook that `read_notebook` has validated already, read again as plain JSON.
 
@@ -167,56 +93,6 @@ def read_cells(path: Path) -> dict[str, Any]:
     it started the checks. It reads under the same limits as `read_notebook`.
     """
     return _load(path)
-
-
-def strip_solution(source: str, where: str = "a cell") -> str:
-    """Replace each BEGIN/END SOLUTION region with a stub; keep everything else."""
-    lines = source.split("\n")
-    out: list[str] = []
-    inside = False
-    indent = ""
-    for number, line in enumerate(lines, start=1):
-        text = line.strip()
-        if text == BEGIN:
-            if inside:
-                raise NotebookError(f"{where}, line {number}: {BEGIN} inside another one")
-            inside, indent = True, line[: len(line) - len(line.lstrip())]
-            continue
-        if text == END:
-            if not inside:
-                raise NotebookError(f"{where}, line {number}: {END} without {BEGIN}")
-            out.extend([f"{indent}{STUB}", f"{indent}raise NotImplementedError"])
-            inside = False
-            continue
-        if not inside:
-            out.append(line)
-    if inside:
-        raise NotebookError(f"{where}: {BEGIN} is never closed by {END}")
-    return "\n".join(out)
-
-
-def to_exercise(solution: Any, path: Path) -> Any:
-    """The learner's notebook from a solution: stubs for answers, no outputs."""
-    exercise = copy.deepcopy(solution)
-    for index, cell in enumerate(exercise.cells):
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-            kind = role(cell)
-            if kind is None:
-                raise NotebookError(f"{path}: code cell {index + 1} has no role "
-                                    "(metadata.gpulab.role: setup, answer, explore or check)")
-            if kind == "answer":
-                cell.source = strip_solution(cell.source, f"{path}, cell {index + 1}")
-                if BEGIN in solution.cells[index].source and cell.source == \
-                        solution.cells[index].source:
-                    raise NotebookError(f"{path}: cell {index + 1} kept its solution")
-            elif BEGIN in cell.source:
-                raise NotebookError(f"{path}: cell {index + 1} is a {kind} cell with a "
-                                    "solution in it: only answer cells may have one")
-        cell.get("metadata", {}).pop("execution", None)
-    exercise.metadata.pop("widgets", None)
-    return exercise
 
 
 # Reading under limits. A learner's notebook is hostile: what `json.loads` and

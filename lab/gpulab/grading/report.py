@@ -70,6 +70,11 @@ def summary_table(summary: GradeSummary) -> Any:
         parts.append(Text(f"mean {statistics.fmean(scores):.1f} %, median "
                           f"{statistics.median(scores):.1f} %; {summary.graded} graded now, "
                           f"{summary.reused} kept from an earlier run"))
+    if everything.get("partial"):
+        parts.append(Text(f"partial: {everything['partial']} GPU exercise(s) checked without a "
+                          "GPU (their feedback shows those checks); no grade yet, a blank cell "
+                          "in grades.csv: run the same command on a machine with a GPU to "
+                          "grade them whole", style="yellow"))
     return Group(*parts)
 
 

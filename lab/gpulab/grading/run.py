@@ -138,7 +138,10 @@ def run_jobs(jobs: Sequence[Job], execute: Execute, *, workers: int, lanes: Lane
         done = graded(job, "")
         grade = done.grade
         if grade.kind == "partial":
-            grade = replace(grade, message=f"{why}: {grade.message}")
+            left = sum(r.points for r in grade.checks if r.outcome == "skipped")
+            grade = replace(grade, message=f"{why}: {left:g} of {grade.possible:g} points need "
+                                           "a GPU and were not graded; the checks that need "
+                                           "none were")
         elif grade.kind == "not-run" and all(r.outcome == "skipped" for r in grade.checks):
             grade = replace(grade, message=f"not graded: {why}")
         outbox.put(replace(done, grade=grade))

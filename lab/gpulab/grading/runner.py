@@ -50,7 +50,9 @@ class CheckReport:
 
     exercise: str
     notebook: Path
-    status: Literal["passed", "failed", "invalid", "error", "skipped"]
+    # "timeout": the checks ran past the exercise's time limit (the learner's code, an
+    # endless loop say); "error": the checks could not give a verdict for another reason
+    status: Literal["passed", "failed", "invalid", "timeout", "error", "skipped"]
     message: str = ""
     results: tuple[CheckResult, ...] = field(default_factory=tuple)
 
@@ -165,7 +167,7 @@ def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden:
             done = subprocess.run(command, cwd=folder, env=env, capture_output=True,
                                   text=True, timeout=limit)
         except subprocess.TimeoutExpired:
-            return CheckReport(exercise.name, notebook, "error",
+            return CheckReport(exercise.name, notebook, "timeout",
                                f"the checks took longer than {limit:g} s and were stopped")
         if not report_path.is_file():
             tail = (done.stdout + done.stderr).strip().splitlines()[-5:]

@@ -31,10 +31,11 @@ wraps it in:
 
 `available()` says which of these work on this machine, and proves the
 sandbox holds by trying, from inside it, to unmount, remount, read outside
-the view and keep a privilege: where any works it refuses to grade. The
-grader records the guards in the gradebook and the feedback, and refuses to
-grade without bubblewrap unless told ``--unsafe``. Bubblewrap is a well-kept,
-widely used tool (Flatpak's sandbox); we only assemble its command line.
+the view and keep a privilege (`gpulab.grading.sandbox_proof`): where any
+works it refuses to grade. The grader records the guards in the gradebook and
+the feedback, and refuses to grade without bubblewrap unless told
+``--unsafe``. Bubblewrap is a well-kept, widely used tool (Flatpak's sandbox);
+we only assemble its command line.
 """
 
 from __future__ import annotations
@@ -162,28 +163,6 @@ the kernel ends everything it started."""
 _NPROC = ("import os, resource, sys; n = int(sys.argv[1]); "
           "resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); os.execv(sys.argv[2], sys.argv[2:])")
 
-# Tried inside a sandbox by `available`: each way out, and what it gave.
-_PROBE = r"""
-import ctypes, json, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-def tried(name, call):
-    try:
-        return "worked" if call() == 0 else os.strerror(ctypes.get_errno())
-    except OSError as exc:
-        return exc.strerror or str(exc)
-caps = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
-found = {"uid": os.getuid(), "groups": os.getgroups(), "caps": caps,
-         "umount": tried("umount", lambda: libc.umount2(b"/tmp", 2)),
-         "remount": tried("remount", lambda: libc.mount(None, b"/", None, 32 | 4096, None)),
-         "write": tried("write", lambda: os.close(os.open("/usr/.gpulab-probe",
-                                                          os.O_CREAT | os.O_WRONLY)) or 0),
-         "seen": [p for p in sys.argv[1:] if os.path.lexists(p)]}
-print(json.dumps(found))
-"""
-_OUT_OF_VIEW = ("/etc/shadow", "/etc/passwd", "/run", "/var", "/srv", "/mnt", "/home")
-"""Paths a sandbox must not show, whatever the machine (besides a private file of the probe's)."""
-
-
 def job_uid() -> int | None:
     """The uid a new job runs as: one of its own when the grader is root, else None (the
     grader's, which an ordinary user cannot leave)."""
@@ -196,55 +175,19 @@ def job_uid() -> int | None:
 @functools.lru_cache(maxsize=1)
 def available() -> Guards:
     """Which guards work on this machine (tried for real, once per process)."""
+    from gpulab.grading.sandbox_proof import prove  # it starts its probe through `spawn`
+
     bwrap = shutil.which("bwrap") or ""
     problem = ""
     if not bwrap:
         problem = "bubblewrap is not installed (Debian: apt install bubblewrap)"
     else:
-        problem = _prove(Policy())
+        problem = prove(Policy())
         if problem:
             bwrap = ""
     cgroup, cgroup_problem = cgroup_home()
     return Guards(bubblewrap=bwrap, bubblewrap_problem=problem, cgroup=cgroup,
                   cgroup_problem=cgroup_problem, drops_uid=os.geteuid() == 0)
-
-
-def _prove(policy: Policy) -> str:
-    """"" when a sandbox holds here; else why not (it could not start, or let a probe out)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="gpulab-probe-") as private:
-        secret = Path(private, "secret")
-        secret.write_text("the sandbox must not show this")
-        policy = Policy(**{**asdict(policy), "private": (*policy.private, private)})
-        try:
-            job = spawn([sys.executable, "-I", "-c", _PROBE, str(secret), *_OUT_OF_VIEW],
-                        env=dict(os.environ), cwd="/",
-                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, policy=policy)
-        except OSError as exc:
-            return f"bubblewrap cannot make a sandbox here: {exc}"
-        try:
-            out, err = job.process.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            return "bubblewrap did not start a sandbox within 60 s"
-        finally:
-            job.close()
-    try:
-        seen = json.loads(out.decode().strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        last = (err.decode(errors="replace").strip().splitlines() or ["(no message)"])[-1]
-        return f"bubblewrap cannot make a sandbox here: {last}"
-    escapes = [name for name in ("umount", "remount", "write") if seen.get(name) == "worked"]
-    if seen.get("uid") == 0:
-        escapes.append("it ran as root")
-    if seen.get("caps", "0").strip("0"):
-        escapes.append(f"it kept capabilities {seen.get('caps')}")
-    if seen.get("seen"):
-        escapes.append(f"it saw {', '.join(map(str, seen['seen']))}")
-    if escapes:
-        return "the sandbox does not hold here: from inside it, " + ", ".join(escapes)
-    return ""
 
 
 def from_env() -> Policy | None:

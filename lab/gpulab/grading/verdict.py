@@ -103,16 +103,16 @@ def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
                           r.message if r.hidden else "") for r in report.results)
     if report.status == "invalid":
         return "invalid", report.message, rows
+    if report.status == "timeout":
+        return "timeout", report.message, rows
     if report.status == "error":
-        if "took longer than" in report.message:
-            return "timeout", report.message, rows
         return "not-run", report.message, rows
     unable = [r for r in report.results if r.needs_gpu]
     if unable and any(r.outcome != "skipped" for r in report.results):
         points = sum(r.points for r in unable)
         return "partial", (f"{_points(points)} of {_points(report.possible + points)} points "
-                           f"not graded here ({len(unable)} check(s): {unable[0].message}); "
-                           "the checks that need no GPU were graded"), rows
+                           f"were not graded here: {unable[0].message}; the checks that need "
+                           "no GPU were"), rows
     if report.status == "skipped":
         return "not-run", report.message or "the checks were skipped", rows
     if report.status == "passed":

@@ -8,7 +8,8 @@ this process's stdout, which nobody parses. Requests:
     {"op": "load", "cells": [{"name": "setup 1", "source": "...", "released": true}, ...]}
         -> {"ok": true, "value": {"failed": [{"cell": ..., "type": ..., ...}, ...]}}
     {"op": "call", "name": "memory_limit", "args": [...], "kwargs": {...}}
-    {"op": "call", ..., "nvml": "h200"}      # `import pynvml` answers from that recording
+    {"op": "call", ..., "nvml": "h200"}      # `import pynvml` answers from that recording,
+    {"op": "call", ..., "nvml": "h200", "nvml_answers": [...]}   # ... with answers changed
     {"op": "machine", "name": "two-socket", "files": {...}, "links": {...}}
         -> {"ok": true, "value": "/tmp/.../machine-x1y2/"}: the recorded machine's tree,
            built in a folder of this worker's own (`gpulab.grading.machines`)
@@ -135,7 +136,8 @@ def _handle(request: dict[str, Any], namespace: dict[str, Any], guard: _Guard,
                 "type": "NameError", "traceback": [], "raised": ["NameError"],
                 "message": f"no function named {name!r}: did the answer cell define it, "
                            "with that exact name?"}}
-        with _recorded_nvml(request.get("nvml"), namespace, guard):
+        with _recorded_nvml(request.get("nvml"), request.get("nvml_answers") or [], namespace,
+                            guard):
             value = function(*request.get("args", []), **request.get("kwargs", {}))
         return {"ok": True, "value": value}
     if op == "machine":
@@ -175,10 +177,11 @@ def _load(cells: list[dict[str, Any]], namespace: dict[str, Any],
 
 
 @contextlib.contextmanager
-def _recorded_nvml(recording: object, namespace: dict[str, Any],
+def _recorded_nvml(recording: object, answers: list[Any], namespace: dict[str, Any],
                    guard: _Guard) -> Iterator[None]:
     """For one call, ``pynvml`` (imported, or bound in the learner's namespace) answers
-    from the recorded NVML session `recording`; None leaves the real one."""
+    from the recorded NVML session `recording`, changed by `answers`; None leaves the
+    real one."""
     if recording is None:
         yield
         return
@@ -188,7 +191,7 @@ def _recorded_nvml(recording: object, namespace: dict[str, Any],
         from gpulab.grading.machines import pynvml_from
 
         real = importlib.import_module("pynvml")
-        fake = pynvml_from(str(recording))
+        fake = pynvml_from(str(recording), answers)
     # the real module and its nvml* functions, however the learner's cells bound them
     names = {id(value): key for key, value in vars(real).items()
              if key.startswith("nvml") and callable(value)}

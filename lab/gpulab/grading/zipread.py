@@ -14,20 +14,16 @@ reading of them lets more through. Nothing here makes one object per entry.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import struct
 import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from gpulab.grading.names import clean
 from gpulab.grading.notebook import MAX_BYTES
 
-__all__ = ["MIB", "Archive", "Budget", "Directory", "Entry", "ZipLimits", "ZipRefused",
-           "ignored", "list_zip", "open_zip", "read_directory"]
+__all__ = ["MIB", "Directory", "ZipLimits", "ZipRefused", "open_zip", "read_directory"]
 
 MIB = 2**20
 _END = struct.Struct("<4s4H2LH")          # end of central directory record
@@ -148,58 +144,6 @@ def _zip64_records(file: IO[bytes], end: int) -> list[tuple[int, ...]]:
             if record[0] == _END64_SIGNATURE:
                 found.append(record)
     return found
-
-
-@dataclass(eq=False)
-class Budget:
-    """The bytes unpacked so far from one outermost zip and every zip inside it."""
-
-    where: str
-    used: int = 0
-
-
-@dataclass(eq=False)
-class Archive:
-    """An open zip, the budget it draws on, and how many zips deep it lies."""
-
-    zip: zipfile.ZipFile
-    budget: Budget
-    depth: int
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A file or folder in a submissions folder or zip, not yet read."""
-
-    parts: tuple[str, ...]            # its path below the folder or zip
-    where: str                        # that path as messages show it
-    is_dir: bool = False
-    refused: str | None = None        # why it must not be read
-    path: Path | None = None          # on disk
-    info: zipfile.ZipInfo | None = None
-    archive: Archive | None = None    # the zip that holds it
-
-
-def list_zip(archive: Archive, where: str) -> Iterator[Entry]:
-    """The members of a zip; those that must not be read are listed with the reason."""
-    for info in archive.zip.infolist():
-        name = info.filename
-        parts = tuple(part for part in re.split(r"[/\\]", name) if part not in ("", "."))
-        shown = f"{where}/{clean(name)}"
-        if name.startswith(("/", "\\")) or re.match(r"[A-Za-z]:", name) or ".." in parts:
-            yield Entry((), shown, refused="a path outside the zip (absolute or with ..), "
-                        "not read")
-        elif stat.S_ISLNK(info.external_attr >> 16):
-            yield Entry(parts, shown, refused="a symbolic link, not read")
-        elif info.flag_bits & 0x1:
-            yield Entry(parts, shown, refused="encrypted; submit it without a password")
-        elif parts and not any(ignored(part) for part in parts):
-            yield Entry(parts, shown, is_dir=info.is_dir(), info=info, archive=archive)
-
-
-def ignored(name: str) -> bool:
-    """Hidden files and folders (.ipynb_checkpoints, .DS_Store) and macOS zip litter."""
-    return name.startswith(".") or name == "__MACOSX"
 
 
 class _OwnZip(zipfile.ZipFile):

@@ -350,7 +350,8 @@ class ExerciseScreen(LabScreen):
 def _solution_markdown(exercise: ExerciseEntry) -> str:
     """The solution's answer cells as Markdown code blocks (blocking: read in a thread)."""
     from gpulab.grading.build import solution_path
-    from gpulab.grading.notebook import BEGIN, END, NotebookError, answer_cells, read_notebook
+    from gpulab.grading.cells import BEGIN, END, answer_cells
+    from gpulab.grading.notebook import NotebookError, read_notebook
 
     path = solution_path(exercise)
     try:

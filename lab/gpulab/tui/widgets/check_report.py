@@ -25,6 +25,8 @@ def report_text(report: CheckReport) -> Text:
         text.append(f"✗ failing{points}", style="bold red")
     elif report.status == "skipped":
         text.append("– not checked here", style="bold yellow")
+    elif report.status == "timeout":
+        text.append("✗ ran out of time", style="bold red")
     else:
         text.append("✗ the checks could not run", style="bold red")
     if report.message:
