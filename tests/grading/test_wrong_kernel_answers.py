@@ -27,9 +27,9 @@ import pytest
 from gpulab.course import load_course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
+from gpulab.grading.cells import answer_cells, setup_cells
 from gpulab.grading.gpu import KernelAnswerError, gpu_missing, run_kernel, sanitize_kernel
 from gpulab.grading.learner import Learner
-from gpulab.grading.cells import answer_cells, setup_cells
 from gpulab.grading.notebook import read_notebook
 from gpulab.grading.runner import CheckReport, run_checks
 from gpulab.grading.tasks import copy_floats, reduce_sum, sgemm, transpose, vector_add
