@@ -50,6 +50,7 @@ from gpulab.grading.verdict import UNGRADED, ExerciseGrade, LearnerGrades, failu
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
+    from gpulab.grading.cluster import Target
     from gpulab.grading.intake import Intake
 
 __all__ = ["GradeError", "GradeOptions", "GradeSummary", "checks_hash", "grade_class", "main"]
@@ -73,6 +74,7 @@ class GradeOptions:
     unsafe: bool = False
     policy: sandbox.Policy = field(default_factory=sandbox.Policy)
     gpu_recovery_s: float = 15.0
+    cluster: Target | None = None            # default: the jobs run here (gpulab.grading.cluster)
 
 
 @dataclass
@@ -284,7 +286,7 @@ class _Run:
     def _run(self, jobs: list[Job], policy: sandbox.Policy, summary: GradeSummary,
              writer: Writer) -> None:
         lanes = None
-        if any(job.entry.gpu for job in jobs) and self.gpus:
+        if any(job.entry.gpu for job in jobs) and self.gpus and self.options.cluster is None:
             try:
                 lanes = GpuPool(self.gpus, self.options.gpu_recovery_s)
             except GpuPoolError as exc:
@@ -294,8 +296,16 @@ class _Run:
         total = len(jobs)
         if self.progress is not None:
             self.progress("", 0, total)
-        results = run_jobs(jobs, execute, workers=self.options.workers, lanes=lanes,
-                           no_gpu="no NVIDIA GPU on the grading machine")
+        if self.options.cluster is None:
+            results = run_jobs(jobs, execute, workers=self.options.workers, lanes=lanes,
+                               no_gpu="no NVIDIA GPU on the grading machine")
+        else:                                   # the same jobs on a Dask cluster's workers
+            from gpulab.grading.cluster import run_on_cluster
+
+            results = run_on_cluster(self.options.cluster, jobs, course=self.course,
+                                     policy=policy, timeout=self.options.timeout,
+                                     recovery_s=self.options.gpu_recovery_s,
+                                     notes=summary.notes, problems=writer.problems)
         with contextlib.closing(results):       # ctrl-c: the jobs still running are dropped
             for item in results:
                 if isinstance(item, Done):
