@@ -190,11 +190,12 @@ class _Run:
                                   str(self.out.resolve()), *self.options.policy.private),
                          show=(str(Path(self.course.manifest.path).resolve().parent),
                                str(course_root / "exercises"), *self.options.policy.show))
-        gpu_work = any(self.entries[n].gpu for n in names)
+        here = self.options.cluster is None      # on a cluster the workers have the GPUs
+        gpu_work = here and any(self.entries[n].gpu for n in names)
         self.gpus = (list(self.options.gpus) if self.options.gpus is not None else
                      visible_gpus()) if gpu_work else []
         in_force = {gpu: self.guards.describe(replace(policy, gpu=gpu)) for gpu in (False, True)}
-        if not self.gpus:           # GPU exercises then run without a GPU, as CPU jobs do
+        if here and not self.gpus:  # GPU exercises then run without a GPU, as CPU jobs do
             in_force[True] = in_force[False]
         summary.guards = _run_guards(in_force, {self.entries[n].gpu for n in names})
         status, run_id = "stopped", None
