@@ -307,7 +307,8 @@ class _Run:
                                      policy=policy, timeout=self.options.timeout,
                                      recovery_s=self.options.gpu_recovery_s,
                                      notes=summary.notes, problems=writer.problems)
-        with contextlib.closing(results):       # ctrl-c: the jobs still running are dropped
+        with contextlib.closing(results), \
+                lanes or contextlib.nullcontext():  # ctrl-c: the jobs running are dropped
             for item in results:
                 if isinstance(item, Done):
                     stored = writer.done(item)

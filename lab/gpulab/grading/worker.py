@@ -202,11 +202,10 @@ def _recorded_nvml(recording: object, answers: list[Any], namespace: dict[str, A
         yield
         return
     with guard.opened():
-        import importlib
-
         from gpulab.grading.machines import pynvml_from
+        from gpulab.probes.nvml_session import pynvml_module
 
-        real = importlib.import_module("pynvml")
+        real = pynvml_module()
         fake = pynvml_from(str(recording), answers)
     # the real module and its nvml* functions, however the learner's cells bound them
     names = {id(value): key for key, value in vars(real).items()
