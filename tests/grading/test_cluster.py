@@ -462,3 +462,75 @@ def test_slurm_pilot_jobs_each_run_gpulab_worker(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(tmp_path), "--nodes",
                           "2"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "go with --cluster slurm" in bad.stderr
+
+
+def _graded_count(out: Path) -> int:
+    """How many grades the gradebook under `out` holds now (-1 before it exists)."""
+    import contextlib
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{out / 'gradebook.sqlite'}?mode=ro",
+                                                uri=True, timeout=1)) as book:
+            return int(book.execute("SELECT count(*) FROM grades").fetchone()[0])
+    except sqlite3.Error:
+        return -1
+
+
+def _contents(out: Path) -> dict[str, list[tuple[object, ...]]]:
+    """The gradebook's grades and checks, the run's own folder written as OUT."""
+    with Gradebook(out / "gradebook.sqlite") as book:
+        dump = book.dump()
+    return {table: [tuple(str(v).replace(str(out), "OUT") if isinstance(v, str) else v
+                          for v in row) for row in dump[table]]
+            for table in ("grades", "checks")}
+
+
+@pytest.mark.parametrize("kill_at", [1, 3])
+def test_the_coordinator_killed_mid_run_resumes(cluster: str, tmp_path: Path,
+                                                kill_at: int) -> None:
+    """`gpulab grade --cluster` killed (SIGKILL) once the gradebook holds `kill_at` grades:
+    the same command again grades only what is left, and the gradebook is the one a run
+    on this machine makes; the workers serve on."""
+    folder = tmp_path / "class"
+    for n in range(5):
+        _write(nbformat.read(ROOFLINE, as_version=4), folder / f"l{n}" / "roofline.ipynb")
+    _write(nbformat.read(STUBS["roofline"], as_version=4), folder / "stub" / "roofline.ipynb")
+    _raises_in_a_check(folder / "hostile" / "roofline.ipynb")
+    reference = tmp_path / "reference"
+    grade_class(GradeOptions(folder, reference, ("roofline",), workers=2, timeout=TIMEOUT))
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "gpulab", "grade", str(folder), "--out", str(out),
+               "--exercises", "roofline", "--timeout", str(TIMEOUT), "--cluster", cluster]
+    log = tmp_path / "killed.log"
+    with log.open("wb") as written:
+        process = subprocess.Popen(command, stdout=written, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while process.poll() is None and _graded_count(out) < kill_at:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.02)
+        assert process.poll() is None, f"it finished first:\n{log.read_text()}"
+        os.killpg(process.pid, signal.SIGKILL)     # the coordinator, as `kill -9` does
+        process.wait()
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    kept = _graded_count(out)
+    assert kill_at <= kept < 7
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "was left running by a grader that was killed: marked killed" in done.stdout
+    assert _contents(out) == _contents(reference)
+    with Gradebook(out / "gradebook.sqlite") as book:
+        runs = book.db.execute("SELECT id, status, tag FROM runs ORDER BY id").fetchall()
+        by_run = dict(book.db.execute("SELECT run_id, count(*) FROM grades GROUP BY run_id"
+                                      ).fetchall())
+    assert [status for _, status, _ in runs] == ["killed", "finished"]
+    assert by_run == {runs[0][0]: kept, runs[1][0]: 7 - kept}   # nothing graded twice
+    deadline = time.monotonic() + 30          # the killed run's jobs end on the workers
+    while tagged_processes(runs[0][2]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not tagged_processes(runs[0][2])
