@@ -10,7 +10,8 @@ The run:
 3. reads the submissions (`gpulab.grading.intake`), finds which guards this
    machine offers (`gpulab.grading.sandbox`) and refuses without a
    file-system guard unless ``--unsafe``; notes each exercise's worth by
-   running its checks on the released notebook;
+   running its checks on the released notebook; plans the jobs and the
+   grades that need none against the gradebook (`gpulab.grading.plan`);
 4. runs one job per learner and exercise (`gpulab.grading.run`): a checks
    process of its own (`gpulab.grading.runner`) whose learner code runs
    sandboxed, on a copy of the notebook that is hashed as it is graded. CPU
@@ -44,9 +45,10 @@ from gpulab.errors import GpulabError
 from gpulab.grading import outdir, sandbox
 from gpulab.grading.gpupool import GpuPool, GpuPoolError, visible_gpus
 from gpulab.grading.gradebook import Gradebook
+from gpulab.grading.plan import plan
 from gpulab.grading.run import Done, Job, Writer, check_job, now, run_jobs
 from gpulab.grading.runner import check_files, remove_stale_folders, run_checks
-from gpulab.grading.verdict import UNGRADED, ExerciseGrade, LearnerGrades, failure, plain
+from gpulab.grading.verdict import LearnerGrades, failure, plain
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
@@ -243,7 +245,8 @@ class _Run:
 
     def _plan(self, taken: Intake, names: list[str], in_force: dict[bool, tuple[str, ...]],
               summary: GradeSummary, writer: Writer) -> list[Job]:
-        """What each exercise is worth, the grades that need no job, and the jobs."""
+        """What each exercise is worth, the grades that need no job (stored now), and the
+        jobs (`gpulab.grading.plan`)."""
         hashes = {name: checks_hash(self.entries[name]) for name in names}
         for name in names:
             entry = self.entries[name]
@@ -257,8 +260,8 @@ class _Run:
                                  f"notebook: {report.message}")
             summary.maxima[name] = sum(r.points for r in report.results)
             self.book.set_exercise(name, hashes[name], summary.maxima[name], entry.gpu)
-        done = {} if self.options.regrade else self.book.graded()
-        jobs: list[Job] = []
+        stored = {} if self.options.regrade else self.book.graded()
+        learners = []
         for learner in taken.learners:
             try:
                 self.book.set_learner(learner.slug, learner.learner, str(learner.source))
@@ -266,23 +269,13 @@ class _Run:
                 writer.problems.append(f"{learner.slug}: not graded, the learner could not be "
                                        f"stored: {failure(exc)}")
                 continue
-            for name in names:
-                notebook_hash = learner.hashes.get(name, "")
-                before = done.get((learner.slug, name))
-                if before and before[:2] == (notebook_hash, hashes[name]) and \
-                        before[2] not in UNGRADED:
-                    summary.reused += 1
-                elif name in learner.notebooks:
-                    jobs.append(Job(learner.slug, self.entries[name], learner.notebooks[name],
-                                    notebook_hash, hashes[name], summary.maxima[name],
-                                    in_force[self.entries[name].gpu], in_force[False]))
-                else:
-                    problem = learner.problems.get(name)
-                    writer.grade(learner.slug, ExerciseGrade(
-                        name, "invalid" if problem else "missing", 0.0, summary.maxima[name],
-                        problem or "no notebook was handed in", notebook_hash=notebook_hash),
-                        checks_hash=hashes[name])
-        return jobs
+            learners.append(learner)
+        planned = plan(learners, [self.entries[name] for name in names], hashes=hashes,
+                       maxima=summary.maxima, stored=stored, guards=in_force)
+        for settled in planned.settled:
+            writer.grade(settled.slug, settled.grade, checks_hash=settled.checks_hash)
+        summary.reused += planned.reused
+        return planned.jobs
 
     def _run(self, jobs: list[Job], policy: sandbox.Policy, summary: GradeSummary,
              writer: Writer) -> None:
