@@ -139,8 +139,47 @@ def _parser() -> argparse.ArgumentParser:
                        help="per learner and exercise (default: the exercise's time limit)")
     grade.add_argument("--unsafe", action="store_true",
                        help="grade even where no sandbox can hide files from learner code")
+    cluster = grade.add_argument_group(
+        "on a cluster (needs gpulab[cluster])",
+        "Grade on the workers of a Dask scheduler (`gpulab worker ADDRESS` on each node), or "
+        "on Slurm pilot jobs that each run `gpulab worker` on a node (--workers: CPU slots "
+        "per node). The workers must run this gpulab with this course; this machine stays "
+        "the one writer of --out.")
+    cluster.add_argument("--cluster", metavar="ADDRESS", default=None,
+                         help="a Dask scheduler's address (tcp://head:8786), or slurm")
+    cluster.add_argument("--nodes", type=int, default=1, metavar="N",
+                         help="slurm: pilot jobs, one node each (default: 1)")
+    cluster.add_argument("--gpus-per-node", type=int, default=0, metavar="G",
+                         help="slurm: GPUs per node (default: 0)")
+    cluster.add_argument("--partition", metavar="P", default="", help="slurm: the partition")
+    cluster.add_argument("--walltime", metavar="T", default="1:00:00",
+                         help="slurm: each pilot job's time limit (default: 1:00:00)")
     _course_option(grade)
     grade.set_defaults(handler=_grade)
+
+    worker = commands.add_parser(
+        "worker", help="serve this node's GPUs and CPU slots to a grading cluster",
+        description="Serve this node to the Dask scheduler at ADDRESS for `gpulab grade "
+                    "--cluster`: one worker per GPU (one job at a time each) and one with "
+                    "--cpu-slots slots. Refuses to serve without bubblewrap unless --unsafe. "
+                    "Needs gpulab[cluster] and the course checkout the grader uses (--course). "
+                    "Stop it with ctrl-c.")
+    worker.add_argument("address", metavar="ADDRESS", help="the scheduler, e.g. tcp://head:8786")
+    worker.add_argument("--gpus", metavar="LIST", default=None,
+                        help="GPU indices to serve, e.g. 0,1, or none (default: "
+                             "CUDA_VISIBLE_DEVICES if set, else every GPU NVML sees)")
+    worker.add_argument("--cpu-slots", type=int, default=os.cpu_count() or 1, metavar="N",
+                        help="CPU jobs at a time (default: one per CPU core)")
+    worker.add_argument("--unsafe", action="store_true",
+                        help="serve even where no sandbox can hide files from learner code")
+    worker.add_argument("--fake-gpus", action="store_true",
+                        help="serve --gpus without NVML checks: for trying a cluster on a "
+                             "machine without GPUs")
+    for hidden in ("--name", "--nthreads", "--memory-limit", "--local-directory"):
+        worker.add_argument(hidden, default=None, help=argparse.SUPPRESS)  # dask-jobqueue's
+    worker.add_argument("--death-timeout", type=float, default=60.0, help=argparse.SUPPRESS)
+    _course_option(worker)
+    worker.set_defaults(handler=_worker)
 
     book = commands.add_parser(
         "book", help="build the course as a static HTML book that works offline",
@@ -346,12 +385,46 @@ def _grade(args: argparse.Namespace) -> int:
         print(f"gpulab grade: --gpus {args.gpus!r}: give GPU indices as nvidia-smi numbers "
               "them, e.g. 0,1", file=sys.stderr)
         return BAD_INPUT
+    slurm_only = args.nodes != 1 or args.gpus_per_node or args.partition
+    if slurm_only and args.cluster != "slurm":
+        print("gpulab grade: --nodes, --gpus-per-node and --partition go with --cluster slurm",
+              file=sys.stderr)
+        return BAD_INPUT
+    if args.cluster and gpus is not None:
+        print("gpulab grade: on a cluster each node's GPUs are chosen where it runs: gpulab "
+              "worker ADDRESS --gpus LIST", file=sys.stderr)
+        return BAD_INPUT
+    cluster = None
+    if args.cluster:
+        from gpulab.grading.cluster import Target
+
+        cluster = Target(args.cluster, args.nodes, args.gpus_per_node, args.workers,
+                         args.partition, args.walltime,
+                         wait_s=1800.0 if args.cluster == "slurm" else 120.0)
     options = GradeOptions(Path(args.submissions), Path(args.out), tuple(names), args.workers,
-                           gpus, args.regrade, args.timeout, args.unsafe)
+                           gpus, args.regrade, args.timeout, args.unsafe, cluster=cluster)
     try:
         return main(options)
     except GpulabError as exc:
         print(f"gpulab grade: {exc}", file=sys.stderr)
+        return BAD_INPUT
+
+
+def _worker(args: argparse.Namespace) -> int:
+    gpus = None if args.gpus is None else [g for g in args.gpus.split(",")
+                                           if g and args.gpus != "none"]
+    if gpus is not None and not all(g.isdigit() for g in gpus):
+        print(f"gpulab worker: --gpus {args.gpus!r}: give GPU indices as nvidia-smi numbers "
+              "them, e.g. 0,1", file=sys.stderr)
+        return BAD_INPUT
+    from gpulab.grading.cluster_worker import serve
+
+    try:
+        return serve(args.address, gpus=gpus, cpu_slots=args.cpu_slots, unsafe=args.unsafe,
+                     fake_gpus=args.fake_gpus, name=args.name or "",
+                     death_timeout=args.death_timeout, local_directory=args.local_directory)
+    except GpulabError as exc:
+        print(f"gpulab worker: {exc}", file=sys.stderr)
         return BAD_INPUT
 
 

@@ -10,7 +10,7 @@ cgroup, and chains with limits on several levels; and limits the checker sets it
 worker's, where it may (root, writable cgroup files; else it skips).
 
 The inputs vary per run. Each check that takes inputs draws them from a seed made for the run
-(os.urandom; GPULAB_CHECK_SEED=<n> replays a run) and names it in its failure messages.
+(`gpulab.grading.draws`; GPULAB_CHECK_SEED=<n> replays a run) and names it in its failure messages.
 Beside the fixed cases of before: random cpu.max lines (periods of 1 ms to 1 s, quotas of
 a hundredth of a CPU to 64 CPUs, 'max' with any period); on the changed machines (three
 chains, a v2 VM, a v1 Kubernetes node and one more of either, and a v1 Docker container that
@@ -32,7 +32,6 @@ import math
 import os
 import random
 import re
-import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,9 @@ from types import ModuleType
 
 import pytest
 
-from gpulab.grading.learner import LearnerError
+from gpulab.grading.draws import SEEN
+from gpulab.grading.draws import rng as _rng
+from gpulab.grading.draws import telling as _telling
 from gpulab.grading.machines import load_machine
 from gpulab.grading.pytest_plugin import visible_checks
 from gpulab.probes.system_parse import compact_cpu_list
@@ -50,29 +51,6 @@ V1_NO_LIMIT = "9223372036854771712"
 PAGE = 4096
 
 
-def _new_seed() -> int:
-    given = os.environ.get("GPULAB_CHECK_SEED", "").strip()
-    return int(given) if given.isdigit() else secrets.randbits(32)
-
-
-SEED = _new_seed()
-SEEN = f"(seed {SEED})"
-
-
-def _rng(check: str) -> random.Random:
-    """The random inputs of one check: the run's seed and the check's name decide them."""
-    return random.Random(f"{SEED}:{check}")
-
-
-@contextlib.contextmanager
-def _telling(about: str) -> Iterator[None]:
-    """Where the learner's code fails on drawn inputs, say which inputs, and the seed."""
-    try:
-        yield
-    except LearnerError as exc:
-        if exc.raised_as(NotImplementedError):
-            raise                                 # not written yet: nothing to explain
-        raise LearnerError(f"{exc}\n({about} {SEEN})", exc.kind, exc.raised) from None
 
 
 def _visible() -> ModuleType:

@@ -7,7 +7,8 @@ itself, read from outside through /proc/<pid> of the worker, so "this process" m
 same on both sides also when a grading run gives the worker namespaces of its own.
 
 The inputs vary per run. Each check that takes inputs draws them from a seed made for the
-run (os.urandom; GPULAB_CHECK_SEED=<n> replays a run) and names it in its failure messages.
+run (`gpulab.grading.draws`; GPULAB_CHECK_SEED=<n> replays a run) and names it in its
+failure messages.
 Beside the fixed cases of before: link targets of every type with numbers of 1 to 20 digits,
 and malformed ones made from random targets (no number, hex, a fraction, a bracket missing, a
 path, an fd link); on the changed machines, random inode numbers for the namespaces made
@@ -20,18 +21,18 @@ come from the numbers drawn.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import re
-import secrets
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from gpulab.grading.draws import SEEN
+from gpulab.grading.draws import rng as _rng
+from gpulab.grading.draws import telling as _telling
 from gpulab.grading.learner import LearnerError
 from gpulab.grading.machines import load_machine
 from gpulab.grading.pytest_plugin import visible_checks
@@ -47,29 +48,6 @@ CHILDREN = {"pid": "pid_for_children", "time": "time_for_children"}
 MOVES_THE_CALLER = ("cgroup", "ipc", "net", "user", "uts")   # unshare flags besides pid, mnt, time
 
 
-def _new_seed() -> int:
-    given = os.environ.get("GPULAB_CHECK_SEED", "").strip()
-    return int(given) if given.isdigit() else secrets.randbits(32)
-
-
-SEED = _new_seed()
-SEEN = f"(seed {SEED})"
-
-
-def _rng(check: str) -> random.Random:
-    """The random inputs of one check: the run's seed and the check's name decide them."""
-    return random.Random(f"{SEED}:{check}")
-
-
-@contextlib.contextmanager
-def _telling(about: str) -> Iterator[None]:
-    """Where the learner's code fails on drawn inputs, say which inputs, and the seed."""
-    try:
-        yield
-    except LearnerError as exc:
-        if exc.raised_as(NotImplementedError):
-            raise                                 # not written yet: nothing to explain
-        raise LearnerError(f"{exc}\n({about} {SEEN})", exc.kind, exc.raised) from None
 
 
 def _visible() -> ModuleType:

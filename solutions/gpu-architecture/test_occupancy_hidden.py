@@ -1,6 +1,6 @@
 """Hidden checks of the occupancy exercise: inputs the notebook does not show.
 
-Every check draws its inputs from a seed made for each run from os.urandom
+Every check draws its inputs from a seed made for each run (gpulab.grading.draws)
 and written nowhere the learner sees. Without a GPU: random per-SM limits
 (invented architectures with other warp, block, register and shared-memory
 budgets, two or four register partitions, with and without reserved shared
@@ -16,13 +16,13 @@ which way, never the right number.
 
 from __future__ import annotations
 
-import os
 import random
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from gpulab.grading.draws import SEED
 from gpulab.grading.pytest_plugin import visible_checks
 
 
@@ -35,7 +35,6 @@ _V = _visible()
 ORDER, H100, HINTS = _V.ORDER, _V.H100, _V.HINTS
 Spec, shape_problem = _V.Spec, _V.shape_problem
 compare_with_cuda, device_limits, verdict = _V.compare_with_cuda, _V.device_limits, _V.verdict
-SEED = int.from_bytes(os.urandom(8), "big")
 
 
 def reference(limits: dict[str, int], threads: int, registers: int,

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import random
-import secrets
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from gpulab.grading.draws import SEED
 from gpulab.grading.pytest_plugin import visible_checks
 
 
@@ -33,7 +33,6 @@ sample_run, nvml, read, watts = _V.sample_run, _V.nvml, _V.read, _V.watts
 check_sample_timing, check_sample_values = _V.check_sample_timing, _V.check_sample_values
 recorded_inventory_problems = _V.recorded_inventory_problems
 recorded_sample_problems = _V.recorded_sample_problems
-SEED = secrets.randbits(32)
 COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
 
 

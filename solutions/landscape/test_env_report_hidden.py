@@ -3,7 +3,7 @@ fallbacks of os_name on changed copies of a recorded machine, a driver without G
 machine itself (its os-release file, and NVML started by the checker).
 
 The files vary per run. Each check that takes inputs draws them from a seed made for the run
-(os.urandom; GPULAB_CHECK_SEED=<n> replays a run) and names it in its failure messages:
+(`gpulab.grading.draws`; GPULAB_CHECK_SEED=<n> replays a run) and names it in its failure messages:
 beside the fixed files of before, parse_os_release reads random os-release files (random keys
 in a random order; values in double, single or no quotes, holding '=', '#', spaces, the other
 kind of quote, or a quoted word in quotes; empty values; comments, some holding '='; blank
@@ -16,45 +16,18 @@ leave them out. The expected answers come from the values drawn, never from a pa
 
 from __future__ import annotations
 
-import contextlib
-import os
 import random
 import re
-import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from gpulab.grading.draws import SEEN
+from gpulab.grading.draws import rng as _rng
+from gpulab.grading.draws import telling as _telling
 from gpulab.grading.learner import LearnerError
 from gpulab.grading.machines import load_machine
 from gpulab.probes.system_parse import parse_os_release
-
-
-def _new_seed() -> int:
-    given = os.environ.get("GPULAB_CHECK_SEED", "").strip()
-    return int(given) if given.isdigit() else secrets.randbits(32)
-
-
-SEED = _new_seed()
-SEEN = f"(seed {SEED})"
-
-
-def _rng(check: str) -> random.Random:
-    """The random inputs of one check: the run's seed and the check's name decide them."""
-    return random.Random(f"{SEED}:{check}")
-
-
-@contextlib.contextmanager
-def _telling(about: str) -> Iterator[None]:
-    """Where the learner's code fails on drawn inputs, say which inputs, and the seed."""
-    try:
-        yield
-    except LearnerError as exc:
-        if exc.raised_as(NotImplementedError):
-            raise                                 # not written yet: nothing to explain
-        raise LearnerError(f"{exc}\n({about} {SEEN})", exc.kind, exc.raised) from None
-
 
 # ---- random os-release files ------------------------------------------------------------------
 

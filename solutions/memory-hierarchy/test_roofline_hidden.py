@@ -5,8 +5,8 @@ makes them lives here (`roofs`, `counts`, `bound` and the common mistakes),
 and `sealed_tables` writes the seals the visible file keeps (run this file to
 print them after a change to the cases or to specs.toml).
 
-Every check here draws its inputs from a seed made for each run from
-os.urandom and written nowhere the learner sees: every GPU of specs.toml in
+Every check here draws its inputs from a seed made for each run
+(gpulab.grading.draws) and written nowhere the learner sees: every GPU of specs.toml in
 a random order (some list their bandwidth in GB/s), random roofs and
 intensities (some exactly at the ridge), random sizes from 2 up, and invalid
 inputs of random values, which must raise ValueError (told by the
@@ -18,7 +18,6 @@ known one, never the right value.
 from __future__ import annotations
 
 import math
-import os
 import random
 import textwrap
 from collections.abc import Iterator, Sequence
@@ -27,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from gpulab.grading.draws import SEED
 from gpulab.grading.pytest_plugin import visible_checks
 
 
@@ -40,7 +40,6 @@ SPECS, PRECISION, MISTAKES = _V.SPECS, _V.PRECISION, _V.MISTAKES
 raised_value_error, accepted, is_number, but = \
     _V.raised_value_error, _V.accepted, _V.is_number, _V.but
 count_problem, counts_shape = _V.count_problem, _V.counts_shape
-SEED = int.from_bytes(os.urandom(8), "big")
 REL = 1e-6
 TBS_PER = {"TB/s": 1.0, "GB/s": 1e-3}
 PEAK_KEY = {"fp32": "fp32", "fp16": "fp16_tensor"}

@@ -8,7 +8,8 @@ one-node machine. The changed machines add a server of twelve nodes (node10 and 
 after node9), a kernel without NUMA, a workstation GPU and an audio function.
 
 The inputs vary per run. Each check that takes inputs draws them from a seed made for the
-run (os.urandom; GPULAB_CHECK_SEED=<n> replays a run) and names it in its failure messages.
+run (`gpulab.grading.draws`; GPULAB_CHECK_SEED=<n> replays a run) and names it in its
+failure messages.
 Beside the fixed cases of before: random CPU lists (ranges, single CPUs, gaps, items out of
 order, overlapping and repeated, blanks around items and around the list, a final newline or
 none); random NUMA maps (node numbers with gaps, always one of 10 to 19 beside one of 2 to 9,
@@ -22,19 +23,18 @@ expected answers come from the values drawn.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
-import secrets
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from gpulab.grading.learner import LearnerError
+from gpulab.grading.draws import SEEN
+from gpulab.grading.draws import rng as _rng
+from gpulab.grading.draws import telling as _telling
 from gpulab.probes.system_parse import compact_cpu_list, parse_cpu_list
 
 NODE_ROOT = Path("/sys/devices/system/node")
@@ -43,29 +43,6 @@ NODE_DIR = "sys/devices/system/node"
 PCI_DIR = "sys/bus/pci/devices"
 
 
-def _new_seed() -> int:
-    given = os.environ.get("GPULAB_CHECK_SEED", "").strip()
-    return int(given) if given.isdigit() else secrets.randbits(32)
-
-
-SEED = _new_seed()
-SEEN = f"(seed {SEED})"
-
-
-def _rng(check: str) -> random.Random:
-    """The random inputs of one check: the run's seed and the check's name decide them."""
-    return random.Random(f"{SEED}:{check}")
-
-
-@contextlib.contextmanager
-def _telling(about: str) -> Iterator[None]:
-    """Where the learner's code fails on drawn inputs, say which inputs, and the seed."""
-    try:
-        yield
-    except LearnerError as exc:
-        if exc.raised_as(NotImplementedError):
-            raise                                 # not written yet: nothing to explain
-        raise LearnerError(f"{exc}\n({about} {SEEN})", exc.kind, exc.raised) from None
 
 
 def _cpus(rng: random.Random, first: int, count: int) -> list[int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -175,13 +176,31 @@ def test_a_broken_answer_gets_a_clear_message(course_root: Path, answer: str,
 
 def test_checks_that_run_past_the_time_limit_are_a_timeout_status(course_root: Path) -> None:
     """A timeout is said by the report's status, which the verdict reads (never its text)."""
-    endless = learner_copy(course_root, "def square(x):\n    while True:\n        pass\n")
+    pid_file = course_root / "learner.pid"
+    endless = learner_copy(course_root, "import os\n\n\ndef square(x):\n"
+                           f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                           "    while True:\n        pass\n")
     report = run_checks(entry(course_root), endless, call_timeout=30,  # type: ignore[arg-type]
                         timeout=3)
     assert (report.status, report.message) == (
         "timeout", "the checks took longer than 3 s and were stopped")
     assert verdict(report)[0] == "timeout"
     assert verdict(replace(report, status="error"))[0] == "not-run"   # the words alone: no
+    # the learner's endless loop ended with the checks process that was stopped
+    learner = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while _running(learner) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(learner), f"the learner's process {learner} outlived its checks"
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie waiting to be reaped is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 def test_missing_answer_cell_and_invalid_json(course_root: Path) -> None:

@@ -93,8 +93,8 @@ def test_bad_launch_shapes_say_what_and_where(config: object, words: str) -> Non
 
 def test_classify_tells_faults_from_crashes() -> None:
     kind, message = classify(RuntimeError("cudaErrorIllegalAddress: an illegal memory access"))
-    assert kind == "fault" and "index past the end" in message
-    assert classify(ValueError("bad"))[0] == "crash"
+    assert kind == "gpu-fault" and "index past the end" in message
+    assert classify(ValueError("bad"))[0] == "crashed"
 
 
 def test_refused_jobs() -> None:
@@ -114,7 +114,7 @@ def test_without_cuda_the_worker_answers_with_a_reason() -> None:
     """No CuPy or no GPU: the kernel worker still answers, with why, and no traceback."""
     with pytest.raises(KernelAnswerError) as caught:
         run_kernel("vector_add", vector_add("c[0] = 1;"), {"seed": 1, "cases": CASES})
-    assert caught.value.kind in ("crash", "fault")
+    assert caught.value.kind in ("crashed", "gpu-fault")
     assert "Traceback" not in str(caught.value)
 
 
@@ -168,7 +168,7 @@ def test_no_grid_stride_shows_untouched_elements() -> None:
      "without extern \"C\" its name is mangled"),
     (vector_add("c[threadIdx.x] = 1;"), {"blocks": 1, "threads": 2048}, "launch",
      "2048 threads"),
-    (vector_add("c[((size_t)1 << 40) + threadIdx.x] = a[0];"), None, "fault",
+    (vector_add("c[((size_t)1 << 40) + threadIdx.x] = a[0];"), None, "gpu-fault",
      "index past the end"),
 ])
 def test_failures_name_their_kind(source: str, config: dict[str, int] | None, kind: str,

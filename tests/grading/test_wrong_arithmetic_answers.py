@@ -14,7 +14,9 @@ purpose cannot tell from the feedback page which one it was.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from typing import Any
 import pytest
 
 from gpulab.course.catalog import load_course
+from gpulab.grading import draws
 from gpulab.grading.feedback import write_feedback
 from gpulab.grading.learner import LearnerError
 from gpulab.grading.notebook import read_notebook, write_notebook
@@ -272,11 +275,18 @@ def test_an_error_without_a_type_is_not_read_from_its_message() -> None:
 
 @pytest.mark.parametrize("exercise", ["roofline", "occupancy"])
 def test_hidden_inputs_change_from_run_to_run(exercise: str) -> None:
-    first = load(HIDDEN[exercise], f"{exercise}_hidden_one")
-    second = load(HIDDEN[exercise], f"{exercise}_hidden_two")
-    assert first.SEED != second.SEED
+    def seed(**env: str) -> int:          # each checks run is a process of its own
+        done = subprocess.run([sys.executable, "-c", "from gpulab.grading.draws import SEED; "
+                               "print(SEED)"], capture_output=True, text=True, check=True,
+                              env={**{k: v for k, v in os.environ.items()
+                                      if k != draws.ENV}, **env})
+        return int(done.stdout)
+
+    assert len({seed(), seed(), seed()}) == 3                 # fresh in every run ...
+    assert seed(GPULAB_CHECK_SEED="1234") == 1234             # ... or replayed on demand
+    assert load(HIDDEN[exercise], f"{exercise}_hidden").SEED == draws.SEED
     text = HIDDEN[exercise].read_text(encoding="utf-8")
-    assert "os.urandom" in text and "secrets" not in text
+    assert "from gpulab.grading.draws import SEED" in text and "urandom" not in text
     tests = re.findall(r"^def (test_\w+)\(learner", text, re.M)
     for name in tests:                            # every hidden check draws from the seed
         body = text.split(f"def {name}(")[1].split("\n@pytest")[0]

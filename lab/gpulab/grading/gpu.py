@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulab.grading.learner import MAX_REPLY_BYTES, LearnerError, read_reply
+from gpulab.grading.protocol import Failure, failure_named
 from gpulab.grading.sandbox import spawn
 
 __all__ = [
@@ -59,11 +60,11 @@ class KernelAnswerError(LearnerError):
     `kind` is one of "source" (not CUDA C text), "rule" (it breaks a rule of kernel
     answers, `gpulab.grading.tasks.rules`: refused before compiling), "compile",
     "missing" (no kernel of that name), "config" (an unusable launch configuration),
-    "launch" (CUDA refused the launch), "fault" (the kernel failed on the GPU),
-    "timeout" or "crash".
+    "launch" (CUDA refused the launch), "gpu-fault" (the kernel failed on the GPU),
+    "timeout" or "crashed" (`gpulab.grading.protocol`).
     """
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: Failure, message: str) -> None:
         super().__init__(message, kind)
 
 
@@ -110,9 +111,9 @@ def run_kernel(task: str, source: Any, params: dict[str, Any], *,
                 "was stopped: is there a loop whose index never reaches its end, or a "
                 "__syncthreads() that some threads of a block never reach?") from None
         except EOFError:
-            raise KernelAnswerError("crash", _crash_text(process)) from None
+            raise KernelAnswerError("crashed", _crash_text(process)) from None
         except (OverflowError, BrokenPipeError) as exc:
-            raise KernelAnswerError("crash", f"the kernel worker failed: {exc!r}") from None
+            raise KernelAnswerError("crashed", f"the kernel worker failed: {exc!r}") from None
         finally:
             os.close(reader)
             worker.close()
@@ -120,10 +121,15 @@ def run_kernel(task: str, source: Any, params: dict[str, Any], *,
                 process.stderr.close()
     reply = json.loads(line)
     if not reply.get("ok"):
-        raise KernelAnswerError(str(reply.get("kind", "crash")), str(reply.get("message", "")))
+        try:
+            kind = failure_named(reply.get("kind"))
+        except ValueError as exc:
+            raise KernelAnswerError("crashed", f"the kernel worker sent a malformed answer "
+                                               f"({exc})") from None
+        raise KernelAnswerError(kind, str(reply.get("message", "")))
     value = reply.get("value")
     if not isinstance(value, dict):
-        raise KernelAnswerError("crash", "the kernel worker sent a malformed answer")
+        raise KernelAnswerError("crashed", "the kernel worker sent a malformed answer")
     return value
 
 

@@ -10,7 +10,8 @@ The run:
 3. reads the submissions (`gpulab.grading.intake`), finds which guards this
    machine offers (`gpulab.grading.sandbox`) and refuses without a
    file-system guard unless ``--unsafe``; notes each exercise's worth by
-   running its checks on the released notebook;
+   running its checks on the released notebook; plans the jobs and the
+   grades that need none against the gradebook (`gpulab.grading.plan`);
 4. runs one job per learner and exercise (`gpulab.grading.run`): a checks
    process of its own (`gpulab.grading.runner`) whose learner code runs
    sandboxed, on a copy of the notebook that is hashed as it is graded. CPU
@@ -44,12 +45,14 @@ from gpulab.errors import GpulabError
 from gpulab.grading import outdir, sandbox
 from gpulab.grading.gpupool import GpuPool, GpuPoolError, visible_gpus
 from gpulab.grading.gradebook import Gradebook
+from gpulab.grading.plan import plan
 from gpulab.grading.run import Done, Job, Writer, check_job, now, run_jobs
 from gpulab.grading.runner import check_files, remove_stale_folders, run_checks
-from gpulab.grading.verdict import UNGRADED, ExerciseGrade, LearnerGrades, failure, plain
+from gpulab.grading.verdict import LearnerGrades, failure, plain
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
+    from gpulab.grading.cluster import Target
     from gpulab.grading.intake import Intake
 
 __all__ = ["GradeError", "GradeOptions", "GradeSummary", "checks_hash", "grade_class", "main"]
@@ -73,6 +76,7 @@ class GradeOptions:
     unsafe: bool = False
     policy: sandbox.Policy = field(default_factory=sandbox.Policy)
     gpu_recovery_s: float = 15.0
+    cluster: Target | None = None            # default: the jobs run here (gpulab.grading.cluster)
 
 
 @dataclass
@@ -188,11 +192,12 @@ class _Run:
                                   str(self.out.resolve()), *self.options.policy.private),
                          show=(str(Path(self.course.manifest.path).resolve().parent),
                                str(course_root / "exercises"), *self.options.policy.show))
-        gpu_work = any(self.entries[n].gpu for n in names)
+        here = self.options.cluster is None      # on a cluster the workers have the GPUs
+        gpu_work = here and any(self.entries[n].gpu for n in names)
         self.gpus = (list(self.options.gpus) if self.options.gpus is not None else
                      visible_gpus()) if gpu_work else []
         in_force = {gpu: self.guards.describe(replace(policy, gpu=gpu)) for gpu in (False, True)}
-        if not self.gpus:           # GPU exercises then run without a GPU, as CPU jobs do
+        if here and not self.gpus:  # GPU exercises then run without a GPU, as CPU jobs do
             in_force[True] = in_force[False]
         summary.guards = _run_guards(in_force, {self.entries[n].gpu for n in names})
         status, run_id = "stopped", None
@@ -240,7 +245,8 @@ class _Run:
 
     def _plan(self, taken: Intake, names: list[str], in_force: dict[bool, tuple[str, ...]],
               summary: GradeSummary, writer: Writer) -> list[Job]:
-        """What each exercise is worth, the grades that need no job, and the jobs."""
+        """What each exercise is worth, the grades that need no job (stored now), and the
+        jobs (`gpulab.grading.plan`)."""
         hashes = {name: checks_hash(self.entries[name]) for name in names}
         for name in names:
             entry = self.entries[name]
@@ -254,8 +260,8 @@ class _Run:
                                  f"notebook: {report.message}")
             summary.maxima[name] = sum(r.points for r in report.results)
             self.book.set_exercise(name, hashes[name], summary.maxima[name], entry.gpu)
-        done = {} if self.options.regrade else self.book.graded()
-        jobs: list[Job] = []
+        stored = {} if self.options.regrade else self.book.graded()
+        learners = []
         for learner in taken.learners:
             try:
                 self.book.set_learner(learner.slug, learner.learner, str(learner.source))
@@ -263,28 +269,18 @@ class _Run:
                 writer.problems.append(f"{learner.slug}: not graded, the learner could not be "
                                        f"stored: {failure(exc)}")
                 continue
-            for name in names:
-                notebook_hash = learner.hashes.get(name, "")
-                before = done.get((learner.slug, name))
-                if before and before[:2] == (notebook_hash, hashes[name]) and \
-                        before[2] not in UNGRADED:
-                    summary.reused += 1
-                elif name in learner.notebooks:
-                    jobs.append(Job(learner.slug, self.entries[name], learner.notebooks[name],
-                                    notebook_hash, hashes[name], summary.maxima[name],
-                                    in_force[self.entries[name].gpu], in_force[False]))
-                else:
-                    problem = learner.problems.get(name)
-                    writer.grade(learner.slug, ExerciseGrade(
-                        name, "invalid" if problem else "missing", 0.0, summary.maxima[name],
-                        problem or "no notebook was handed in", notebook_hash=notebook_hash),
-                        checks_hash=hashes[name])
-        return jobs
+            learners.append(learner)
+        planned = plan(learners, [self.entries[name] for name in names], hashes=hashes,
+                       maxima=summary.maxima, stored=stored, guards=in_force)
+        for settled in planned.settled:
+            writer.grade(settled.slug, settled.grade, checks_hash=settled.checks_hash)
+        summary.reused += planned.reused
+        return planned.jobs
 
     def _run(self, jobs: list[Job], policy: sandbox.Policy, summary: GradeSummary,
              writer: Writer) -> None:
         lanes = None
-        if any(job.entry.gpu for job in jobs) and self.gpus:
+        if any(job.entry.gpu for job in jobs) and self.gpus and self.options.cluster is None:
             try:
                 lanes = GpuPool(self.gpus, self.options.gpu_recovery_s)
             except GpuPoolError as exc:
@@ -294,9 +290,18 @@ class _Run:
         total = len(jobs)
         if self.progress is not None:
             self.progress("", 0, total)
-        results = run_jobs(jobs, execute, workers=self.options.workers, lanes=lanes,
-                           no_gpu="no NVIDIA GPU on the grading machine")
-        with contextlib.closing(results):       # ctrl-c: the jobs still running are dropped
+        if self.options.cluster is None:
+            results = run_jobs(jobs, execute, workers=self.options.workers, lanes=lanes,
+                               no_gpu="no NVIDIA GPU on the grading machine")
+        else:                                   # the same jobs on a Dask cluster's workers
+            from gpulab.grading.cluster import run_on_cluster
+
+            results = run_on_cluster(self.options.cluster, jobs, course=self.course,
+                                     policy=policy, timeout=self.options.timeout,
+                                     recovery_s=self.options.gpu_recovery_s,
+                                     notes=summary.notes, problems=writer.problems)
+        with contextlib.closing(results), \
+                lanes or contextlib.nullcontext():  # ctrl-c: the jobs running are dropped
             for item in results:
                 if isinstance(item, Done):
                     stored = writer.done(item)

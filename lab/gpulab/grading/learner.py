@@ -26,6 +26,7 @@ from typing import Any
 
 from gpulab.errors import GpulabError
 from gpulab.grading.cells import Cell
+from gpulab.grading.protocol import Failure
 from gpulab.grading.sandbox import Sandboxed, pid_one, spawn
 
 __all__ = ["MAX_REPLY_BYTES", "Learner", "LearnerError", "read_reply", "released_cells"]
@@ -39,12 +40,14 @@ _BUILTIN_EXCEPTIONS = frozenset(name for name, value in vars(builtins).items()
 class LearnerError(GpulabError):
     """The learner's code did not give an answer: why, in words the learner can use.
 
-    `kind` sorts it for a grading run's summary: "error" (the code raised or
-    answered badly), "timeout", "crashed" (the process ended) or "invalid" (the
-    notebook's answer cells are not there to run).
+    `kind` sorts it for a grading run's summary, in the words of
+    `gpulab.grading.protocol`: "error" (the code raised or answered badly),
+    "timeout", "crashed" (the process ended) or "invalid" (the notebook's answer
+    cells are not there to run); a kernel's failures add their own.
     """
 
-    def __init__(self, message: str, kind: str = "error", raised: Sequence[str] = ()) -> None:
+    def __init__(self, message: str, kind: Failure = "error",
+                 raised: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.kind = kind
         self.raised = tuple(name for name in raised if name in _BUILTIN_EXCEPTIONS)

@@ -215,11 +215,10 @@ def pynvml_from(name: str, answers: Sequence[Mapping[str, Any]] = ()) -> ModuleT
     pynvml's, so ``except pynvml.NVMLError`` works as it does on a GPU
     machine; a call the session does not hold raises NotRecorded, naming it.
     """
-    import importlib
-
     from gpulab.probes.nvml_record import Replay, ReplayMismatch
+    from gpulab.probes.nvml_session import pynvml_module
 
-    real = importlib.import_module("pynvml")
+    real = pynvml_module()
     replay = Replay(changed(name, answers) if answers else nvml_recording(name),
                     f"the recorded NVML session {name!r}")
     module = ModuleType("pynvml", f"pynvml answering from the recorded NVML session {name!r}")

@@ -100,7 +100,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     if report.when == "call" or (report.when == "setup" and not report.passed):
         marker = item.get_closest_marker("points")
         points = float(marker.args[0]) if marker and marker.args else 1.0
-        message, kind = "", ""
+        message, kind = "", None      # kind: gpulab.grading.protocol.Failure
         if call.excinfo is not None:
             exc = call.excinfo.value
             if isinstance(exc, LearnerError):

@@ -19,6 +19,7 @@ from typing import Literal
 
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.notebook import NotebookError, read_notebook
+from gpulab.grading.protocol import Failure, failure_named
 
 __all__ = ["CheckReport", "CheckResult", "check_files", "folder_prefix",
            "remove_stale_folders", "run_checks"]
@@ -37,7 +38,7 @@ class CheckResult:
     message: str = ""
     hidden: bool = False
     needs_gpu: bool = False      # skipped because this machine has no usable NVIDIA GPU
-    kind: str = ""               # why the learner's code gave no answer (LearnerError.kind)
+    kind: Failure | None = None  # why the learner's code gave no answer (LearnerError.kind)
 
     @property
     def earned(self) -> float:
@@ -104,7 +105,7 @@ def check_files(exercise: ExerciseEntry, *, hidden: bool = False) -> list[Path]:
 # The report's schema: every field with its type. Anything else is refused, not guessed at.
 _FIELDS: dict[str, type | tuple[type, ...]] = {
     "check": str, "title": str, "outcome": str, "points": (int, float), "message": str,
-    "hidden": bool, "needs_gpu": bool, "kind": str}
+    "hidden": bool, "needs_gpu": bool, "kind": (str, type(None))}
 
 
 def _read_report(path: Path) -> tuple[tuple[CheckResult, ...], int]:
@@ -122,9 +123,10 @@ def _read_report(path: Path) -> tuple[tuple[CheckResult, ...], int]:
         wrong = [key for key, kind in _FIELDS.items() if not isinstance(item[key], kind)]
         if wrong or item["outcome"] not in ("passed", "failed", "skipped"):
             raise ValueError(f"check {n} has a field of the wrong type: {wrong or 'outcome'}")
+        kind = None if item["kind"] is None else failure_named(item["kind"])
         results.append(CheckResult(item["check"], item["title"], item["outcome"],
                                    float(item["points"]), item["message"], item["hidden"],
-                                   item["needs_gpu"], item["kind"]))
+                                   item["needs_gpu"], kind))
     return tuple(results), collected
 
 

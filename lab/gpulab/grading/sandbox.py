@@ -68,11 +68,12 @@ from gpulab.grading.cgroups import (
 from gpulab.grading.sandbox_view import build_view
 from gpulab.multicast import NO_MULTICAST
 
-__all__ = ["ENV", "Guards", "Policy", "Sandboxed", "available", "from_env", "job_uid",
+__all__ = ["ENV", "SPAWNER", "Guards", "Policy", "Sandboxed", "available", "from_env", "job_uid",
            "kill_group", "pid_one", "remove_cgroups", "remove_stale_cgroups", "run_cgroups",
            "spawn"]
 
 ENV = "GPULAB_SANDBOX"
+SPAWNER = "GPULAB_SPAWNER"     # outside bubblewrap: the pid a learner worker must die with
 SCRATCH = "/tmp/work"          # the job's working folder inside the sandbox
 MiB = 2**20
 JOB_UIDS = (0x5A000000, 2**20)
@@ -244,10 +245,12 @@ def spawn(argv: Sequence[str], *, env: dict[str, str], cwd: str,
     Either way its environment keeps NVLink multicast off (`gpulab.multicast`).
     """
     policy = policy if policy is not None else from_env()
+    env = {key: value for key, value in env.items() if key != SPAWNER}
     env = {**env, **NO_MULTICAST}
     if policy is None:
         process = subprocess.Popen(list(argv), stdin=stdin, stdout=stdout, stderr=stderr,
-                                   pass_fds=tuple(pass_fds), cwd=cwd, env=env,
+                                   pass_fds=tuple(pass_fds), cwd=cwd,
+                                   env={**env, SPAWNER: str(os.getpid())},
                                    start_new_session=True)
         return Sandboxed(process, [], process.pid)
     gpu = gpu or policy.gpu
@@ -257,7 +260,8 @@ def spawn(argv: Sequence[str], *, env: dict[str, str], cwd: str,
     if not policy.bubblewrap:         # --unsafe: limits and cgroups, no isolation
         made = make_job_cgroups(policy.cgroup, policy.processes, policy.memory_bytes)
         spec["cgroups"] = [str(c) for c in made]
-        process = _launch(spec, list(argv), env, cwd, stdin, stdout, stderr, pass_fds)
+        process = _launch(spec, list(argv), {**env, SPAWNER: str(os.getpid())}, cwd, stdin,
+                          stdout, stderr, pass_fds)        # the launcher execs the command
         return Sandboxed(process, made, process.pid)
     bwrap = shutil.which("bwrap")
     if not bwrap:

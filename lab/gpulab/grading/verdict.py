@@ -20,6 +20,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from gpulab.grading.protocol import DECISIVE
+
 if TYPE_CHECKING:
     from gpulab.grading.runner import CheckReport
 
@@ -118,13 +120,9 @@ def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
     if report.status == "passed":
         return "right", "", rows
     kinds = {r.kind for r in report.results if r.outcome == "failed"}
-    order: tuple[tuple[str, Kind], ...] = (("invalid", "invalid"), ("fault", "gpu-fault"),
-                                           ("timeout", "timeout"), ("crashed", "crashed"),
-                                           ("crash", "crashed"))
-    for learner_kind, kind in order:
-        if learner_kind in kinds:
-            first = next(r for r in report.results
-                         if r.outcome == "failed" and r.kind == learner_kind)
+    for kind in DECISIVE:              # a failure that decides the kind names it too
+        if kind in kinds:
+            first = next(r for r in report.results if r.outcome == "failed" and r.kind == kind)
             return kind, "" if first.hidden else first.message.split("\n")[0], rows
     return "wrong", "", rows
 

@@ -92,6 +92,7 @@ class _Guard(importlib.abc.MetaPathFinder):
 
 
 def main(argv: list[str] | None = None) -> int:
+    _die_with_spawner()
     args = sys.argv[1:] if argv is None else argv
     out = os.fdopen(int(args[0]), "w", encoding="utf-8", buffering=1)
     namespace: dict[str, Any] = {"__name__": "__learner__"}
@@ -107,6 +108,21 @@ def main(argv: list[str] | None = None) -> int:
         out.write(_dumped(reply) + "\n")
         out.flush()
     return 0
+
+
+def _die_with_spawner() -> None:
+    """Outside bubblewrap (whose --die-with-parent does it there), end with the process
+    that spawned this worker (`gpulab.grading.sandbox.SPAWNER`): a checks process killed
+    for running past its time limit must not leave the learner's endless loop running."""
+    parent = os.environ.pop("GPULAB_SPAWNER", "")
+    if not parent.isdigit() or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PDEATHSIG
+    if os.getppid() != int(parent):                      # it ended before that took hold
+        os._exit(1)
 
 
 def _dumped(reply: dict[str, Any]) -> str:
@@ -186,11 +202,10 @@ def _recorded_nvml(recording: object, answers: list[Any], namespace: dict[str, A
         yield
         return
     with guard.opened():
-        import importlib
-
         from gpulab.grading.machines import pynvml_from
+        from gpulab.probes.nvml_session import pynvml_module
 
-        real = importlib.import_module("pynvml")
+        real = pynvml_module()
         fake = pynvml_from(str(recording), answers)
     # the real module and its nvml* functions, however the learner's cells bound them
     names = {id(value): key for key, value in vars(real).items()

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulab.probes.model import ProbeResult, Reading, summarise
+from gpulab.probes.nvml_session import pynvml_module
 from gpulab.probes.readiness import Driver, cupy_missing_text, driver, install_advice
 
 __all__ = [
@@ -116,7 +117,7 @@ def _why_not(probe: str, title: str, missing: _NoDevice, found: Driver) -> Probe
 def nvml_device(device: CudaDevice) -> Iterator[Any]:
     """The NVML handle of a CUDA device (matched by PCI bus id), or None without NVML."""
     try:
-        pynvml = importlib.import_module("pynvml")
+        pynvml = pynvml_module()
 
         pynvml.nvmlInit()
     except Exception:  # no NVML library or no driver: the caller falls back
@@ -247,7 +248,7 @@ def _nvml_clocks(device: CudaDevice, missing: list[tuple[str, str, str]]) -> lis
                 readings.append(Reading.not_supported(key, label, f"{why}; NVML not available"))
                 continue
             try:
-                pynvml = importlib.import_module("pynvml")
+                pynvml = pynvml_module()
 
                 clock = (pynvml.NVML_CLOCK_SM if key == "clockRate" else pynvml.NVML_CLOCK_MEM)
                 mhz = int(pynvml.nvmlDeviceGetMaxClockInfo(handle, clock))

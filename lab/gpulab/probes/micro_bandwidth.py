@@ -36,6 +36,7 @@ from gpulab.probes.micro_common import (
     ratio,
 )
 from gpulab.probes.model import ProbeResult, Reading, Table
+from gpulab.probes.nvml_session import pynvml_module
 
 __all__ = [
     "gb_per_s",
@@ -390,7 +391,7 @@ def _pcie_link(device: CudaDevice) -> Reading:
         if handle is None:
             return Reading.not_supported(key, label, "NVML is not available")
         try:
-            pynvml = importlib.import_module("pynvml")
+            pynvml = pynvml_module()
 
             generation = int(pynvml.nvmlDeviceGetMaxPcieLinkGeneration(handle))
             width = int(pynvml.nvmlDeviceGetMaxPcieLinkWidth(handle))

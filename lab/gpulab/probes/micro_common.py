@@ -29,7 +29,6 @@ every body uses. CuPy and NumPy are imported only when a probe runs.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import math
 import statistics
 from collections.abc import Callable, Iterator, Sequence
@@ -38,6 +37,7 @@ from typing import Any
 
 from gpulab.probes.cuda import CudaDevice, nvml_device, open_device
 from gpulab.probes.model import ProbeResult, Reading, Table, Telemetry, summarise
+from gpulab.probes.nvml_session import pynvml_module
 
 __all__ = ["GiB", "KiB", "MiB", "ratio"]
 
@@ -108,7 +108,7 @@ def _nvml_index(device: CudaDevice) -> int:
     with nvml_device(device) as handle:
         if handle is not None:
             try:
-                pynvml = importlib.import_module("pynvml")
+                pynvml = pynvml_module()
 
                 return int(pynvml.nvmlDeviceGetIndex(handle))
             except Exception:  # fall back to the CUDA index

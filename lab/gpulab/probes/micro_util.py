@@ -18,7 +18,6 @@ described in `gpulab.probes.micro_common`.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import statistics
 import time
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from typing import Any
 from gpulab.probes.cuda import CudaDevice, nvml_device
 from gpulab.probes.micro_common import _Outcome, _prop, _run, _watch, _WrongResult
 from gpulab.probes.model import ProbeResult, Reading, Table
+from gpulab.probes.nvml_session import pynvml_module
 
 __all__ = ["SETTLE_S", "SPIN_S", "util_one_thread"]
 
@@ -122,7 +122,7 @@ def _util_one_thread(device: CudaDevice) -> _Outcome:
             keys = ("gpu_util_idle", "gpu_util_one_thread", "sm_util_one_thread",
                     "sm_occupancy_one_thread")
             return _Outcome(why, [Reading.not_supported(key, _LABEL, why) for key in keys])
-        pynvml = importlib.import_module("pynvml")
+        pynvml = pynvml_module()
 
         def gpu_util() -> int:
             return int(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)

@@ -8,7 +8,6 @@ reason bits (imported on the first call, never at module import).
 from __future__ import annotations
 
 import functools
-import importlib
 
 __all__ = [
     "COMPUTE_MODES",
@@ -42,7 +41,9 @@ _REASONS = (
 @functools.cache
 def _reason_bits() -> tuple[tuple[int, str], ...]:
     """pynvml's clock-event reason bits with their names, lowest bit first."""
-    pm = importlib.import_module("pynvml")
+    from gpulab.probes.nvml_session import pynvml_module
+
+    pm = pynvml_module()
     found = []
     for suffix, name in _REASONS:
         bit = getattr(pm, f"nvmlClocksEventReason{suffix}",

@@ -10,8 +10,8 @@ a failed reading that says so. No library, no driver or no GPU raises
 `NvmlUnavailable`, whose status ("no_gpu" or "unavailable") and reason the
 caller reports.
 
-Used by the NVML probes (`gpulab.probes.nvml`) and the telemetry sampler
-(`gpulab.probes.telemetry`).
+Used by the NVML probes (`gpulab.probes.nvml`), the telemetry sampler
+(`gpulab.probes.telemetry`) and the door to the GPUs (`gpulab.probes.device`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 from gpulab.errors import GpulabError
 from gpulab.probes.model import Reading, Value
 
-__all__ = ["NvmlUnavailable", "nvml_session"]
+__all__ = ["NvmlUnavailable", "nvml_session", "pynvml_module"]
 
 
 # ---- a session: init, calls, readings, shutdown --------------------------------------------
@@ -137,6 +137,18 @@ def _init_failure(pm: Any, exc: Any) -> str:
     return reasons.get(exc.value, f"NVML did not start: {exc} ({type(exc).__name__})")
 
 
+def pynvml_module() -> Any:
+    """The real ``pynvml`` (nvidia-ml-py), imported here only: the one place gpulab
+    imports it (its recorder, `gpulab.probes.nvml_record`, aside).
+
+    Raises `NvmlUnavailable` ("unavailable") when it is not installed."""
+    try:
+        return importlib.import_module("pynvml")
+    except ImportError as exc:
+        raise NvmlUnavailable("unavailable", f"nvidia-ml-py (module pynvml) is not installed: "
+                                             f"{exc}") from None
+
+
 @contextmanager
 def nvml_session(backend: Any = None) -> Iterator[_Session]:
     """Start NVML through `backend` (default: pynvml), yield a session, shut NVML down.
@@ -144,11 +156,7 @@ def nvml_session(backend: Any = None) -> Iterator[_Session]:
     Raises `NvmlUnavailable` when pynvml is missing, NVML does not start, or the
     driver lists no GPU.
     """
-    try:
-        pm = importlib.import_module("pynvml")
-    except ImportError as exc:
-        raise NvmlUnavailable("unavailable", f"nvidia-ml-py (module pynvml) is not installed: "
-                                             f"{exc}") from None
+    pm = pynvml_module()
     session = _Session(pm if backend is None else backend, pm)
     try:
         session.call("nvmlInit")

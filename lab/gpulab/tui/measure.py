@@ -86,17 +86,14 @@ def run_probe_for(name: str, nvml_backend: Any = None) -> ProbeResult:
 def gpu_present(nvml_backend: Any = None) -> bool | None:
     """Whether this machine has an NVIDIA GPU; blocking, so call it from a thread worker.
 
-    With an NVML backend (a `Replay` in tests) it asks the backend. Otherwise it
-    counts NVIDIA GPUs on the PCI bus (the system probe's ``gpus_in_sysfs``),
-    which needs no driver and imports nothing heavy. None when it cannot tell.
+    The probes' door to the GPUs answers (`gpulab.probes.device.present`): NVML
+    through the backend when one is given (a `Replay` in tests), else the PCI
+    bus in sysfs, which needs no driver and imports nothing heavy. None when it
+    cannot tell.
     """
-    if nvml_backend is not None:
-        status = run_probe_for("nvml_inventory", nvml_backend).status
-        return False if status in CANNOT_RUN else True if status in ("ok", "partial") else None
-    reading = run_probe_for("system").reading("gpus_in_sysfs")
-    if reading is None or reading.status != "ok" or not isinstance(reading.value, int):
-        return None
-    return reading.value > 0
+    from gpulab.probes.device import present
+
+    return present(nvml_backend)
 
 
 def find_out(name: str, nvml_backend: Any = None) -> ProbeResult | None:

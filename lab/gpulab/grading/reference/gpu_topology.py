@@ -67,7 +67,10 @@ def _pcie_label(pm: Any, a: Any, b: Any) -> str:
 def own_topology(pm: Any = None) -> dict[str, Any]:
     """Every GPU ("GPU<i>" for NVML's index i), each pair's label, and each GPU's PCI
     address ("buses", as `bus_id` writes it), read through `pm` (default: pynvml)."""
-    pm = importlib.import_module("pynvml") if pm is None else pm
+    if pm is None:
+        from gpulab.probes.nvml_session import pynvml_module
+
+        pm = pynvml_module()
     pm.nvmlInit()
     try:
         count = pm.nvmlDeviceGetCount()

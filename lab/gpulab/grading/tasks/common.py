@@ -14,6 +14,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from gpulab.grading.protocol import Failure
+
 __all__ = ["TaskError", "classify", "compile_kernel", "cupy", "launch", "launch_shape",
            "mismatch", "numpy", "plain", "synchronize"]
 
@@ -24,9 +26,9 @@ _FAULT_HINT = ("an index past the end of an array (check i < n before every acce
 
 
 class TaskError(Exception):
-    """Why a learner's kernel gave no answer; `kind` as in `KernelAnswerError`."""
+    """Why a learner's kernel gave no answer (`kind`: `gpulab.grading.protocol.Failure`)."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: Failure, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 
@@ -40,12 +42,12 @@ def numpy() -> Any:
     return importlib.import_module("numpy")
 
 
-def classify(exc: BaseException) -> tuple[str, str]:
+def classify(exc: BaseException) -> tuple[Failure, str]:
     """(kind, message) for an exception a task did not expect: a GPU fault or a crash."""
     text = f"{type(exc).__name__}: {exc}"
     if "cudaError" in text or "CUDA_ERROR" in text:
-        return "fault", f"the kernel failed on the GPU ({exc}): usually {_FAULT_HINT}"
-    return "crash", f"the kernel worker failed: {text}"
+        return "gpu-fault", f"the kernel failed on the GPU ({exc}): usually {_FAULT_HINT}"
+    return "crashed", f"the kernel worker failed: {text}"
 
 
 def compile_kernel(source: str, name: str, options: Sequence[str] = ()) -> Any:
@@ -124,12 +126,12 @@ def launch(kernel: Any, config: Any, args: Sequence[Any], what: str) -> None:
 
 
 def synchronize(what: str) -> None:
-    """Wait for the GPU; a kernel fault becomes a TaskError of kind "fault"."""
+    """Wait for the GPU; a kernel fault becomes a TaskError of kind "gpu-fault"."""
     cp = cupy()
     try:
         cp.cuda.get_current_stream().synchronize()
     except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as exc:
-        raise TaskError("fault", f"{what}: your kernel failed on the GPU ({exc}): usually "
+        raise TaskError("gpu-fault", f"{what}: your kernel failed on the GPU ({exc}): usually "
                         f"{_FAULT_HINT}. The GPU context is lost after such a fault, so "
                         "nothing after it could run") from None
 

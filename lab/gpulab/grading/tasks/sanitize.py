@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpulab.grading.protocol import Failure, failure_named
 from gpulab.grading.tasks.common import TaskError, cupy, launch, numpy, synchronize
 
 __all__ = ["NOT_AVAILABLE", "TOOLS", "find_sanitizer", "parse", "plain_launches",
@@ -36,7 +37,7 @@ __all__ = ["NOT_AVAILABLE", "TOOLS", "find_sanitizer", "parse", "plain_launches"
 NOT_AVAILABLE = "not run: compute-sanitizer is not available here"
 TOOLS = ("memcheck", "racecheck")
 TOOL_TIMEOUT = 60.0           # seconds per tool: small cases, but the tool starts slowly
-_PASSED_ON = ("compile", "missing", "config", "launch", "rule")   # the kernel's own failures
+_PASSED_ON: tuple[Failure, ...] = ("compile", "missing", "config", "launch", "rule")  # its own
 _MEMCHECK_SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+) errors?")
 _RACECHECK_SUMMARY = re.compile(
     r"RACECHECK SUMMARY:\s*(\d+) hazards? displayed\s*\((\d+) errors?,\s*(\d+) warnings?\)")
@@ -76,7 +77,7 @@ def under_sanitizer(task: str, source: str, params: dict[str, Any]) -> dict[str,
                           float(spec.get("timeout", TOOL_TIMEOUT)))
         answer = found.pop("answer")
         if answer and not answer.get("ok") and answer.get("kind") in _PASSED_ON:
-            raise TaskError(str(answer["kind"]), str(answer.get("message", "")))
+            raise TaskError(failure_named(answer["kind"]), str(answer.get("message", "")))
         tools.append(found)
         if not found["ran"]:
             break                          # the next tool would not run either
@@ -111,7 +112,7 @@ def _run_tool(program: str, tool: str, task: str, source: str, cases: list[Any],
     # It judged the kernel only if it printed its summary and the kernel ran to the end, or
     # failed the way an access the tool stopped fails (a fault); anything else (a device the
     # tool does not support, an option it does not know) says nothing about the kernel.
-    reached = answer is not None and (bool(answer.get("ok")) or answer.get("kind") == "fault")
+    reached = answer is not None and (bool(answer.get("ok")) or answer.get("kind") == "gpu-fault")
     ran = found["errors"] is not None and reached
     result: dict[str, Any] = {"tool": tool, **found, "ran": ran, "answer": answer}
     if not ran:
