@@ -209,8 +209,10 @@ class _Coordinator:
         slurm = address == "slurm"
         per_node = self.target.gpus_per_node + (1 if self.target.cpu_slots else 0)
         try:
-            self.client.wait_for_workers(self.target.nodes * per_node if slurm else 1,
-                                         timeout=self.target.wait_s)
+            if slurm:
+                self._wait_for_pilots(self.target.nodes * per_node)
+            else:
+                self.client.wait_for_workers(1, timeout=self.target.wait_s)
         except TimeoutError:
             if not self.client.scheduler_info()["workers"]:
                 raise ClusterError(f"no worker joined the Dask scheduler at {address} within "
@@ -233,6 +235,28 @@ class _Coordinator:
         self.notes.append(f"graded on the Dask cluster at {self.client.scheduler.address}: "
                           f"{n(len(self.workers), 'worker')} on {n(len(hosts), 'host')}; "
                           f"GPUs: {', '.join(gpus) or 'none'}; {n(slots, 'CPU slot')}")
+
+    def _wait_for_pilots(self, count: int) -> None:
+        """Slurm: wait for `count` Dask workers, at most `Target.wait_s` (TimeoutError), but
+        only while a pilot job whose worker has not joined may still join: one that sbatch
+        refused, that ended, or that Slurm can never start is named in the problems (and
+        raises if no worker joined) at once, not after the wait."""
+        deadline = time.monotonic() + self.target.wait_s
+        while (left := deadline - time.monotonic()) > 0:
+            with contextlib.suppress(TimeoutError):
+                self.client.wait_for_workers(count, timeout=min(5.0, left))
+                return
+            joined = [str(i.get("name")) for i in self.client.scheduler_info()["workers"].values()]
+            lost = _lost_pilots(getattr(self.client, "cluster", None), joined, self.target)
+            if lost is None:
+                continue
+            if not joined:
+                raise ClusterError(f"no gpulab worker joined the Dask scheduler of the Slurm "
+                                   f"pilot jobs: {lost}")
+            if lost:
+                self.problems.append(lost)
+            return
+        raise TimeoutError
 
     def _survey(self) -> None:
         """Check the workers that joined since the last look; note those that left."""
@@ -375,6 +399,60 @@ class _Coordinator:
         if answer["retired"]:
             yield GpuEvent(answer["gpu"], answer["retired"])
             self._retire(answer["worker"], f"GPU {answer['gpu']} {answer['retired']}")
+
+
+# Why a pending job waits that does not pass by itself: its request exceeds what its
+# partition, account or QOS allows, or matches no node (squeue's %r).
+NEVER_STARTS = ("PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints",
+                "InvalidAccount", "InvalidQOS")
+
+
+def _lost_pilots(cluster: Any, joined: list[str], target: Target) -> str | None:
+    """None while a pilot job of `cluster` (a dask-jobqueue cluster) whose worker has not
+    joined may still join (it is queued, running or being submitted, or squeue cannot
+    tell); else why those that have not joined never will ("" when every one joined).
+    A pilot's Dask workers are named after it: <pilot>-cpu, <pilot>-gpu<i>."""
+    import subprocess
+
+    try:
+        pilots = {str(name): job for name, job in list(cluster.workers.items())}
+    except (AttributeError, RuntimeError):  # no such cluster, or its loop changed it
+        return None
+    waiting = {name: job for name, job in pilots.items()
+               if not any(worker.startswith(f"{name}-") for worker in joined)}
+    ids = [str(job.job_id) for job in waiting.values() if getattr(job, "job_id", None)]
+    states: dict[str, str] = {}
+    if ids:
+        try:
+            said = subprocess.run(["squeue", "-h", "-o", "%i %T %r", "-j", ",".join(ids)],
+                                  capture_output=True, text=True, timeout=30, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if said.returncode != 0 and "Invalid job id" not in said.stderr:
+            return None
+        for line in said.stdout.splitlines():
+            job_id, _, rest = line.strip().partition(" ")
+            states[job_id] = rest
+    if not pilots or any(states.get(i, "").partition(" ")[2] not in NEVER_STARTS
+                         for i in ids if i in states):
+        return None
+    refused = len(waiting) - len(ids)
+    ended = [i for i in ids if i not in states]
+    stuck = [f"{i} ({states[i]})" for i in ids if i in states]
+    cores = max(1, target.cpu_slots + target.gpus_per_node)
+    words = []
+    if refused:
+        words.append(f"sbatch refused {remote.plural(refused, 'pilot job')} (dask-jobqueue "
+                     "printed its error)")
+    if ended:
+        words.append(f"Slurm job {', '.join(ended)} ended before its gpulab worker joined "
+                     "(its output: slurm-JOBID.out in the folder gpulab grade runs in)")
+    if stuck:
+        words.append(f"Slurm job {', '.join(stuck)} can never start as asked: each pilot asks "
+                     f"for {cores} CPUs (one per CPU slot, --workers, and per GPU), "
+                     f"{4 * cores} GiB of memory, {target.gpus_per_node} GPUs and "
+                     f"--walltime {target.walltime}")
+    return "; ".join(words)
 
 
 def _without_gpu(grade: ExerciseGrade, why: str) -> ExerciseGrade:
