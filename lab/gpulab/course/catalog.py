@@ -126,11 +126,13 @@ class Course:
         """Every problem in the course: manifest, specs, lessons, their agreement,
         unsourced numbers and links that lead nowhere."""
         from gpulab.course.facts import check_links, check_numbers
+        from gpulab.course.recordings import check_recorded
 
         problems = list(self.manifest.problems)
         specs: Specs | None
         try:
             specs = self.specs
+            problems.extend(check_recorded(specs))
         except CourseError as exc:
             problems.extend(exc.problems)
             specs = None

@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import stat
+import subprocess
 import time
 import uuid
 from collections import deque
@@ -412,8 +413,6 @@ def _lost_pilots(cluster: Any, joined: list[str], target: Target) -> str | None:
     joined may still join (it is queued, running or being submitted, or squeue cannot
     tell); else why those that have not joined never will ("" when every one joined).
     A pilot's Dask workers are named after it: <pilot>-cpu, <pilot>-gpu<i>."""
-    import subprocess
-
     try:
         pilots = {str(name): job for name, job in list(cluster.workers.items())}
     except (AttributeError, RuntimeError):  # no such cluster, or its loop changed it
@@ -446,7 +445,8 @@ def _lost_pilots(cluster: Any, joined: list[str], target: Target) -> str | None:
                      "printed its error)")
     if ended:
         words.append(f"Slurm job {', '.join(ended)} ended before its gpulab worker joined "
-                     "(its output: slurm-JOBID.out in the folder gpulab grade runs in)")
+                     f"(see {', '.join(f'slurm-{i}.out' for i in ended)} in the folder gpulab "
+                     "grade runs in)")
     if stuck:
         words.append(f"Slurm job {', '.join(stuck)} can never start as asked: each pilot asks "
                      f"for {cores} CPUs (one per CPU slot, --workers, and per GPU), "
