@@ -126,6 +126,7 @@ class Course:
         """Every problem in the course: manifest, specs, lessons, their agreement,
         unsourced numbers and links that lead nowhere."""
         from gpulab.course.facts import check_links, check_numbers
+        from gpulab.course.mentions import check_exercise_mentions
         from gpulab.course.recordings import check_recorded
 
         problems = list(self.manifest.problems)
@@ -157,6 +158,7 @@ class Course:
             cited.update(c for node in lesson.nodes for c in node.claims)
             problems.extend(lesson.problems)
             problems.extend(check_links(lesson, lesson_ids))
+            problems.extend(check_exercise_mentions(lesson, self.manifest.exercises))
             if specs is not None:
                 problems.extend(check_numbers(lesson, self.claims, specs))
             front = lesson.front
