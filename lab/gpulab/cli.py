@@ -101,6 +101,22 @@ def _parser() -> argparse.ArgumentParser:
         description="Print the JSON schema that `gpulab probe run --json` output follows.")
     probe_schema.set_defaults(handler=_probe_schema)
 
+    image = commands.add_parser(
+        "image", help="check a container image you built for this machine",
+        description="Check a container image you built (docker or podman): run it with the "
+                    "GPUs passed in and see that the GPU is visible inside and that the "
+                    "driver, the image's CUDA, its nvcc and PyTorch's CUDA agree. Nothing is "
+                    "pulled. Exit status 1 if they do not, or the check cannot run.")
+    image_commands = image.add_subparsers(dest="image_command", metavar="COMMAND",
+                                          required=True)
+    image_check = image_commands.add_parser(
+        "check", help="run IMAGE with the GPUs and check its versions",
+        description="Run IMAGE (on this machine already: docker build -t IMAGE .) with the "
+                    "GPUs passed in, and check what it holds against the driver.")
+    image_check.add_argument("image", metavar="IMAGE", help="the image's name or id")
+    image_check.add_argument("--json", action="store_true", help="print JSON for scripts")
+    image_check.set_defaults(handler=_image_check)
+
     doctor = commands.add_parser(
         "doctor", help="check this machine for the course: driver, CUDA, CuPy, cgroups, NUMA, "
                        "and gpulab's own tools",
@@ -327,6 +343,23 @@ def _probe_run(args: argparse.Namespace) -> int:
     return exit_status(statuses, every=args.all)
 
 
+def _image_check(args: argparse.Namespace) -> int:
+    import json
+
+    from gpulab.probes.container_image import image_check
+
+    result = image_check(args.image)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        from rich.console import Console
+
+        from gpulab.probes.render import render_result
+
+        Console().print(render_result(result))
+    return 0 if result.status == "ok" else 1
+
+
 def _probe_schema(args: argparse.Namespace) -> int:
     from importlib.resources import files
 
@@ -489,9 +522,10 @@ def _specs(args: argparse.Namespace) -> int:
 
 def _lint(args: argparse.Namespace) -> int:
     from gpulab.course import load_course
+    from gpulab.figures import FIGURE_IDS
 
     course = load_course()
-    problems = course.lint()
+    problems = course.lint(figures=FIGURE_IDS)
     for problem in problems:
         print(problem)
     lessons = len(course.entries)

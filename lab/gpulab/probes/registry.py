@@ -46,6 +46,10 @@ PROBES: tuple[ProbeInfo, ...] = (
     ProbeInfo("system", "System", "host",
               "kernel and OS, container and namespaces, cgroup limits, NUMA, CPU affinity, "
               "GPUs in sysfs, NVIDIA container files", "system:system"),
+    ProbeInfo("container_image", "Container image", "host",
+              "the image named by GPULAB_IMAGE run with the GPUs passed in: the GPU visible "
+              "inside; driver, image CUDA, nvcc and PyTorch's CUDA agree",
+              "container_image:probe"),
     ProbeInfo("nvml_inventory", "GPU inventory (NVML)", "nvml",
               "name, UUID, driver and CUDA versions, memory, BAR1, PCIe, compute mode, "
               "persistence, MIG, ECC and remapped rows, power limit", "nvml:inventory"),
