@@ -1,4 +1,8 @@
-"""`?` / F1 help: every key of every screen, generated from their bindings.
+"""`?` / F1 help: how to study with gpulab, then every key of every screen, generated from
+their bindings.
+
+The first part is `gpulab/tui/manual.md` (the app's manual, once a third of the
+roadmap lesson).
 
 Only gpulab's own bindings are listed, each with its longer words (the
 binding's tooltip) where the footer shows a short one; the keys every list and
@@ -9,6 +13,7 @@ internal action names.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import ClassVar
 
 from rich.table import Table
@@ -18,9 +23,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.dom import DOMNode
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Markdown, Static
 
-__all__ = ["HelpScreen", "bindings_of", "help_groups"]
+__all__ = ["MANUAL", "HelpScreen", "bindings_of", "help_groups"]
+
+MANUAL = Path(__file__).resolve().parents[1] / "manual.md"
+"""How to study with gpulab: the help screen shows it above the keys."""
 
 MOVING = Binding("up,down,pageup,pagedown,home,end", "move",
                  "Move in a list, a tree or a page (home, end: to the top, the bottom)",
@@ -76,12 +84,13 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help-box"), VerticalScroll(id="help-scroll"):
+            yield Markdown(MANUAL.read_text(encoding="utf-8"), id="help-manual")
             for title, bindings in help_groups(self.app, self.groups):
                 yield Static(self._table(title, bindings), classes="help-group")
 
     def on_mount(self) -> None:
         box = self.query_one("#help-box")
-        box.border_title = "Keys"
+        box.border_title = "Help"
         box.border_subtitle = "esc, q or ? closes"
         self.query_one("#help-scroll").focus()
 
