@@ -112,7 +112,11 @@ def test_nothing_supported_means_no_samples(h200: dict[str, Any]) -> None:
     data = not_supported(h200, "nvmlDeviceGetPowerUsage", "nvmlDeviceGetClockInfo",
                          *TEMPERATURE_CALLS, *REASON_CALLS)
     with Sampler(backend=Replay(data), interval_s=0.001) as sampler:
-        time.sleep(0.01)
+        for _ in range(20_000):          # until it has asked NVML twice (bounded)
+            if sampler.polls >= 2 or sampler.error is not None:
+                break
+            time.sleep(0.001)
+    assert sampler.polls >= 2
     assert sampler.telemetry == Telemetry(samples=0)
     assert sampler.error is None
 

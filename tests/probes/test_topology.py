@@ -442,10 +442,9 @@ def test_a_recording_replays_the_topology_it_recorded() -> None:
 
 def h200_recording() -> dict[str, Any]:
     data = load(FIXTURES / "nvml" / "h200.json")
-    if "topology" not in data:
-        pytest.skip("tests/fixtures/nvml/h200.json was recorded before the topology probe "
-                    "existed: record it again on the H200 with python -m "
-                    "gpulab.probes.nvml_record")
+    assert "topology" in data and data.get("nvidia_smi_topo"), \
+        "tests/fixtures/nvml/h200.json lacks the topology probe's result or nvidia-smi topo " \
+        "-m's text: record it again on the H200 with python -m gpulab.probes.nvml_record"
     return data
 
 
@@ -459,8 +458,6 @@ def test_the_recorded_h200_replays_its_topology() -> None:
 
 def test_the_recorded_h200_matches_its_nvidia_smi() -> None:
     data = h200_recording()
-    if not data.get("nvidia_smi_topo"):
-        pytest.skip("the H200 recording holds no nvidia-smi topo -m text")
     assert_matches_nvidia_smi(gpu_topology(Replay(data)), data["nvidia_smi_topo"])
 
 

@@ -49,11 +49,18 @@ class Sampler:
         self._reset()
 
     def _reset(self) -> None:
+        self._polls = 0             # times NVML was asked, answered or not
         self._samples = 0
         self._clock: tuple[float, float] | None = None
         self._power: float | None = None
         self._temperature: float | None = None
         self._reasons = 0
+
+    @property
+    def polls(self) -> int:
+        """How many times the thread has asked NVML so far (a sample needs an answer)."""
+        with self._lock:
+            return self._polls
 
     @property
     def telemetry(self) -> Telemetry:
@@ -102,6 +109,8 @@ class Sampler:
 
     def _poll(self, session: Any, handle: Any) -> None:
         """One sample; a field NVML cannot read is left out of it."""
+        with self._lock:
+            self._polls += 1
         pm = session.pm
         clock = session.value("nvmlDeviceGetClockInfo", handle, pm.NVML_CLOCK_SM)
         power = session.value("nvmlDeviceGetPowerUsage", handle)
