@@ -476,9 +476,10 @@ def _build(args: argparse.Namespace) -> int:
 def _authoring_course() -> Course:
     """The course, if it has the solutions an author's command needs."""
     from gpulab.course import load_course
+    from gpulab.course.paths import CoursePaths
 
     course = load_course()
-    solutions = course.manifest.path.parent.parent / "solutions"
+    solutions = CoursePaths.of_manifest(course.manifest.path).solutions
     if not solutions.is_dir():
         raise GpulabError(f"this course has no solutions/ ({solutions.parent}): the installed "
                           "course ships none\n    hint: give a course checkout with "

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpulab.course.paths import CoursePaths
 from gpulab.course.problems import CourseError, Problem
 from gpulab.course.source import read_text
 from gpulab.course.tomlutil import line_of_key, line_of_value, toml_error
@@ -92,7 +93,7 @@ def load_manifest(path: Path) -> Manifest:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise toml_error(path, exc) from None
-    root = path.parent.parent  # course.toml lives in <root>/lessons/
+    root = CoursePaths.of_manifest(path).root
     problems: list[Problem] = []
     course = data.get("course", {})
     if not isinstance(course, dict):

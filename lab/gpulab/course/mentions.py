@@ -3,7 +3,8 @@
 Under a lesson's "Exercises" (or "Exercise") heading each item names one
 exercise in inline code: ``- `vector-add`: a grid-stride vector add``. The name
 must be an exercise of this lesson in course.toml, and every exercise
-course.toml gives this lesson must be there. An exercise the course means to
+course.toml gives this lesson must be there (a lesson with no such heading
+lists none, and is not checked for them). An exercise the course means to
 add but has not is written ``- `pointer-chase` (planned): ...``, and a planned
 name must not be in course.toml (drop the mark when it lands). Anywhere in the
 lesson, ```gpulab check NAME``` must name an exercise that exists.
@@ -60,11 +61,7 @@ def check_exercise_mentions(lesson: Lesson, exercises: Sequence[ExerciseEntry]) 
                                         "list it under that lesson's Exercises"))
             else:
                 listed.add(name)
-    if own and not lists:
-        problems.append(Problem(lesson.path, lesson.root.line, "course.toml gives this lesson "
-                                f"the exercises {', '.join(own)}, but it has no Exercises "
-                                "heading", "add ## Exercises with an item for each"))
-    elif lists:
+    if lists:
         for name in own:
             if name not in listed:
                 problems.append(Problem(lesson.path, lists[0].line, f"course.toml's exercise "

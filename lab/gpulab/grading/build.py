@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gpulab.course.catalog import Course
 from gpulab.course.manifest import ExerciseEntry
+from gpulab.course.paths import CoursePaths
 from gpulab.course.problems import Problem
 from gpulab.grading.cells import to_exercise
 from gpulab.grading.notebook import NotebookError, notebook_text, read_notebook, write_notebook
@@ -25,8 +26,7 @@ __all__ = ["build_all", "build_text", "check_all", "solution_path"]
 
 def solution_path(entry: ExerciseEntry) -> Path:
     """solutions/<lesson>/<name>.ipynb beside exercises/."""
-    root = entry.notebook.parent.parent.parent
-    return root / "solutions" / entry.lesson / entry.notebook.name
+    return CoursePaths.of_notebook(entry.notebook).solution(entry.lesson, entry.name)
 
 
 def build_text(entry: ExerciseEntry) -> str:
@@ -83,7 +83,7 @@ def _hidden_points(entry: ExerciseEntry, shipped: CheckReport) -> list[Problem]:
 
 def _manifest_of(entry: ExerciseEntry) -> Path:
     """The course.toml that lists the exercise."""
-    return entry.notebook.parent.parent.parent / "lessons" / "course.toml"
+    return CoursePaths.of_notebook(entry.notebook).manifest
 
 
 def _check_one(entry: ExerciseEntry, *, cpu_only: bool = False) -> tuple[list[Problem],

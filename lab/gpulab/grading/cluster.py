@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpulab.course.paths import CoursePaths
 from gpulab.errors import GpulabError
 from gpulab.grading import cluster_worker as remote
 from gpulab.grading import sandbox
@@ -82,7 +83,7 @@ def run_on_cluster(target: Target, jobs: list[Job], *, course: Course, policy: s
     """
     import gpulab
 
-    root = Path(course.manifest.path).resolve().parent.parent
+    root = CoursePaths.of_manifest(Path(course.manifest.path).resolve()).root
     expect = remote.Expect(str(gpulab.__version__), course.title,
                     {job.entry.name: job.checks_hash for job in jobs}, policy.bubblewrap)
     if not jobs:

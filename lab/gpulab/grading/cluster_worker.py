@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.course.manifest import ExerciseEntry
+from gpulab.course.paths import CoursePaths
 from gpulab.errors import GpulabError
 from gpulab.grading import sandbox
 from gpulab.grading.gpupool import GpuPool, GpuPoolError, visible_gpus
@@ -285,7 +286,7 @@ def serve(address: str, *, gpus: list[str] | None, cpu_slots: int, unsafe: bool 
                           "Install bubblewrap, or pass --unsafe to serve without it (a grader "
                           "that has bubblewrap will refuse this worker).")
     course = load_course()
-    root = Path(course.manifest.path).resolve().parent.parent
+    root = CoursePaths.of_manifest(Path(course.manifest.path).resolve()).root
     entries = {e.name: e for e in course.exercises()}
     if not any(check_files(e, hidden=True)[-1].is_file() for e in entries.values()):
         raise WorkerError(f"the course at {root} has no hidden checks (an installed course "

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from gpulab.course.paths import CoursePaths
 from gpulab.grading.learner import Learner, LearnerError, released_cells
 from gpulab.grading.notebook import NotebookError
 
@@ -40,7 +41,7 @@ def visible_checks(hidden_file: str) -> ModuleType:
     name = hidden.stem.removesuffix("_hidden")
     module = sys.modules.get(name)
     if module is None:
-        path = hidden.parents[2] / "exercises" / hidden.parent.name / f"{name}.py"
+        path = CoursePaths.of_hidden_checks(hidden).exercises / hidden.parent.name / f"{name}.py"
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot load the visible checks {path}")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from gpulab.course.manifest import ExerciseEntry
+from gpulab.course.paths import CoursePaths
 from gpulab.grading.notebook import NotebookError, read_notebook
 from gpulab.grading.protocol import Failure, failure_named
 
@@ -94,11 +95,10 @@ def remove_stale_folders(base: Path | None = None) -> list[Path]:
 
 def check_files(exercise: ExerciseEntry, *, hidden: bool = False) -> list[Path]:
     """The visible check file beside the exercise, and the hidden one if asked for."""
-    root = exercise.notebook.parent.parent.parent
-    files = [exercise.notebook.parent / f"test_{exercise.name.replace('-', '_')}.py"]
+    paths = CoursePaths.of_notebook(exercise.notebook)
+    files = [paths.visible_checks(exercise.lesson, exercise.name)]
     if hidden:
-        files.append(root / "solutions" / exercise.lesson /
-                     f"test_{exercise.name.replace('-', '_')}_hidden.py")
+        files.append(paths.hidden_checks(exercise.lesson, exercise.name))
     return files
 
 

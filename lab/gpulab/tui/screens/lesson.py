@@ -17,6 +17,7 @@ from textual.containers import Horizontal
 from textual.widgets import Footer, Header, Tree
 
 from gpulab.course import Claim, Course, CourseError, Lesson, Node
+from gpulab.course.paths import CoursePaths
 from gpulab.tui.messages import ProgressChanged
 from gpulab.tui.screens.base import LabScreen
 from gpulab.tui.screens.prediction import PredictionScreen
@@ -91,7 +92,7 @@ class LessonScreen(LabScreen):
             yield ErrorPanel(
                 "This lesson cannot be opened.",
                 self.error.problems,
-                root=self.course.manifest.path.parent.parent,
+                root=CoursePaths.of_manifest(self.course.manifest.path).root,
                 advice="Fix the file, then press r to reload it. "
                        "n and p go to the next and previous lessons; escape returns to the map.",
                 id="lesson-error",
