@@ -28,7 +28,6 @@ import threading
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -39,6 +38,7 @@ from gpulab.grading.notebook import MAX_BYTES
 from gpulab.grading.runner import run_checks
 from gpulab.grading.verdict import ExerciseGrade, failure, verdict
 from gpulab.multicast import NO_MULTICAST
+from gpulab.timestamps import utc_now
 
 __all__ = ["Done", "GpuEvent", "Job", "Lanes", "Writer", "check_job", "copy_notebook",
            "not_run", "now", "run_jobs"]
@@ -94,8 +94,8 @@ class Lanes(Protocol):
 Execute = Callable[[Job, str], ExerciseGrade]
 
 
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+now = utc_now
+"""The time a grade, a run or an event is stored with (`gpulab.timestamps.utc_now`)."""
 
 
 def not_run(job: Job, why: str) -> ExerciseGrade:

@@ -68,11 +68,20 @@ from gpulab.grading.cgroups import (
 from gpulab.grading.sandbox_view import build_view
 from gpulab.multicast import NO_MULTICAST
 
-__all__ = ["ENV", "SPAWNER", "Guards", "Policy", "Sandboxed", "available", "from_env", "job_uid",
-           "kill_group", "pid_one", "remove_cgroups", "remove_stale_cgroups", "run_cgroups",
-           "spawn"]
+__all__ = ["ENV", "KEPT_ENV", "SPAWNER", "Guards", "Policy", "Sandboxed", "available", "from_env",
+           "job_uid", "kept_env", "kill_group", "pid_one", "remove_cgroups",
+           "remove_stale_cgroups", "run_cgroups", "spawn"]
 
 ENV = "GPULAB_SANDBOX"
+KEPT_ENV = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_PATH",
+            "CUDA_HOME", "CUPY_CACHE_DIR", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "GPULAB_COURSE_DIR")
+"""The only variables of the grader's environment a process that runs learner code (the
+learner's worker, the kernel worker) is given; everything else, secrets included, stays."""
+
+
+def kept_env() -> dict[str, str]:
+    """The grader's environment, cut down to `KEPT_ENV`."""
+    return {key: value for key, value in os.environ.items() if key in KEPT_ENV}
 SPAWNER = "GPULAB_SPAWNER"     # outside bubblewrap: the pid a learner worker must die with
 SCRATCH = "/tmp/work"          # the job's working folder inside the sandbox
 MiB = 2**20
