@@ -337,11 +337,11 @@ def _grading(part: str, workers: set[int]) -> int | None:
     learner code runs in bubblewrap (so the kill lands in the middle of the job)."""
     for entry in Path("/proc").iterdir():
         try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if not any(item.startswith(b"GPULAB_NOTEBOOK=") and part.encode() in item
-                   for item in environ) or not _sandboxed_below(int(entry.name)):
+        if not any(item.startswith(b"--gpulab-notebook=") and part.encode() in item
+                   for item in argv) or not _sandboxed_below(int(entry.name)):
             continue
         pid = int(entry.name)
         while pid > 1:                                  # up to the worker that started it

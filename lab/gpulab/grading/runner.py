@@ -153,16 +153,17 @@ def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden:
         report_path = Path(folder) / "report.json"
         (Path(folder) / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
         env = {**os.environ, **(env or {})}
-        env.update(GPULAB_PARENT=str(os.getpid()),      # the checks die with this process
-                   GPULAB_RELEASED=str(exercise.notebook.resolve()),
-                   GPULAB_NOTEBOOK=str(notebook.resolve()), GPULAB_REPORT=str(report_path),
-                   GPULAB_CALL_TIMEOUT=str(call_timeout), PYTHONDONTWRITEBYTECODE="1",
+        env.update(PYTHONDONTWRITEBYTECODE="1",
                    # only gpulab's plugin: the checks need no other, and loading every
                    # plugin installed beside pytest costs most of a second per run
                    PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
         command = [sys.executable, "-m", "pytest", "-q", "-p", "gpulab.grading.pytest_plugin",
                    "-p", "no:cacheprovider", "-c", str(Path(folder) / "pytest.ini"),
                    "--rootdir", folder, "-o", "console_output_style=classic", "--tb=no",
+                   f"--gpulab-released={exercise.notebook.resolve()}",
+                   f"--gpulab-notebook={notebook.resolve()}", f"--gpulab-report={report_path}",
+                   f"--gpulab-call-timeout={call_timeout}",
+                   f"--gpulab-parent={os.getpid()}",     # the checks die with this process
                    *(str(f.resolve()) for f in files)]
         limit = timeout or float(exercise.time_limit)   # the whole run, course.toml's limit
         try:
