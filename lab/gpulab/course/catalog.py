@@ -8,7 +8,7 @@ parsed on first use; a broken lesson raises `CourseError` for itself alone.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
@@ -122,10 +122,16 @@ class Course:
         index = ids.index(lesson_id) + step
         return ids[index] if 0 <= index < len(ids) else None
 
-    def lint(self) -> list[Problem]:
+    def lint(self, figures: Collection[str] | None = None) -> list[Problem]:
         """Every problem in the course: manifest, specs, lessons, their agreement,
-        unsourced numbers and links that lead nowhere."""
+        unsourced numbers and links that lead nowhere.
+
+        `figures` is the set of figure ids there are (`gpulab.figures.FIGURE_IDS`,
+        which the course may not import itself); given, a lesson that places any
+        other id is a problem at its marker's line. Not given, figure ids go unchecked.
+        """
         from gpulab.course.facts import check_links, check_numbers
+        from gpulab.course.lesson import unknown_figures
         from gpulab.course.mentions import check_exercise_mentions
         from gpulab.course.recordings import check_recorded
 
@@ -157,6 +163,8 @@ class Course:
                 continue
             cited.update(c for node in lesson.nodes for c in node.claims)
             problems.extend(lesson.problems)
+            if figures is not None:
+                problems.extend(unknown_figures(lesson, figures))
             problems.extend(check_links(lesson, lesson_ids))
             problems.extend(check_exercise_mentions(lesson, self.manifest.exercises))
             if specs is not None:
