@@ -315,6 +315,7 @@ def _launch(spec: dict[str, Any], command: list[str], env: dict[str, str], cwd: 
             stdin: int | IO[Any] | None, stdout: int | IO[Any] | None,
             stderr: int | IO[Any] | None, pass_fds: Sequence[int]) -> subprocess.Popen[bytes]:
     """Start `command` through the launcher (`gpulab.grading.jail`), in a session of its own."""
+    spec = {**spec, "parent": os.getpid()}        # the launcher dies with this process
     launcher = [sys.executable, "-m", "gpulab.grading.jail", json.dumps(spec), "--", *command]
     return subprocess.Popen(launcher, stdin=stdin, stdout=stdout, stderr=stderr,
                             pass_fds=tuple(pass_fds), cwd=cwd, env=env, start_new_session=True)
