@@ -216,14 +216,14 @@ class _Coordinator:
             else:
                 self.client.wait_for_workers(1, timeout=self.target.wait_s)
         except TimeoutError:
-            if not self.client.scheduler_info()["workers"]:
+            if not self._present():
                 raise ClusterError(f"no worker joined the Dask scheduler at {address} within "
                                    f"{self.target.wait_s:g} s; start one on each node: gpulab "
                                    f"worker {address}") from None
         counts = [-1]                  # until those starting together have joined (1 s)
         while len(counts) < 50 and counts[-10:] != counts[-1:] * 10:
             time.sleep(0.1)
-            counts.append(len(self.client.scheduler_info()["workers"]))
+            counts.append(len(self._present()))
         before = len(self.problems)
         self._survey()
         if not self.workers:
@@ -238,6 +238,12 @@ class _Coordinator:
                           f"{n(len(self.workers), 'worker')} on {n(len(hosts), 'host')}; "
                           f"GPUs: {', '.join(gpus) or 'none'}; {n(slots, 'CPU slot')}")
 
+    def _present(self) -> dict[str, Any]:
+        """The scheduler's workers, asked now. Not `Client.scheduler_info()`: the client's
+        periodic update (every 2 s; in distributed >= 2025 without the workers) may replace
+        its answer between the fetch and the return, and a survey would see no worker."""
+        return dict(self.client.sync(self.client.scheduler.identity)["workers"])
+
     def _wait_for_pilots(self, count: int) -> None:
         """Slurm: wait for `count` Dask workers, at most `Target.wait_s` (TimeoutError), but
         only while a pilot job whose worker has not joined may still join: one that sbatch
@@ -248,7 +254,7 @@ class _Coordinator:
             with contextlib.suppress(TimeoutError):
                 self.client.wait_for_workers(count, timeout=min(5.0, left))
                 return
-            joined = [str(i.get("name")) for i in self.client.scheduler_info()["workers"].values()]
+            joined = [str(i.get("name")) for i in self._present().values()]
             lost = _lost_pilots(getattr(self.client, "cluster", None), joined, self.target)
             if lost is None:
                 continue
@@ -262,7 +268,7 @@ class _Coordinator:
 
     def _survey(self) -> None:
         """Check the workers that joined since the last look; note those that left."""
-        present = set(self.client.scheduler_info()["workers"])
+        present = set(self._present())
         for address in [a for a in self.workers if a not in present]:
             self.notes.append(f"worker {remote.where(address, self.workers.pop(address))} left "
                               "the cluster; its job, if any, runs again elsewhere")
