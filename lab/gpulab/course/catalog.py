@@ -134,6 +134,7 @@ class Course:
         from gpulab.course.lesson import unknown_figures
         from gpulab.course.mentions import check_exercise_mentions
         from gpulab.course.recordings import check_recorded
+        from gpulab.course.shape import check_shape
 
         problems = list(self.manifest.problems)
         specs: Specs | None
@@ -167,6 +168,7 @@ class Course:
                 problems.extend(unknown_figures(lesson, figures))
             problems.extend(check_links(lesson, lesson_ids))
             problems.extend(check_exercise_mentions(lesson, self.manifest.exercises))
+            problems.extend(check_shape(lesson))
             if specs is not None:
                 problems.extend(check_numbers(lesson, self.claims, specs))
             front = lesson.front
