@@ -1,13 +1,14 @@
 """The gpulab app: built by `make_app`, started by `run_app` (``gpulab`` with no arguments).
 
-The app owns the course and the learner's progress; screens get both when they
-are made and send `ProgressChanged` up when they change the progress. Its
-learner half (`LearnerApp`) saves the progress, knows the learner's workspace
-and runs exercise checks.
-
-It also owns this session's claim measurements (`board`): a probe runs in a
-thread worker of the app, so leaving the lesson does not lose its result, and
-every claim card on screen is told when its claim changes.
+Screens never call the app: they post the messages of `gpulab.tui.messages`
+(`OpenLesson`, `ShowMap`, `MeasureClaim`, ...), and the ``on_*`` handlers here
+open the screens and start the work. State goes the other way: the learner
+half (`LearnerApp`) keeps the progress, the workspace, the GPU flag and the
+exercise states as reactive attributes that the screens watch, and runs the
+checks. This half opens the screens (the learner half imports none), and owns this
+session's claim measurements (`board`): a probe runs in a thread worker of the
+app, so leaving the lesson does not lose its result, and every claim card on
+screen is told when its claim changes.
 
 First paint comes first: only the course map's own modules are imported when
 the app is built; the other screens, the lesson parser, the probes and the
@@ -16,11 +17,9 @@ workspace's sync load or run after the map is drawn.
 
 from __future__ import annotations
 
-import datetime as dt
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
@@ -30,6 +29,7 @@ from textual.theme import Theme
 
 from gpulab.course import Claim, Course, CourseError, ProgressStore, SearchHit, load_course
 from gpulab.course.workspace import Workspace, WorkspaceError
+from gpulab.timestamps import utc_now
 from gpulab.tui.commands import (
     DayCommands,
     ExerciseCommands,
@@ -38,7 +38,15 @@ from gpulab.tui.commands import (
     ThemeCommands,
 )
 from gpulab.tui.learner import LearnerApp
-from gpulab.tui.messages import ProgressChanged
+from gpulab.tui.messages import (
+    MeasureClaim,
+    OpenExercise,
+    OpenGpu,
+    OpenLesson,
+    OpenNextExercise,
+    OpenSearch,
+    ShowMap,
+)
 from gpulab.tui.screens.course_map import CourseMapScreen, MapTarget
 from gpulab.tui.screens.fatal import FatalScreen
 from gpulab.tui.state import Keeper
@@ -46,6 +54,8 @@ from gpulab.tui.state import Keeper
 if TYPE_CHECKING:
     from gpulab.probes.model import ProbeResult
     from gpulab.tui.measure import ClaimBoard
+    from gpulab.tui.screens.gpu import GpuScreen
+    from gpulab.tui.screens.prediction import PredictionScreen
     from gpulab.tui.widgets import ClaimCard
 
 __all__ = ["GpulabApp", "help_sections", "make_app", "run_app"]
@@ -116,15 +126,13 @@ class GpulabApp(LearnerApp):
         keeper: Keeper,
         *,
         error: CourseError | None = None,
-        gpu: object | None = None,
         nvml_backend: Any = None,
         has_gpu: bool | None = None,
         workspace: Workspace | None = None,
     ) -> None:
         super().__init__(course, keeper, workspace, has_gpu, nvml_backend)
         self.error = error
-        self.gpu = gpu
-        """The GPU to probe; kept for the probes issue, not shown yet."""
+        """Why the course cannot be read, when it cannot (`course` is None then)."""
         self._board: ClaimBoard | None = None
         self._asked: set[str] = set()    # what each kind of probe needs, asked of this machine
 
@@ -141,29 +149,29 @@ class GpulabApp(LearnerApp):
         if self.course is None:
             assert self.error is not None
             return FatalScreen(self.error)
-        return CourseMapScreen(self.course, self.keeper)
+        return CourseMapScreen(self.course, first_run=self.keeper.first_run)
 
     def on_mount(self) -> None:
-        theme = self.keeper.progress.theme
+        theme = self.progress.theme
         if theme in self.available_themes:
             self.theme = theme
         self.theme_changed_signal.subscribe(self, self._remember_theme)
         if self.keeper.warning:
             self.notify(self.keeper.warning, title="Progress", severity="warning", timeout=10)
-        last = self.keeper.progress.last_lesson
+        last = self.progress.last_lesson
         if self.course is not None and last in {e.id for e in self.course.entries}:
             self.open_lesson(last)
         self.call_after_refresh(self.sync_workspace)
 
-    def on_app_focus(self, event: events.AppFocus) -> None:
-        # `gpulab init`, or a check in the notebook or the shell, while we were away
-        self.find_workspace()
-        if self.keeper.sync():
-            self.exercises_changed()
+    def _remember_theme(self, theme: Theme) -> None:
+        if self.progress.theme != theme.name:
+            self.progress.theme = theme.name
+            self.progress_changed(now=True)
 
+    # -- measuring claims ----------------------------------------------------------------------
     def on_claim_card_shown(self, event: ClaimCard.Shown) -> None:
         claim = event.card.claim
-        event.card.state = self.board.state(claim, self.keeper.progress.predictions)
+        event.card.state = self.board.state(claim, self.progress.predictions)
         self._ask_readiness(claim.probe)
 
     def _ask_readiness(self, probe: str) -> None:
@@ -189,44 +197,28 @@ class GpulabApp(LearnerApp):
                         description=f"can {probe} run here")
 
     def on_gpulab_app_probe_readiness(self, event: ProbeReadiness) -> None:
-        if event.result is None:
-            return
-        self.board.note(event.result)
-        if self.course is not None:
+        if event.result is not None:
+            self._learn(event.result, event.probe)
+
+    def on_gpu_screen_inventoried(self, event: GpuScreen.Inventoried) -> None:
+        self._learn(event.result)
+
+    def on_prediction_screen_found_out(self, event: PredictionScreen.FoundOut) -> None:
+        if event.cannot is not None:
+            self._learn(event.cannot)
+
+    def _learn(self, result: ProbeResult, probe: str = "") -> None:
+        """Note what a probe's result says this machine lacks, and redraw the cards of the
+        claims it concerns (those of `probe`, and those that cannot be measured here)."""
+        self.board.note(result)
+        if probe and self.course is not None:
             for claim in self.course.claims.values():
-                if claim.probe == event.probe or self.board.missing(claim):
+                if claim.probe == probe or self.board.missing(claim):
                     self._refresh_cards(claim)
 
-    def on_gpulab_app_claim_measured(self, event: ClaimMeasured) -> None:
-        claim, predicted = event.claim, event.predicted
-        outcome = self.board.finish(claim, event.result, predicted)
-        if predicted is not None:
-            self.keeper.progress.predictions.append(
-                self.board.prediction(claim, predicted, event.at))
-            self.post_message(ProgressChanged(now=True))
-        self._refresh_cards(claim)
-        if outcome.verdict is not None:
-            self.notify(outcome.verdict.text, title=f"Measured {claim.id}", timeout=5,
-                        severity="warning" if outcome.verdict.kind == "differs" else "information")
-        else:
-            self.notify(outcome.problem, title=f"{claim.id}: not measured", timeout=5,
-                        severity="warning", markup=False)
+    def on_measure_claim(self, event: MeasureClaim) -> None:
+        self.measure(event.claim, event.predicted)
 
-    def _refresh_cards(self, claim: Claim) -> None:
-        from gpulab.tui.widgets import ClaimCard
-
-        state = self.board.state(claim, self.keeper.progress.predictions)
-        for screen in self.screen_stack:
-            for card in screen.query(ClaimCard):
-                if card.claim.id == claim.id:
-                    card.state = state
-
-    def _remember_theme(self, theme: Theme) -> None:
-        if self.keeper.progress.theme != theme.name:
-            self.keeper.progress.theme = theme.name
-            self.post_message(ProgressChanged(now=True))
-
-    # -- measuring claims ------------------------------------------------------
     def measure(self, claim: Claim, predicted: float | None) -> None:
         """Run a claim's probe in a thread; its card shows "measuring…" until it is done.
 
@@ -236,7 +228,7 @@ class GpulabApp(LearnerApp):
         if self.board.is_measuring(claim.id):
             self.notify(f"{claim.id} is being measured already.", timeout=3)
             return
-        at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        at = utc_now()
         self.board.start(claim.id)
         self._refresh_cards(claim)
         self.run_worker(partial(self._run_claim_probe, claim, predicted, at), thread=True,
@@ -249,7 +241,63 @@ class GpulabApp(LearnerApp):
         result = run_probe_for(claim.probe, self.nvml_backend)
         self.post_message(self.ClaimMeasured(claim, result, predicted, at))
 
-    # -- navigation, used by screens and the command palette -----------------
+    def on_gpulab_app_claim_measured(self, event: ClaimMeasured) -> None:
+        claim, predicted = event.claim, event.predicted
+        outcome = self.board.finish(claim, event.result, predicted)
+        if predicted is not None:
+            self.progress.predictions.append(self.board.prediction(claim, predicted, event.at))
+            self.progress_changed(now=True)
+        self._refresh_cards(claim)
+        if outcome.verdict is not None:
+            self.notify(outcome.verdict.text, title=f"Measured {claim.id}", timeout=5,
+                        severity="warning" if outcome.verdict.kind == "differs" else "information")
+        else:
+            self.notify(outcome.problem, title=f"{claim.id}: not measured", timeout=5,
+                        severity="warning", markup=False)
+
+    def _refresh_cards(self, claim: Claim) -> None:
+        from gpulab.tui.widgets import ClaimCard
+
+        state = self.board.state(claim, self.progress.predictions)
+        for screen in self.screen_stack:
+            for card in screen.query(ClaimCard):
+                if card.claim.id == claim.id:
+                    card.state = state
+
+    # -- checks --------------------------------------------------------------------------------
+    def on_learner_app_exercise_checked(self, event: LearnerApp.ExerciseChecked) -> None:
+        from gpulab.tui.screens import ExerciseScreen
+
+        exercise, report = event.exercise, event.report
+        self.record_check(exercise, report, event.at)
+        shown = False
+        for screen in self.screen_stack:
+            if isinstance(screen, ExerciseScreen) and screen.exercise.name == exercise.name:
+                screen.show_report(report)
+                shown = shown or screen is self.screen
+        if not shown:
+            self.notify(f"{exercise.name}: {self.exercise_states[exercise.name].plain}",
+                        title="Checked", timeout=5)
+
+    # -- where the screens and the palette go ----------------------------------------------------
+    def on_open_lesson(self, event: OpenLesson) -> None:
+        self.open_lesson(event.lesson_id, event.node_key)
+
+    def on_open_exercise(self, event: OpenExercise) -> None:
+        self.open_exercise(event.name, above=event.above)
+
+    def on_open_next_exercise(self, event: OpenNextExercise) -> None:
+        self.open_next_exercise(event.after)
+
+    def on_show_map(self, event: ShowMap) -> None:
+        self.show_map(day=event.day, lesson=event.lesson, exercise=event.exercise)
+
+    def on_open_search(self, event: OpenSearch) -> None:
+        self.open_search(event.lesson_id)
+
+    def on_open_gpu(self, event: OpenGpu) -> None:
+        self.open_gpu()
+
     def open_gpu(self) -> None:
         """Show the GPU screen above the current one."""
         from gpulab.tui.screens import GpuScreen
@@ -272,7 +320,8 @@ class GpulabApp(LearnerApp):
                 if key is not None:
                     screen.reveal(key)
                 return
-        self._show(LessonScreen(self.course, self.keeper, lesson_id, key))
+        self._show(LessonScreen(self.course, lesson_id, key,
+                                tree_width=self.keeper.tree_width))
 
     def open_exercise(self, name: str, *, above: bool = False) -> None:
         """Show an exercise above the course map, or `above` the current screen (escape
@@ -283,7 +332,7 @@ class GpulabApp(LearnerApp):
             return
         for exercise in self.course.exercises():
             if exercise.name == name:
-                screen = ExerciseScreen(self.course, self.keeper, exercise)
+                screen = ExerciseScreen(self.course, exercise)
                 if above:
                     self.push_screen(screen)
                 else:
@@ -346,7 +395,7 @@ class GpulabApp(LearnerApp):
         else:
             self.push_screen(screen)
 
-    # -- actions --------------------------------------------------------------
+    # -- actions -------------------------------------------------------------------------------
     def action_help(self) -> None:
         """Show every key of every screen."""
         from gpulab.tui.screens import HelpScreen
@@ -362,7 +411,6 @@ class GpulabApp(LearnerApp):
 def make_app(
     course: Course | None = None,
     store: ProgressStore | None = None,
-    gpu: object | None = None,
     nvml_backend: Any = None,
     has_gpu: bool | None = None,
     workspace: Workspace | None = None,
@@ -388,7 +436,7 @@ def make_app(
             workspace = current_workspace()
         except WorkspaceError:
             workspace = None        # the exercise screens say how to make one
-    return GpulabApp(course, Keeper(store or ProgressStore()), error=error, gpu=gpu,
+    return GpulabApp(course, Keeper(store or ProgressStore()), error=error,
                      nvml_backend=nvml_backend, has_gpu=has_gpu, workspace=workspace)
 
 

@@ -18,6 +18,7 @@ from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
+from textual import getters
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -78,6 +79,9 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark,f1", "dismiss(None)", "Close help"),
     ]
 
+    box = getters.query_one("#help-box", Vertical)
+    scroll = getters.query_one("#help-scroll", VerticalScroll)
+
     def __init__(self, groups: list[tuple[str, list[type[DOMNode]]]]) -> None:
         super().__init__()
         self.groups = groups
@@ -89,10 +93,9 @@ class HelpScreen(ModalScreen[None]):
                 yield Static(self._table(title, bindings), classes="help-group")
 
     def on_mount(self) -> None:
-        box = self.query_one("#help-box")
-        box.border_title = "Help"
-        box.border_subtitle = "esc, q or ? closes"
-        self.query_one("#help-scroll").focus()
+        self.box.border_title = "Help"
+        self.box.border_subtitle = "esc, q or ? closes"
+        self.scroll.focus()
 
     def _table(self, title: str, bindings: list[Binding]) -> Table:
         table = Table(title=Text(title, style="bold"), title_justify="left", show_header=False,

@@ -35,6 +35,8 @@ class ClaimCard(Static):
     """
 
     state: reactive[ClaimState] = reactive(ClaimState, always_update=True, layout=True)
+    """What the card shows beyond the claim: measuring, this session's outcome, the last
+    saved measurement, why it cannot be measured here. The app sets it."""
 
     class Shown(Message):
         """A card was mounted and wants its state (the app answers)."""

@@ -13,6 +13,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual import getters
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.reactive import reactive
@@ -44,8 +45,18 @@ class NodePane(VerticalScroll):
     """Breadcrumbs, the node's title, a card per claim, then its notes as Markdown."""
 
     node: reactive[Node | None] = reactive(None, init=False)
+    """The node shown (the tree's cursor)."""
     unfolded: reactive[bool] = reactive(False, init=False)
     """Whether the node is unfolded in the tree (says where to read on)."""
+
+    breadcrumbs = getters.query_one("#node-path", Static)
+    node_title = getters.query_one("#node-title", Static)
+    exercise_hint = getters.query_one("#node-exercise", Static)
+    claim_cards = getters.query_one("#claim-cards", Vertical)
+    notes = getters.query_one("#notes", Markdown)
+    folded_note = getters.query_one("#answer-folded", Static)
+    answer_notes = getters.query_one("#answer", Markdown)
+    answer_claims = getters.query_one("#answer-claims", Vertical)
 
     def __init__(
         self, lesson: Lesson, claims: Mapping[str, Claim], *,
@@ -60,13 +71,13 @@ class NodePane(VerticalScroll):
 
     def watch_node(self, node: Node | None) -> None:
         self.scroll_home(animate=False)
-        self.query_one("#node-path", Static).update(self._breadcrumbs(node))
+        self.breadcrumbs.update(self._breadcrumbs(node))
         title = Text("")
         if node is not None:
             title = Text(f"{node.ordinal}. " if node.ordinal is not None else "")
             title.append_text(inline_markdown(node.label))
         title.stylize("bold")
-        self.query_one("#node-title", Static).update(title)
+        self.node_title.update(title)
         self._show_notes()
 
     def watch_unfolded(self) -> None:
@@ -104,22 +115,21 @@ class NodePane(VerticalScroll):
         question, answer = split_answer(node.notes) if node is not None else ([], [])
         folded = bool(answer) and node is not None and node.key not in self.answers_shown
         name = exercise_of(node, self.exercises) if node is not None else None
-        hint = self.query_one("#node-exercise", Static)
+        hint = self.exercise_hint
         hint.display = name is not None
         if name is not None:
             hint.update(Text(f"✎ The exercise {name}: press enter to open it "
                              "(escape brings you back here).", style="bold yellow"))
         known = [self.claims[c] for c in node.claims if c in self.claims] if node else []
-        self._mount_cards("#claim-cards", [] if answer else known)
-        self._mount_cards("#answer-claims", known if answer and not folded else [])
-        self.query_one("#notes", Markdown).update(self._notes(node, question))
-        self.query_one("#answer-folded").display = folded
-        shown = self.query_one("#answer", Markdown)
+        self._mount_cards(self.claim_cards, [] if answer else known)
+        self._mount_cards(self.answer_claims, known if answer and not folded else [])
+        self.notes.update(self._notes(node, question))
+        self.folded_note.display = folded
+        shown = self.answer_notes
         shown.display = bool(answer) and not folded
         shown.update("\n\n".join(note.markdown for note in answer) if shown.display else "")
 
-    def _mount_cards(self, where: str, claims: list[Claim]) -> None:
-        cards = self.query_one(where, Vertical)
+    def _mount_cards(self, cards: Vertical, claims: list[Claim]) -> None:
         if [card.claim.id for card in cards.query(ClaimCard)] == [c.id for c in claims]:
             return
         cards.remove_children()
