@@ -13,23 +13,22 @@ reads it, never pytest's output.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 
 from gpulab.course.paths import CoursePaths
 from gpulab.grading.learner import Learner, LearnerError, released_cells
 from gpulab.grading.notebook import NotebookError
+from gpulab.grading.protocol import CheckResult, ChecksReport, encodable, encode_report
 
 __all__ = ["learner", "visible_checks"]
 
-_RESULTS: list[dict[str, Any]] = []
+_RESULTS: list[CheckResult] = []
 
 
 def visible_checks(hidden_file: str) -> ModuleType:
@@ -136,10 +135,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
         doc = (item.obj.__doc__ or "").strip().splitlines()[0] if isinstance(
             item, pytest.Function) and item.obj.__doc__ else ""
         needs_gpu = report.skipped and item.get_closest_marker("gpu") is not None
-        _RESULTS.append({"check": item.name, "title": doc, "outcome": outcome,
-                         "points": points, "message": message,
-                         "hidden": "_hidden" in item.path.name, "needs_gpu": needs_gpu,
-                         "kind": kind})
+        _RESULTS.append(CheckResult(encodable(item.name), encodable(doc), outcome, points,
+                                    encodable(message), "_hidden" in item.path.name,
+                                    needs_gpu, kind))
     return report
 
 
@@ -147,5 +145,5 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     target = session.config.getoption("gpulab_report")
     if target:
         # "collected" lets the runner tell a finished run from one that stopped part way
-        Path(target).write_text(json.dumps({"collected": session.testscollected,
-                                            "checks": _RESULTS}, indent=1), encoding="utf-8")
+        Path(target).write_bytes(encode_report(ChecksReport(session.testscollected,
+                                                            _RESULTS)))

@@ -8,7 +8,6 @@ plugin's JSON report: nothing the learner prints is parsed.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -20,31 +19,10 @@ from typing import Literal
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.paths import CoursePaths
 from gpulab.grading.notebook import NotebookError, read_notebook
-from gpulab.grading.protocol import Failure, failure_named
+from gpulab.grading.protocol import CheckResult, decode_report
 
 __all__ = ["CheckReport", "CheckResult", "check_files", "folder_prefix",
            "remove_stale_folders", "run_checks"]
-
-Outcome = Literal["passed", "failed", "skipped"]
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One check: did it pass, what it is worth, and what it says."""
-
-    check: str
-    title: str
-    outcome: Outcome
-    points: float
-    message: str = ""
-    hidden: bool = False
-    needs_gpu: bool = False      # skipped because this machine has no usable NVIDIA GPU
-    kind: Failure | None = None  # why the learner's code gave no answer (LearnerError.kind)
-
-    @property
-    def earned(self) -> float:
-        return self.points if self.outcome == "passed" else 0.0
-
 
 @dataclass(frozen=True)
 class CheckReport:
@@ -102,32 +80,11 @@ def check_files(exercise: ExerciseEntry, *, hidden: bool = False) -> list[Path]:
     return files
 
 
-# The report's schema: every field with its type. Anything else is refused, not guessed at.
-_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "check": str, "title": str, "outcome": str, "points": (int, float), "message": str,
-    "hidden": bool, "needs_gpu": bool, "kind": (str, type(None))}
-
-
 def _read_report(path: Path) -> tuple[tuple[CheckResult, ...], int]:
-    """The plugin's JSON report, checked field by field against `_FIELDS`; and how many
-    checks pytest collected."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    checks = data.get("checks") if isinstance(data, dict) else None
-    collected = data.get("collected") if isinstance(data, dict) else None
-    if not isinstance(checks, list) or not isinstance(collected, int):
-        raise ValueError("no list of checks, or no count of them")
-    results = []
-    for n, item in enumerate(checks):
-        if not isinstance(item, dict) or set(item) != set(_FIELDS):
-            raise ValueError(f"check {n} does not have the fields {sorted(_FIELDS)}")
-        wrong = [key for key, kind in _FIELDS.items() if not isinstance(item[key], kind)]
-        if wrong or item["outcome"] not in ("passed", "failed", "skipped"):
-            raise ValueError(f"check {n} has a field of the wrong type: {wrong or 'outcome'}")
-        kind = None if item["kind"] is None else failure_named(item["kind"])
-        results.append(CheckResult(item["check"], item["title"], item["outcome"],
-                                   float(item["points"]), item["message"], item["hidden"],
-                                   item["needs_gpu"], kind))
-    return tuple(results), collected
+    """The plugin's report (`gpulab.grading.protocol.ChecksReport`), and how many checks
+    pytest collected."""
+    report = decode_report(path.read_bytes())
+    return tuple(report.checks), report.collected
 
 
 def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden: bool = False,
