@@ -39,6 +39,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.paths import CoursePaths
 from gpulab.errors import GpulabError
@@ -47,7 +49,7 @@ from gpulab.grading.gpupool import GpuPool, GpuPoolError, visible_gpus
 from gpulab.grading.grade import checks_hash
 from gpulab.grading.run import Job, check_job, not_run
 from gpulab.grading.runner import check_files, remove_stale_folders
-from gpulab.grading.verdict import CheckRow, ExerciseGrade, failure
+from gpulab.grading.verdict import ExerciseGrade, failure
 
 __all__ = ["CPU_SLOT", "GPU", "Expect", "Node", "Station", "WorkerError", "grade_from_plain",
            "grade_job", "identity", "plural", "refusal", "serve", "told", "where"]
@@ -216,9 +218,9 @@ class Station:
 
 
 def grade_from_plain(data: dict[str, Any]) -> ExerciseGrade:
-    """An `ExerciseGrade` from its `dataclasses.asdict` form (as JSON gives it back)."""
-    return ExerciseGrade(**{**data, "checks": tuple(CheckRow(**row) for row in data["checks"]),
-                            "guards": tuple(data["guards"])})
+    """An `ExerciseGrade` from its plain form (as JSON gives it back), every field checked
+    against its type (msgspec)."""
+    return msgspec.convert(data, type=ExerciseGrade)
 
 
 def where(address: str, said: dict[str, Any] | None) -> str:

@@ -53,9 +53,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+import msgspec
 
 from gpulab.grading.cgroups import (
     cgroup_home,
@@ -109,16 +111,12 @@ class Policy:
     tag: str = ""                     # the run's name, in every job's GPULAB_JOB variable
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self))
+        return msgspec.json.encode(self).decode()
 
     @classmethod
     def from_json(cls, text: str) -> Policy:
-        data = json.loads(text)
-        known = {f.name for f in fields(cls)}
-        data = {key: value for key, value in data.items() if key in known}
-        for key in ("show", "private"):
-            data[key] = tuple(data.get(key, ()))
-        return cls(**data)
+        """The policy `to_json` wrote; ValueError naming a field of the wrong type."""
+        return msgspec.json.decode(text, type=cls)
 
 
 @dataclass(frozen=True)
