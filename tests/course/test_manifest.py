@@ -38,8 +38,10 @@ def test_lessons_and_exercises(tmp_path: Path) -> None:
         '[[exercises]]\nname = "ex-1"\nlesson = "b"\ngpu = true\ntime_limit = 90\n'
         'hints = ["gentle", "strong"]\n'
     )
+    listing = LESSON.format(title="B", day=2).replace(
+        "- a node\n", "## Exercises\n\n- `ex-1`: the first exercise\n")
     folder = write_course(tmp_path, text, {"a": LESSON.format(title="A", day=1),
-                                           "b": LESSON.format(title="B", day=2)})
+                                           "b": listing})
     course = load_course(folder)
     assert [(e.id, e.day, e.title, e.line) for e in course.entries] == [
         ("a", 1, "A", 2), ("b", 2, "B", 7),
@@ -51,6 +53,10 @@ def test_lessons_and_exercises(tmp_path: Path) -> None:
     assert course.neighbour("a", 1) == "b" and course.neighbour("b", 1) is None
     assert [(d, [e.id for e in es]) for d, es in course.days()] == [(1, ["a"]), (2, ["b"])]
     assert course.lint() == []
+    (folder / "b.md").write_text(LESSON.format(title="B", day=2))
+    unlisted = load_course(folder).lint()
+    assert [(p.line, p.message) for p in unlisted] == [
+        (12, "exercise 'ex-1' is listed under no lesson's Exercises heading")]
 
 
 def test_missing_lesson_file_breaks_only_that_lesson(tmp_path: Path) -> None:

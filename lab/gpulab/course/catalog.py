@@ -132,7 +132,11 @@ class Course:
         """
         from gpulab.course.facts import check_links, check_numbers
         from gpulab.course.lesson import unknown_figures
-        from gpulab.course.mentions import check_exercise_mentions
+        from gpulab.course.mentions import (
+            check_exercise_mentions,
+            listed_exercises,
+            unlisted_exercises,
+        )
         from gpulab.course.recordings import check_recorded
         from gpulab.course.shape import check_shape
 
@@ -147,6 +151,7 @@ class Course:
         lesson_ids = [e.id for e in self.entries]
         seen: set[str] = set()
         cited: set[str] = set()
+        listed: set[str] = set()
         every_lesson_read = True
         for entry in self.entries:
             if entry.problems:
@@ -168,6 +173,7 @@ class Course:
                 problems.extend(unknown_figures(lesson, figures))
             problems.extend(check_links(lesson, lesson_ids))
             problems.extend(check_exercise_mentions(lesson, self.manifest.exercises))
+            listed |= listed_exercises(lesson)
             problems.extend(check_shape(lesson))
             if specs is not None:
                 problems.extend(check_numbers(lesson, self.claims, specs))
@@ -180,6 +186,9 @@ class Course:
                 problems.append(Problem(entry.path, front.line + 1,
                                         f"day {front.day} differs from course.toml's {entry.day}",
                                         "make them the same"))
+        if every_lesson_read:  # an exercise listed only by a broken lesson is listed
+            problems.extend(unlisted_exercises(self.manifest.path, self.manifest.exercises,
+                                               listed))
         if every_lesson_read:  # a claim cited only by a broken lesson is not unused
             for claim in self.claims.values():
                 if claim.id not in cited and claim.path is not None:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from gpulab.course.lesson import Lesson
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.problems import Problem
 
-__all__ = ["check_exercise_mentions"]
+__all__ = ["check_exercise_mentions", "listed_exercises", "unlisted_exercises"]
 
 _ITEM = re.compile(r"^`([A-Za-z0-9_.-]+)`(\s*\(planned\))?\s*:")
 _CHECK = re.compile(r"gpulab check ([A-Za-z0-9_.-]+)")
@@ -74,3 +75,21 @@ def check_exercise_mentions(lesson: Lesson, exercises: Sequence[ExerciseEntry]) 
                                         " names no exercise in course.toml",
                                         "name an exercise that exists, or say it is planned"))
     return problems
+
+
+def listed_exercises(lesson: Lesson) -> set[str]:
+    """The exercises `lesson` lists under its Exercises heading (planned ones aside)."""
+    return {found.group(1) for heading in lesson.nodes
+            if heading.kind == "heading" and heading.level == 2
+            and heading.text.strip() in _HEADINGS
+            for item in heading.children if item.kind == "item"
+            if (found := _ITEM.match(item.label)) and not found.group(2)}
+
+
+def unlisted_exercises(manifest: Path, exercises: Sequence[ExerciseEntry],
+                       listed: set[str]) -> list[Problem]:
+    """A problem, at its course.toml line, for each exercise no lesson lists."""
+    return [Problem(manifest, entry.line, f"exercise {entry.name!r} is listed under no "
+                    f"lesson's Exercises heading", f"add - `{entry.name}`: ... under "
+                    f"## Exercises in {entry.lesson}.md")
+            for entry in exercises if entry.name not in listed]
