@@ -13,10 +13,14 @@ import pynvml
 import pytest
 
 from gpulab.probes.model import Telemetry
-from gpulab.probes.nvml import inventory, sample
-from gpulab.probes.nvml_decode import decode_clock_event_reasons
-from gpulab.probes.nvml_record import Replay, ReplayMismatch
-from gpulab.probes.telemetry import Sampler
+from gpulab.probes.nvml import (
+    Replay,
+    ReplayMismatch,
+    Sampler,
+    decode_clock_event_reasons,
+    inventory,
+    sample,
+)
 
 NVML_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nvml"
 H0 = {"__handle__": 0}

@@ -1,17 +1,18 @@
 """An NVML session: start NVML through a backend, call it, turn answers into readings.
 
-`nvml_session(backend)` starts NVML, yields a session and shuts NVML down.
+`nvml_session(backend)` starts NVML, yields a `Session` and shuts NVML down.
 Every call goes through the backend: by default the real `pynvml` module,
-imported only when a session starts; a Recorder or a Replay from
-`gpulab.probes.nvml_record` otherwise. A session tries the newer form of a
-call first and falls back to older ones; NVML's `NotSupported` becomes a
-reading with status `not_supported`, and a function this nvidia-ml-py lacks
+imported only when a session starts; a `Recorder` or a `Replay` (`_record`)
+otherwise. A session tries the newer form of a call first and falls back to
+older ones; NVML's `NotSupported` becomes a reading with status
+`not_supported`, and a function this nvidia-ml-py lacks (`MissingFunction`)
 a failed reading that says so. No library, no driver or no GPU raises
 `NvmlUnavailable`, whose status ("no_gpu" or "unavailable") and reason the
-caller reports.
+caller reports; `no_gpu_text` words the first.
 
-Used by the NVML probes (`gpulab.probes.nvml`), the telemetry sampler
-(`gpulab.probes.telemetry`) and the door to the GPUs (`gpulab.probes.device`).
+Used by the NVML probes (`_probes`), the telemetry sampler (`_telemetry`),
+the GPU topology probe (`gpulab.probes.topology`) and the door to the GPUs
+(`gpulab.probes.device`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from typing import Any
 from gpulab.errors import GpulabError
 from gpulab.probes.model import Reading, Value
 
-__all__ = ["NvmlUnavailable", "nvml_session", "pynvml_module"]
+__all__ = ["MissingFunction", "NvmlUnavailable", "Session", "no_gpu_text", "nvml_session",
+           "pynvml_module"]
 
 
 # ---- a session: init, calls, readings, shutdown --------------------------------------------
@@ -39,16 +41,23 @@ class NvmlUnavailable(GpulabError):
         self.reason = reason
 
 
-class _Missing(Exception):
+def no_gpu_text(reason: str) -> str:
+    """The words for "no NVIDIA GPU or driver": the same wherever it is said."""
+    return f"no NVIDIA GPU found: {reason}"
+
+
+class MissingFunction(Exception):
     """The backend has no such function (an older nvidia-ml-py)."""
 
 
-class _NotInAnswer(Exception):
+class NotInAnswer(Exception):
     """The answer lacks this field (an older form of the call answered)."""
 
 
 @dataclass(frozen=True)
-class _Field:
+class Field:
+    """One reading taken from a call's answer: how to extract it, and how to label it."""
+
     key: str
     label: str
     unit: str = ""
@@ -56,7 +65,7 @@ class _Field:
     convention: str = ""
 
 
-class _Session:
+class Session:
     """One NVML session: calls through the backend, answers turned into readings."""
 
     def __init__(self, backend: Any, pynvml: Any) -> None:
@@ -66,10 +75,11 @@ class _Session:
         self.last_call = ""     # the call that answered or failed last, for messages
 
     def call(self, name: str, *args: Any) -> Any:
+        """One call through the backend; `MissingFunction` if it has no such function."""
         self.last_call = name
         function = getattr(self.nv, name, None)
         if function is None:
-            raise _Missing(name)
+            raise MissingFunction(name)
         return function(*args)
 
     def first(self, *calls: tuple[str, tuple[Any, ...]]) -> Any:
@@ -77,8 +87,8 @@ class _Session:
         for number, (name, args) in enumerate(calls):
             try:
                 return self.call(name, *args)
-            except (_Missing, self.pm.NVMLError) as exc:
-                absent = isinstance(exc, _Missing) or exc.value in (
+            except (MissingFunction, self.pm.NVMLError) as exc:
+                absent = isinstance(exc, MissingFunction) or exc.value in (
                     self.pm.NVML_ERROR_FUNCTION_NOT_FOUND,
                     self.pm.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
                 if not absent or number == len(calls) - 1:
@@ -87,7 +97,7 @@ class _Session:
 
     def problem(self, key: str, label: str, call: str, exc: Exception) -> Reading:
         """A reading for a call that did not answer."""
-        if isinstance(exc, _Missing):
+        if isinstance(exc, MissingFunction):
             return Reading.failed(key, label, f"this nvidia-ml-py has no {call}; "
                                               "a newer nvidia-ml-py may have it")
         if getattr(exc, "value", None) == self.pm.NVML_ERROR_NOT_SUPPORTED:
@@ -96,18 +106,18 @@ class _Session:
         return Reading.failed(key, label, f"{call} failed: {exc} ({type(exc).__name__})")
 
     def read(self, calls: str | Sequence[tuple[str, tuple[Any, ...]]], args: tuple[Any, ...],
-             *fields: _Field) -> list[Reading]:
+             *fields: Field) -> list[Reading]:
         """Readings from one call's answer; one error makes all of them say why."""
         alternatives = [(calls, args)] if isinstance(calls, str) else list(calls)
         try:
             answer = self.first(*alternatives)
-        except (_Missing, self.pm.NVMLError) as exc:
+        except (MissingFunction, self.pm.NVMLError) as exc:
             return [self.problem(f.key, f.label, self.last_call, exc) for f in fields]
         readings = []
         for f in fields:
             try:
                 readings.append(Reading(f.key, f.label, f.extract(answer), f.unit, f.convention))
-            except _NotInAnswer as exc:
+            except NotInAnswer as exc:
                 readings.append(Reading.not_supported(f.key, f.label, str(exc)))
         return readings
 
@@ -119,7 +129,7 @@ class _Session:
         """The answer of `first`, or None when NVML cannot give it."""
         try:
             return self.first(*calls)
-        except (_Missing, self.pm.NVMLError):
+        except (MissingFunction, self.pm.NVMLError):
             return None
 
 
@@ -139,7 +149,7 @@ def _init_failure(pm: Any, exc: Any) -> str:
 
 def pynvml_module() -> Any:
     """The real ``pynvml`` (nvidia-ml-py), imported here only: the one place gpulab
-    imports it (its recorder, `gpulab.probes.nvml_record`, aside).
+    imports it (its recorder, `_record`, aside).
 
     Raises `NvmlUnavailable` ("unavailable") when it is not installed."""
     try:
@@ -150,14 +160,14 @@ def pynvml_module() -> Any:
 
 
 @contextmanager
-def nvml_session(backend: Any = None) -> Iterator[_Session]:
+def nvml_session(backend: Any = None) -> Iterator[Session]:
     """Start NVML through `backend` (default: pynvml), yield a session, shut NVML down.
 
     Raises `NvmlUnavailable` when pynvml is missing, NVML does not start, or the
     driver lists no GPU.
     """
     pm = pynvml_module()
-    session = _Session(pm if backend is None else backend, pm)
+    session = Session(pm if backend is None else backend, pm)
     try:
         session.call("nvmlInit")
     except pm.NVMLError as exc:

@@ -11,7 +11,7 @@ The few files the probes read beside NVML (a process's name in /proc, a
 GPU's NUMA node and local CPUs in sysfs) are recorded and replayed the same
 way.
 
-    python -m gpulab.probes.nvml_record OUT.json
+    python -m gpulab.probes.nvml OUT.json
 
 runs the NVML probes and a short telemetry sampling through a Recorder and
 writes the recording, with the probes' results beside it for comparison
@@ -29,7 +29,6 @@ import importlib
 import json
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -181,7 +180,7 @@ class Recorder:
 
     def process_name(self, pid: int) -> str | None:
         """The process's name from /proc, recorded like an NVML answer."""
-        from gpulab.probes.nvml import process_name
+        from gpulab.probes.nvml._probes import process_name
 
         name = process_name(pid)
         self._add("process_name", [pid], result=name)
@@ -203,7 +202,7 @@ class Recorder:
             version = "unknown"
         with self._lock:
             return {"format": FORMAT,
-                    "recorded_by": "python -m gpulab.probes.nvml_record",
+                    "recorded_by": "python -m gpulab.probes.nvml",
                     "machine": machine,
                     "date": dt.datetime.now(dt.UTC).date().isoformat(),
                     "nvidia_ml_py": version,
@@ -270,7 +269,7 @@ class Replay:
                 raise ReplayMismatch(
                     f"{self.source} holds no answer for {_describe(name, encoded)}\n"
                     "    hint: record it again on a GPU machine with "
-                    "python -m gpulab.probes.nvml_record OUT.json")
+                    "python -m gpulab.probes.nvml OUT.json")
             served = self._served.get(key, 0)
             self._served[key] = served + 1
             entry = entries[min(served, len(entries) - 1)]
@@ -284,8 +283,8 @@ class Replay:
 def record(seconds: float = 0.5, inner: Any = None) -> dict[str, Any]:
     """Run inventory(), sample(), a short telemetry sampling and gpu_topology() through a
     Recorder; with the real pynvml, also keep `nvidia-smi topo -m`'s text."""
-    from gpulab.probes.nvml import inventory, sample
-    from gpulab.probes.telemetry import Sampler
+    from gpulab.probes.nvml._probes import inventory, sample
+    from gpulab.probes.nvml._telemetry import Sampler
     from gpulab.probes.topology import gpu_topology
 
     recorder = Recorder(inner)
@@ -314,8 +313,9 @@ def _nvidia_smi_topo() -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m gpulab.probes.nvml OUT.json``: record here (`record`) and write OUT.json."""
     parser = argparse.ArgumentParser(
-        prog="python -m gpulab.probes.nvml_record",
+        prog="python -m gpulab.probes.nvml",
         description="Record NVML's answers to gpulab's NVML probes, for replay without a GPU.")
     parser.add_argument("out", type=Path, help="the JSON file to write")
     parser.add_argument("--seconds", type=float, default=0.5,
@@ -329,6 +329,3 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"({statuses})")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,24 +1,15 @@
-"""NVML probes: what the driver says about each GPU, and what the GPU is doing now.
+"""The NVML probes: what the driver says about each GPU, and what the GPU is doing now.
 
 `inventory()` reads what changes rarely (name, UUID, driver and CUDA versions,
 memory, BAR1, PCIe link, modes, ECC and remapped rows, power limits, maximum
 clocks); `sample()` reads what changes all the time (utilisation, clocks,
-P-state, power, temperature, clock-event reasons, processes).
+P-state, power, temperature, clock-event reasons, processes). Both ask
+through a `Session` (`_session`) and word NVML's numbers with `_decode`.
 
-Every NVML call goes through a *backend*: an object with pynvml's functions.
-By default it is the real `pynvml` module, imported only when a probe runs;
-`gpulab.probes.nvml_record` provides a Recorder (wraps pynvml and writes every
-answer down) and a Replay (serves a recording), so the same code runs on a
-machine without a GPU against the H200's real answers. A backend may also
-offer `process_name(pid)`; without one the name comes from /proc/<pid>/comm.
-
-NVML's `NotSupported` is an answer, not a failure: it becomes a reading with
-status `not_supported`. No library, no driver or no GPU gives one `no_gpu`
-result that says which.
-
-The session that starts NVML and turns its answers into readings is in
-`gpulab.probes.nvml_session`; the decoders of NVML's numbers (clock-event
-reasons, compute mode, CUDA version, P-state) are in `gpulab.probes.nvml_decode`.
+A backend may offer `process_name(pid)`; without one the name comes from
+/proc/<pid>/comm (`process_name`). NVML's `NotSupported` is an answer, not a
+failure: it becomes a reading with status `not_supported`. No library, no
+driver or no GPU gives one `no_gpu` result that says which.
 """
 
 from __future__ import annotations
@@ -28,24 +19,24 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.probes.model import ProbeResult, Reading, Table, Value, summarise
-from gpulab.probes.nvml_decode import (
-    _enabled,
+from gpulab.probes.nvml._decode import (
     compute_mode_name,
     cuda_version_text,
     decode_clock_event_reasons,
+    enabled_text,
     pstate_name,
 )
-from gpulab.probes.nvml_session import (
+from gpulab.probes.nvml._session import (
+    Field,
+    MissingFunction,
+    NotInAnswer,
     NvmlUnavailable,
-    _Field,
-    _Missing,
-    _NotInAnswer,
-    _Session,
+    Session,
+    no_gpu_text,
     nvml_session,
 )
-from gpulab.probes.readiness import no_gpu_text
 
-__all__ = ["inventory", "sample"]
+__all__ = ["inventory", "process_name", "sample"]
 
 _MIB = 1 << 20
 _NVLINK_LINKS = 36          # the most links NVML numbers (NVML_NVLINK_MAX_LINKS)
@@ -76,12 +67,12 @@ def inventory(backend: Any = None) -> ProbeResult:
     try:
         with nvml_session(backend) as s:
             readings = [
-                *s.read("nvmlSystemGetDriverVersion", (), _Field("driver_version",
-                                                                 "Driver version")),
-                *s.read("nvmlSystemGetCudaDriverVersion", (), _Field(
+                *s.read("nvmlSystemGetDriverVersion", (), Field("driver_version",
+                                                                "Driver version")),
+                *s.read("nvmlSystemGetCudaDriverVersion", (), Field(
                     "cuda_driver_version", "CUDA version the driver supports",
                     extract=cuda_version_text)),
-                *s.read("nvmlSystemGetNVMLVersion", (), _Field("nvml_version", "NVML version")),
+                *s.read("nvmlSystemGetNVMLVersion", (), Field("nvml_version", "NVML version")),
             ]
             count = s.count
             readings.append(Reading("gpu_count", "GPUs", count, "GPUs"))
@@ -118,98 +109,98 @@ def inventory(backend: Any = None) -> ProbeResult:
                        device=str(name))
 
 
-def _device_readings(s: _Session, h: Any) -> list[Reading]:
+def _device_readings(s: Session, h: Any) -> list[Reading]:
     """Everything the inventory reads about one GPU, in the order people read it."""
     pm = s.pm
     mib = "bytes / 2^20, as nvidia-smi shows it"
     readings = [
-        *s.read("nvmlDeviceGetName", (h,), _Field("name", "Name")),
-        *s.read("nvmlDeviceGetUUID", (h,), _Field("uuid", "UUID")),
-        *s.read("nvmlDeviceGetCudaComputeCapability", (h,), _Field(
+        *s.read("nvmlDeviceGetName", (h,), Field("name", "Name")),
+        *s.read("nvmlDeviceGetUUID", (h,), Field("uuid", "UUID")),
+        *s.read("nvmlDeviceGetCudaComputeCapability", (h,), Field(
             "compute_capability", "Compute capability", extract=lambda cc: f"{cc[0]}.{cc[1]}")),
         *s.read("nvmlDeviceGetMemoryInfo", (h,),
-                _Field("memory_total", "Memory (total)", "bytes", lambda m: int(m.total)),
-                _Field("memory_total_mib", "Memory (total)", "MiB",
-                       lambda m: int(m.total) // _MIB, mib)),
+                Field("memory_total", "Memory (total)", "bytes", lambda m: int(m.total)),
+                Field("memory_total_mib", "Memory (total)", "MiB",
+                      lambda m: int(m.total) // _MIB, mib)),
         *s.read("nvmlDeviceGetBAR1MemoryInfo", (h,),
-                _Field("bar1_total", "BAR1 aperture", "bytes", lambda m: int(m.bar1Total),
-                       "the window through which the CPU and peers can map GPU memory"),
-                _Field("bar1_total_mib", "BAR1 aperture", "MiB",
-                       lambda m: int(m.bar1Total) // _MIB, mib)),
+                Field("bar1_total", "BAR1 aperture", "bytes", lambda m: int(m.bar1Total),
+                      "the window through which the CPU and peers can map GPU memory"),
+                Field("bar1_total_mib", "BAR1 aperture", "MiB",
+                      lambda m: int(m.bar1Total) // _MIB, mib)),
         *s.read("nvmlDeviceGetCurrPcieLinkGeneration", (h,),
-                _Field("pcie_gen_current", "PCIe generation (now)")),
+                Field("pcie_gen_current", "PCIe generation (now)")),
         *s.read("nvmlDeviceGetMaxPcieLinkGeneration", (h,),
-                _Field("pcie_gen_max", "PCIe generation (max)",
-                       convention="the most this GPU and this host allow")),
+                Field("pcie_gen_max", "PCIe generation (max)",
+                      convention="the most this GPU and this host allow")),
         *s.read("nvmlDeviceGetCurrPcieLinkWidth", (h,),
-                _Field("pcie_width_current", "PCIe link width (now)", "lanes")),
+                Field("pcie_width_current", "PCIe link width (now)", "lanes")),
         *s.read("nvmlDeviceGetMaxPcieLinkWidth", (h,),
-                _Field("pcie_width_max", "PCIe link width (max)", "lanes")),
+                Field("pcie_width_max", "PCIe link width (max)", "lanes")),
         *s.read("nvmlDeviceGetComputeMode", (h,),
-                _Field("compute_mode", "Compute mode", extract=compute_mode_name)),
+                Field("compute_mode", "Compute mode", extract=compute_mode_name)),
         *s.read("nvmlDeviceGetPersistenceMode", (h,),
-                _Field("persistence_mode", "Persistence mode", extract=_enabled)),
+                Field("persistence_mode", "Persistence mode", extract=enabled_text)),
         *s.read("nvmlDeviceGetMigMode", (h,),
-                _Field("mig_mode_current", "MIG mode (now)", extract=lambda m: _enabled(m[0])),
-                _Field("mig_mode_pending", "MIG mode (after reset)",
-                       extract=lambda m: _enabled(m[1]))),
+                Field("mig_mode_current", "MIG mode (now)", extract=lambda m: enabled_text(m[0])),
+                Field("mig_mode_pending", "MIG mode (after reset)",
+                      extract=lambda m: enabled_text(m[1]))),
         *s.read("nvmlDeviceGetEccMode", (h,),
-                _Field("ecc_mode_current", "ECC (now)", extract=lambda m: _enabled(m[0])),
-                _Field("ecc_mode_pending", "ECC (after reboot)",
-                       extract=lambda m: _enabled(m[1]))),
+                Field("ecc_mode_current", "ECC (now)", extract=lambda m: enabled_text(m[0])),
+                Field("ecc_mode_pending", "ECC (after reboot)",
+                      extract=lambda m: enabled_text(m[1]))),
     ]
     for counter, when, convention in (
             (pm.NVML_VOLATILE_ECC, "volatile", "since the driver last loaded"),
             (pm.NVML_AGGREGATE_ECC, "aggregate", "over the GPU's life")):
         for kind, error_type in (("corrected", pm.NVML_MEMORY_ERROR_TYPE_CORRECTED),
                                  ("uncorrected", pm.NVML_MEMORY_ERROR_TYPE_UNCORRECTED)):
-            readings += s.read("nvmlDeviceGetTotalEccErrors", (h, error_type, counter), _Field(
+            readings += s.read("nvmlDeviceGetTotalEccErrors", (h, error_type, counter), Field(
                 f"ecc_{when}_{kind}", f"ECC errors, {kind} ({when})", "errors",
                 convention=convention))
     readings += s.read(
         "nvmlDeviceGetRemappedRows", (h,),
-        _Field("remapped_rows_correctable", "Rows remapped (correctable errors)", "rows",
-               lambda r: int(r[0])),
-        _Field("remapped_rows_uncorrectable", "Rows remapped (uncorrectable errors)", "rows",
-               lambda r: int(r[1])),
-        _Field("remapped_rows_pending", "Row remapping pending (needs a reset)",
-               extract=lambda r: bool(r[2])),
-        _Field("remapped_rows_failure", "Row remapping failed", extract=lambda r: bool(r[3])))
+        Field("remapped_rows_correctable", "Rows remapped (correctable errors)", "rows",
+              lambda r: int(r[0])),
+        Field("remapped_rows_uncorrectable", "Rows remapped (uncorrectable errors)", "rows",
+              lambda r: int(r[1])),
+        Field("remapped_rows_pending", "Row remapping pending (needs a reset)",
+              extract=lambda r: bool(r[2])),
+        Field("remapped_rows_failure", "Row remapping failed", extract=lambda r: bool(r[3])))
     for cause, kind in ((pm.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
                          "single_bit"),
                         (pm.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, "double_bit")):
-        readings += s.read("nvmlDeviceGetRetiredPages", (h, cause), _Field(
+        readings += s.read("nvmlDeviceGetRetiredPages", (h, cause), Field(
             f"retired_pages_{kind}", f"Retired pages ({kind.replace('_', '-')} ECC)", "pages",
             len, "the older mechanism that row remapping replaced"))
-    readings += s.read("nvmlDeviceGetRetiredPagesPendingStatus", (h,), _Field(
+    readings += s.read("nvmlDeviceGetRetiredPagesPendingStatus", (h,), Field(
         "retired_pages_pending", "Page retirement pending", extract=bool))
     watts = lambda mw: mw / 1000  # noqa: E731
     readings += [
-        *s.read("nvmlDeviceGetEnforcedPowerLimit", (h,), _Field(
+        *s.read("nvmlDeviceGetEnforcedPowerLimit", (h,), Field(
             "power_limit", "Power limit (enforced)", "W", watts,
             "the lowest of every limit in force")),
-        *s.read("nvmlDeviceGetPowerManagementDefaultLimit", (h,), _Field(
+        *s.read("nvmlDeviceGetPowerManagementDefaultLimit", (h,), Field(
             "power_limit_default", "Power limit (default)", "W", watts)),
         *s.read("nvmlDeviceGetPowerManagementLimitConstraints", (h,),
-                _Field("power_limit_min", "Power limit (lowest allowed)", "W",
-                       lambda c: c[0] / 1000),
-                _Field("power_limit_max", "Power limit (highest allowed)", "W",
-                       lambda c: c[1] / 1000)),
+                Field("power_limit_min", "Power limit (lowest allowed)", "W",
+                      lambda c: c[0] / 1000),
+                Field("power_limit_max", "Power limit (highest allowed)", "W",
+                      lambda c: c[1] / 1000)),
         *s.read("nvmlDeviceGetMaxClockInfo", (h, pm.NVML_CLOCK_SM),
-                _Field("clocks_max_sm", "SM clock (max)", "MHz")),
+                Field("clocks_max_sm", "SM clock (max)", "MHz")),
         *s.read("nvmlDeviceGetMaxClockInfo", (h, pm.NVML_CLOCK_MEM),
-                _Field("clocks_max_mem", "Memory clock (max)", "MHz")),
-        *s.read("nvmlDeviceGetNumaNodeId", (h,), _Field(
+                Field("clocks_max_mem", "Memory clock (max)", "MHz")),
+        *s.read("nvmlDeviceGetNumaNodeId", (h,), Field(
             "numa_node", "NUMA node", convention="the host NUMA node closest to the GPU")),
-        *s.read("nvmlDeviceGetFanSpeed", (h,), _Field("fan_speed", "Fan speed", "%")),
+        *s.read("nvmlDeviceGetFanSpeed", (h,), Field("fan_speed", "Fan speed", "%")),
     ]
     return readings + _nvlink_readings(s, h)
 
 
-def _nvlink_readings(s: _Session, h: Any) -> list[Reading]:
+def _nvlink_readings(s: Session, h: Any) -> list[Reading]:
     """One reading per NVLink link; a single not-supported reading on a GPU without them."""
     first = s.read("nvmlDeviceGetNvLinkState", (h, 0),
-                   _Field("nvlink_links_active", "NVLink links active", "links"))
+                   Field("nvlink_links_active", "NVLink links active", "links"))
     if first[0].status != "ok":
         return first
     states = [bool(first[0].value)]
@@ -272,7 +263,7 @@ def sample(backend: Any = None, index: int = 0) -> ProbeResult:
                        (table,) if table.rows else (), device=str(name))
 
 
-def _sample_readings(s: _Session, h: Any) -> list[Reading]:
+def _sample_readings(s: Session, h: Any) -> list[Reading]:
     pm = s.pm
     mib = "bytes / 2^20, rounded down"
     temperature = [("nvmlDeviceGetTemperatureV", (h, pm.NVML_TEMPERATURE_GPU)),
@@ -281,21 +272,21 @@ def _sample_readings(s: _Session, h: Any) -> list[Reading]:
                ("nvmlDeviceGetCurrentClocksThrottleReasons", (h,))]
     readings = [
         *s.read("nvmlDeviceGetUtilizationRates", (h,),
-                _Field("utilization_gpu", "GPU busy", "%", lambda u: int(u.gpu),
-                       "share of the last sample period in which a kernel ran"),
-                _Field("utilization_memory", "Memory busy", "%", lambda u: int(u.memory),
-                       "share of the last sample period in which memory was read or written")),
+                Field("utilization_gpu", "GPU busy", "%", lambda u: int(u.gpu),
+                      "share of the last sample period in which a kernel ran"),
+                Field("utilization_memory", "Memory busy", "%", lambda u: int(u.memory),
+                      "share of the last sample period in which memory was read or written")),
         *s.read("nvmlDeviceGetClockInfo", (h, pm.NVML_CLOCK_SM),
-                _Field("clock_sm", "SM clock", "MHz")),
+                Field("clock_sm", "SM clock", "MHz")),
         *s.read("nvmlDeviceGetClockInfo", (h, pm.NVML_CLOCK_MEM),
-                _Field("clock_mem", "Memory clock", "MHz")),
+                Field("clock_mem", "Memory clock", "MHz")),
         *s.read("nvmlDeviceGetClockInfo", (h, pm.NVML_CLOCK_GRAPHICS),
-                _Field("clock_graphics", "Graphics clock", "MHz")),
+                Field("clock_graphics", "Graphics clock", "MHz")),
         *s.read("nvmlDeviceGetPerformanceState", (h,),
-                _Field("pstate", "Performance state", extract=pstate_name)),
+                Field("pstate", "Performance state", extract=pstate_name)),
         *s.read("nvmlDeviceGetPowerUsage", (h,),
-                _Field("power_draw", "Power draw", "W", lambda mw: mw / 1000)),
-        *s.read(temperature, (), _Field("temperature", "Temperature", "°C")),
+                Field("power_draw", "Power draw", "W", lambda mw: mw / 1000)),
+        *s.read(temperature, (), Field("temperature", "Temperature", "°C")),
     ]
     for threshold, key, label in (
             (pm.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, "temperature_slowdown",
@@ -305,43 +296,43 @@ def _sample_readings(s: _Session, h: Any) -> list[Reading]:
             (pm.NVML_TEMPERATURE_THRESHOLD_GPU_MAX, "temperature_limit",
              "T.Limit (highest operating temperature)")):
         readings += s.read("nvmlDeviceGetTemperatureThreshold", (h, threshold),
-                           _Field(key, label, "°C"))
-    readings += s.read("nvmlDeviceGetMarginTemperature", (h,), _Field(
+                           Field(key, label, "°C"))
+    readings += s.read("nvmlDeviceGetMarginTemperature", (h,), Field(
         "temperature_limit_margin", "Headroom to T.Limit", "°C",
         convention="nvidia-smi's 'GPU T.Limit Temp'"))
     memory = [("nvmlDeviceGetMemoryInfo", (h, pm.nvmlMemory_v2)),
               ("nvmlDeviceGetMemoryInfo", (h,))]
     readings += s.read(
         memory, (),
-        _Field("memory_used", "Memory used", "bytes", lambda m: int(m.used)),
-        _Field("memory_used_mib", "Memory used", "MiB", lambda m: int(m.used) // _MIB, mib),
-        _Field("memory_free", "Memory free", "bytes", lambda m: int(m.free)),
-        _Field("memory_free_mib", "Memory free", "MiB", lambda m: int(m.free) // _MIB, mib),
-        _Field("memory_reserved_mib", "Memory reserved by the driver", "MiB",
-               _reserved_mib, "counted in neither used nor free"))
+        Field("memory_used", "Memory used", "bytes", lambda m: int(m.used)),
+        Field("memory_used_mib", "Memory used", "MiB", lambda m: int(m.used) // _MIB, mib),
+        Field("memory_free", "Memory free", "bytes", lambda m: int(m.free)),
+        Field("memory_free_mib", "Memory free", "MiB", lambda m: int(m.free) // _MIB, mib),
+        Field("memory_reserved_mib", "Memory reserved by the driver", "MiB",
+              _reserved_mib, "counted in neither used nor free"))
     readings += s.read(
         reasons, (),
-        _Field("clock_event_reasons_mask", "Clock-event reasons (bits)", extract=int,
-               convention="bit mask of nvmlClocksEventReason*"),
-        _Field("clock_event_reasons", "Clock-event reasons",
-               extract=lambda bits: ", ".join(decode_clock_event_reasons(bits)) or "none",
-               convention="why the clocks are where they are, not only throttling"))
+        Field("clock_event_reasons_mask", "Clock-event reasons (bits)", extract=int,
+              convention="bit mask of nvmlClocksEventReason*"),
+        Field("clock_event_reasons", "Clock-event reasons",
+              extract=lambda bits: ", ".join(decode_clock_event_reasons(bits)) or "none",
+              convention="why the clocks are where they are, not only throttling"))
     return readings
 
 
 def _reserved_mib(memory: Any) -> int:
     if not hasattr(memory, "reserved"):
-        raise _NotInAnswer("this driver has only the older memory call, whose 'used' "
-                           "includes the reserved memory")
+        raise NotInAnswer("this driver has only the older memory call, whose 'used' "
+                          "includes the reserved memory")
     return int(memory.reserved) // _MIB
 
 
-def _processes(s: _Session, h: Any) -> tuple[Reading, Table]:
+def _processes(s: Session, h: Any) -> tuple[Reading, Table]:
     """The compute processes on the GPU: a count and a table of pid, name, memory."""
     key, label = "compute_processes", "Compute processes"
     try:
         found = s.call("nvmlDeviceGetComputeRunningProcesses", h)
-    except (_Missing, s.pm.NVMLError) as exc:
+    except (MissingFunction, s.pm.NVMLError) as exc:
         return (s.problem(key, label, "nvmlDeviceGetComputeRunningProcesses", exc),
                 Table("Compute processes", (), ()))
     name_of = getattr(s.nv, "process_name", None) or process_name

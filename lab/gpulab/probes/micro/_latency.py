@@ -10,7 +10,7 @@ turned into nanoseconds with the SM clock seen during the run.
 The pure helpers at the top (footprints, chase plans, plateaus, bank
 arithmetic) need no GPU; the probes import CuPy and NumPy only when they
 run. How every microbenchmark checks, times and reports its work is
-described in `gpulab.probes.micro_common`.
+described in `gpulab.probes.micro`.
 """
 
 from __future__ import annotations
@@ -23,21 +23,21 @@ import statistics
 from collections.abc import Sequence
 
 from gpulab.probes.cuda import CudaDevice
-from gpulab.probes.micro_common import (
+from gpulab.probes.micro._common import (
     GiB,
     KiB,
     MiB,
-    _check_equal,
-    _full_grid,
-    _median_ms,
-    _Outcome,
-    _pow2_ceil,
-    _pow2_floor,
-    _prop,
-    _run,
-    _watch,
-    _WrongResult,
+    Outcome,
+    WrongResult,
+    check_equal,
+    full_grid,
+    measure,
+    median_ms,
+    pow2_ceil,
+    pow2_floor,
+    prop,
     ratio,
+    watch_telemetry,
 )
 from gpulab.probes.model import ProbeResult, Reading, Table, Telemetry
 
@@ -99,7 +99,7 @@ def chase_footprints(total_mem: int) -> list[int]:
 
     The largest is at most an eighth of device memory.
     """
-    largest = min(GiB, _pow2_floor(total_mem // 8))
+    largest = min(GiB, pow2_floor(total_mem // 8))
     sizes, size = [], 16 * KiB
     while size <= largest:
         sizes.append(size)
@@ -141,7 +141,7 @@ def plateaus(points: Sequence[tuple[int, float]]) -> dict[str, float | None]:
 # ---------------------------------------------------------------------------
 
 
-def _sm_clock_mhz(device: CudaDevice, telemetry: Telemetry) -> tuple[float | None, str]:
+def sm_clock_mhz(device: CudaDevice, telemetry: Telemetry) -> tuple[float | None, str]:
     """The SM clock to turn cycles into time: NVML during the run, else the attribute."""
     if telemetry.sm_clock_mhz:
         return telemetry.sm_clock_mhz[1], "SM clock read by NVML during the run (highest seen)"
@@ -157,20 +157,20 @@ _CHASE_CONVENTION = "SM clock cycles per dependent load (clock64), one thread"
 
 def pointer_chase_latency() -> ProbeResult:
     """Dependent loads over footprints from 16 KiB to 1 GiB: the L1, L2 and HBM plateaus."""
-    return _run("pointer_chase_latency", "Memory latency (pointer chase)", _pointer_chase)
+    return measure("pointer_chase_latency", "Memory latency (pointer chase)", _pointer_chase)
 
 
-def _pointer_chase(device: CudaDevice) -> _Outcome:
+def _pointer_chase(device: CudaDevice) -> Outcome:
     from gpulab.kernels import launch
 
     cp = device.cupy
-    l2 = _prop(device, "l2CacheSize")
-    footprints = chase_footprints(_prop(device, "totalGlobalMem"))
+    l2 = prop(device, "l2CacheSize")
+    footprints = chase_footprints(prop(device, "totalGlobalMem"))
     table = cp.zeros(footprints[-1] // 4, dtype=cp.uint32)
-    scratch = cp.empty(_pow2_ceil(2 * l2) // 4, dtype=cp.uint32)
+    scratch = cp.empty(pow2_ceil(2 * l2) // 4, dtype=cp.uint32)
     points: list[tuple[int, float]] = []
     rows: list[tuple[int, int, int, int, bool, float]] = []
-    with _watch(device) as watch:
+    with watch_telemetry(device) as watch:
         for footprint in footprints:
             lines = footprint // launch.LINE_BYTES
             order = launch.cycle_table(table, lines, seed=footprint)
@@ -181,12 +181,12 @@ def _pointer_chase(device: CudaDevice) -> _Outcome:
             reached, cycles = launch.chase(table, int(order[0]), warm_steps=warm, steps=steps)
             expected = int(order[(warm + steps) % lines])
             if reached != expected:
-                raise _WrongResult(f"{footprint // KiB} KiB: the chase ended at line {reached}, "
-                                   f"the cycle says {expected}")
+                raise WrongResult(f"{footprint // KiB} KiB: the chase ended at line {reached}, "
+                                  f"the cycle says {expected}")
             per_load = cycles / steps
             points.append((footprint, per_load))
             rows.append((footprint, lines, warm, steps, flush, round(per_load, 1)))
-    clock, clock_how = _sm_clock_mhz(device, watch.telemetry)
+    clock, clock_how = sm_clock_mhz(device, watch.telemetry)
     levels = plateaus(points)
     ranges = {"l1": "footprints up to 64 KiB", "l2": "footprints of 1-16 MiB",
               "hbm": "footprints of 256 MiB and more"}
@@ -218,17 +218,17 @@ def _pointer_chase(device: CudaDevice) -> _Outcome:
                       ("bytes", "lines", "loads", "loads", "", "cycles per load"))
     message = ", ".join(f"{name} {levels[level]:.0f}" for level, name in
                         (("l1", "L1"), ("l2", "L2"), ("hbm", "HBM")) if levels[level])
-    return _Outcome(f"{message} cycles per dependent load. Footprints up to the L2 size are "
-                    "warmed by one untimed lap; larger ones are timed over one full lap "
-                    "after a flush of the L2", readings, [table_out], watch.telemetry)
+    return Outcome(f"{message} cycles per dependent load. Footprints up to the L2 size are "
+                   "warmed by one untimed lap; larger ones are timed over one full lap "
+                   "after a flush of the L2", readings, [table_out], watch.telemetry)
 
 
 def smem_latency() -> ProbeResult:
     """Dependent loads in shared memory, in SM cycles."""
-    return _run("smem_latency", "Shared-memory latency", _smem_latency)
+    return measure("smem_latency", "Shared-memory latency", _smem_latency)
 
 
-def _smem_latency(device: CudaDevice) -> _Outcome:
+def _smem_latency(device: CudaDevice) -> Outcome:
     from gpulab.kernels import launch
 
     cp = device.cupy
@@ -240,15 +240,15 @@ def _smem_latency(device: CudaDevice) -> _Outcome:
     table = cp.asarray(launch.cycle_successors(order), dtype=cp.uint32)
     steps = 1 << 20
     per_load: list[float] = []
-    with _watch(device) as watch:
+    with watch_telemetry(device) as watch:
         for _ in range(5):
             reached, cycles = launch.smem_chase(table, steps)
             if reached != order[steps % words]:
-                raise _WrongResult(f"the shared-memory chase ended at word {reached}, the cycle "
-                                   f"says {order[steps % words]}")
+                raise WrongResult(f"the shared-memory chase ended at word {reached}, the cycle "
+                                  f"says {order[steps % words]}")
             per_load.append(cycles / steps)
     cycles_per_load = float(statistics.median(per_load))
-    clock, clock_how = _sm_clock_mhz(device, watch.telemetry)
+    clock, clock_how = sm_clock_mhz(device, watch.telemetry)
     readings = [Reading("smem_latency_cycles", "shared-memory load latency",
                         round(cycles_per_load, 1), "cycles",
                         "SM clock cycles per dependent load (clock64), one thread",
@@ -258,8 +258,8 @@ def _smem_latency(device: CudaDevice) -> _Outcome:
         readings.append(Reading("smem_latency_ns", "shared-memory load latency",
                                 round(cycles_per_load / clock * 1000, 2), "ns",
                                 "cycles / SM clock", detail=f"{clock_how}: {clock:.0f} MHz"))
-    return _Outcome(f"{cycles_per_load:.1f} cycles per dependent shared-memory load",
-                    readings, [], watch.telemetry)
+    return Outcome(f"{cycles_per_load:.1f} cycles per dependent shared-memory load",
+                   readings, [], watch.telemetry)
 
 
 _BANK_CASES: tuple[tuple[str, int, bool], ...] = (
@@ -269,30 +269,30 @@ _BANK_CASES: tuple[tuple[str, int, bool], ...] = (
 
 def smem_bank_conflicts() -> ProbeResult:
     """Time per warp-wide shared-memory load at strides 1-64, padded, and broadcast."""
-    return _run("smem_bank_conflicts", "Shared-memory bank conflicts", _smem_bank_conflicts)
+    return measure("smem_bank_conflicts", "Shared-memory bank conflicts", _smem_bank_conflicts)
 
 
-def _smem_bank_conflicts(device: CudaDevice) -> _Outcome:
+def _smem_bank_conflicts(device: CudaDevice) -> Outcome:
     from gpulab.kernels import launch
 
     cp = device.cupy
     bank_words = 32 * 33
     table = cp.arange(bank_words, dtype=cp.uint32)
-    threads = min(1024, _prop(device, "maxThreadsPerBlock"))
-    blocks = _full_grid(device, threads)
-    warps_per_sm = blocks // _prop(device, "multiProcessorCount") * threads // 32
+    threads = min(1024, prop(device, "maxThreadsPerBlock"))
+    blocks = full_grid(device, threads)
+    warps_per_sm = blocks // prop(device, "multiProcessorCount") * threads // 32
     out = cp.empty(blocks * threads, dtype=cp.uint32)
     lanes = cp.arange(blocks * threads, dtype=cp.uint32) % 32
     iters = 1 << 14
     ns: dict[str, float] = {}
-    with _watch(device) as watch:
+    with watch_telemetry(device) as watch:
         for name, stride, broadcast in _BANK_CASES:
             run = functools.partial(launch.smem_bank_access, table, out, stride=stride,
                                     broadcast=broadcast, iters=iters, blocks=blocks,
                                     threads=threads)
-            ms = _median_ms(launch.time_ms(run, iters=3, repeats=5))
+            ms = median_ms(launch.time_ms(run, iters=3, repeats=5))
             want = cp.zeros_like(lanes) if broadcast else (lanes * stride) % bank_words
-            _check_equal(cp, out, want, f"bank-conflict kernel at stride {name}")
+            check_equal(cp, out, want, f"bank-conflict kernel at stride {name}")
             ns[name] = ms * 1e6 / (warps_per_sm * iters)
     base = ns["1"]
     rows = tuple((name, 1 if broadcast else bank_conflict_ways(stride), round(ns[name], 3),
@@ -319,6 +319,6 @@ def _smem_bank_conflicts(device: CudaDevice) -> _Outcome:
                       "loads per lane", ("stride", "lanes per bank", "time per warp-wide load",
                                          "slowdown"),
                       rows, ("4-byte words", "lanes", "ns per SM", "x"))
-    return _Outcome(f"stride 2: {ns['2'] / base:.1f}x, stride 32: {ns['32'] / base:.1f}x, "
-                    f"padded: {ns['33 (padded)'] / base:.2f}x the time of stride 1",
-                    readings, [table_out], watch.telemetry)
+    return Outcome(f"stride 2: {ns['2'] / base:.1f}x, stride 32: {ns['32'] / base:.1f}x, "
+                   f"padded: {ns['33 (padded)'] / base:.2f}x the time of stride 1",
+                   readings, [table_out], watch.telemetry)

@@ -1,11 +1,11 @@
 """The system probe's cgroup section: the hierarchies, this process's cgroup, its limits.
 
-`_cgroups` finds the cgroup version (v1, v2 or hybrid) from
+`read_cgroups` finds the cgroup version (v1, v2 or hybrid) from
 /proc/self/mountinfo (else from the layout of /sys/fs/cgroup), this
 process's cgroup from /proc/self/cgroup, and the tightest memory, CPU and
 task limits and the cpuset set in that cgroup or a parent, for v1 and v2
-alike. Files are read under the probe's root (`system_files`); their text
-is parsed by `system_parse`. Package-internal: used by `system`.
+alike. Files are read under the probe's root (`_files`); their text is
+parsed by `_parse`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpulab.probes.model import Reading, Table
-from gpulab.probes.system_files import _Collector, _Files, _why
-from gpulab.probes.system_parse import (
+from gpulab.probes.system._files import Collector, Files, why
+from gpulab.probes.system._parse import (
     compact_cpu_list,
     parse_cgroup_file,
     parse_cpu_list,
@@ -46,14 +46,14 @@ class _Hierarchy:
     mount: Path                   # where it is mounted, under the probe's root
 
 
-def _hierarchies(files: _Files) -> tuple[list[_Hierarchy], str]:
+def _hierarchies(files: Files) -> tuple[list[_Hierarchy], str]:
     """Mounted cgroup hierarchies from /proc/self/mountinfo, else from /sys/fs/cgroup's layout."""
     found: list[_Hierarchy] = []
     try:
         lines = files.read("/proc/self/mountinfo").splitlines()
         source = "/proc/self/mountinfo"
     except OSError as exc:
-        lines, source = [], f"the layout of /sys/fs/cgroup (/proc/self/mountinfo is {_why(exc)})"
+        lines, source = [], f"the layout of /sys/fs/cgroup (/proc/self/mountinfo is {why(exc)})"
         top = files.path("/sys/fs/cgroup")
         if (top / "cgroup.controllers").exists():
             lines = ["0 0 0:0 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw"]
@@ -125,7 +125,7 @@ def _place(hierarchies: list[_Hierarchy], entries: list[tuple[int, tuple[str, ..
     return _Place(hierarchy.version, leaf if leaf.is_dir() else hierarchy.mount, hierarchy.mount)
 
 
-def _limit(files: _Files, place: _Place | str, key: str, label: str, unit: str,
+def _limit(files: Files, place: _Place | str, key: str, label: str, unit: str,
            names: tuple[str, ...], parse: Callable[[list[str]], float | int | None]) -> Reading:
     """The tightest limit set in this cgroup or a parent; None (no limit) if none is set."""
     if isinstance(place, str):
@@ -138,7 +138,7 @@ def _limit(files: _Files, place: _Place | str, key: str, label: str, unit: str,
             continue
         except OSError as exc:
             return Reading.failed(key, label, f"cannot read {files.show(folder / names[0])}: "
-                                              f"{_why(exc)}")
+                                              f"{why(exc)}")
         try:
             value = parse(texts)
         except ValueError as exc:
@@ -171,7 +171,7 @@ def _pids(texts: list[str]) -> int | None:
     return None if texts[0] == "max" else int(texts[0])
 
 
-def _cgroups(files: _Files, out: _Collector) -> None:
+def read_cgroups(files: Files, out: Collector) -> None:
     hierarchies, source = _hierarchies(files)
     v1 = sorted(name for h in hierarchies if h.version == 1 for name in h.controllers
                 if name not in _MOUNT_OPTIONS and "=" not in name)
@@ -198,7 +198,7 @@ def _cgroups(files: _Files, out: _Collector) -> None:
     except OSError as exc:
         entries = []
         out.add(Reading.failed("cgroup_path", "This process's cgroup",
-                               f"cannot read /proc/self/cgroup: {_why(exc)}"))
+                               f"cannot read /proc/self/cgroup: {why(exc)}"))
     else:
         out.tables.append(Table("cgroups of this process", ("hierarchy", "controllers", "path"),
                                 tuple((n, ",".join(names), p) for n, names, p in entries),
@@ -233,7 +233,7 @@ def _cgroups(files: _Files, out: _Collector) -> None:
     out.add(_cpuset(files, cpuset))
 
 
-def _cpu_period(files: _Files, place: _Place | str) -> Reading:
+def _cpu_period(files: Files, place: _Place | str) -> Reading:
     """The period over which this cgroup's CPU quota is counted, in milliseconds.
 
     v2 keeps it as the second field of cpu.max, v1 in cpu.cfs_period_us, both
@@ -252,7 +252,7 @@ def _cpu_period(files: _Files, place: _Place | str) -> Reading:
             continue
         except OSError as exc:
             return Reading.failed(key, label, f"cannot read {files.show(folder / name)}: "
-                                              f"{_why(exc)}")
+                                              f"{why(exc)}")
         fields = text.split()
         field = fields[0] if place.version == 1 else (fields[1] if len(fields) == 2 else "")
         if not field.isdigit() or int(field) <= 0:
@@ -265,7 +265,7 @@ def _cpu_period(files: _Files, place: _Place | str) -> Reading:
                                              "parents (the root cgroup of v2 has none)")
 
 
-def _cpuset(files: _Files, place: _Place | str) -> Reading:
+def _cpuset(files: Files, place: _Place | str) -> Reading:
     """The CPUs the cgroup allows: the nearest cpuset file from this cgroup upwards."""
     key, label = "cgroup_cpuset", "CPUs the cgroup allows"
     if isinstance(place, str):
@@ -280,7 +280,7 @@ def _cpuset(files: _Files, place: _Place | str) -> Reading:
                 continue
             except (OSError, ValueError) as exc:
                 return Reading.failed(key, label, f"cannot read {files.show(folder / name)}: "
-                                                  f"{_why(exc)}")
+                                                  f"{why(exc)}")
             try:
                 online = parse_cpu_list(files.read("/sys/devices/system/cpu/online"))
             except (OSError, ValueError):

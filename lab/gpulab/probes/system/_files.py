@@ -1,10 +1,10 @@
 """Reading a machine's files for the system probe, and gathering what its sections find.
 
-`_Files` finds each file under the probe's root (a fake tree in tests, "/"
-otherwise) and names it as the machine names it; `_why` says in words why a
-file could not be read; `_Collector` gathers the readings, tables and
+`Files` finds each file under the probe's root (a fake tree in tests, "/"
+otherwise) and names it as the machine names it; `why` says in words why a
+file could not be read; `Collector` gathers the readings, tables and
 problems, and runs each section so that a bug in one becomes an error
-reading. Package-internal: used by `system` and `system_cgroup`.
+reading. Used by every section of the probe.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ __all__: list[str] = []
 
 # ---- reading files under a root -------------------------------------------------------------
 
-def _why(exc: BaseException) -> str:
+def why(exc: BaseException) -> str:
+    """Why a file could not be read, in words: "missing", "permission denied", ..."""
     if isinstance(exc, FileNotFoundError):
         return "missing"
     if isinstance(exc, PermissionError):
@@ -31,7 +32,7 @@ def _why(exc: BaseException) -> str:
 
 
 @dataclass(frozen=True)
-class _Files:
+class Files:
     """Files of the machine, found under `root` and named as the machine names them."""
 
     root: Path
@@ -52,7 +53,7 @@ class _Files:
         return path.read_text(encoding="utf-8", errors="replace").strip()
 
 
-class _Collector:
+class Collector:
     """The readings, tables and problems a probe gathers, section by section."""
 
     def __init__(self) -> None:
@@ -68,8 +69,8 @@ class _Collector:
         found = next((r for r in self.readings if r.key == key and r.status == "ok"), None)
         return found.value if found else None
 
-    def guarded(self, section: str, run: Callable[[_Files, _Collector], None],
-                files: _Files) -> None:
+    def guarded(self, section: str, run: Callable[[Files, Collector], None],
+                files: Files) -> None:
         """Run one section; a bug in it becomes an error reading, not a lost result."""
         try:
             run(files, self)

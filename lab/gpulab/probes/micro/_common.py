@@ -1,29 +1,13 @@
 """What the microbenchmarks share: running a probe on the device, telemetry, checks, units.
 
-The microbenchmarks measure the GPU's memory hierarchy and arithmetic here:
-`micro_bandwidth` (HBM, access strides, occupancy, host-device copies),
-`micro_latency` (pointer chase, shared-memory latency and bank conflicts)
-and `micro_compute` (warp divergence, FP32 peak, matmul). They work alike.
-
-Each probe runs small CUDA C kernels (`gpulab.kernels`) or library calls,
-checks that they computed the right thing (a copy equals its source, a chase
-ends where the cycle says, a matmul matches a float64 reference), and times
-them with CUDA events after a warm-up, reporting the median of several
-repeats. Each reading states its unit and how it counts; where a ceiling can
-be measured in the same run (cudaMemcpy for copies) it is. NVML telemetry
-(SM clock, power, temperature, clock-event reasons) is recorded while the
-timed part runs. Sizes are scaled from the device's memory and L2 so that a
-probe takes a few seconds on an H200 and still fits a small GPU.
-
-A wrong result makes the probe's status `error`: a fast wrong kernel
-measures nothing.
-
-This module holds what all three use: the byte units, `ratio` and the
-power-of-two helpers (pure, no GPU needed), and the package-internal running
-of a probe: `_run` opens the device, runs the probe's body and turns any
-failure into a result; `_watch` records telemetry; `_check_equal`,
-`_median_ms`, `_full_grid` and `_prop` are the checks and small helpers
-every body uses. CuPy and NumPy are imported only when a probe runs.
+The byte units, `ratio` and the power-of-two helpers are pure (no GPU
+needed). The rest is how a probe runs, used by every module of the package:
+`measure` opens the device, runs the probe's body and turns any failure into
+a result; `watch_telemetry` records NVML telemetry while the timed part runs;
+`check_equal`, `median_ms`, `full_grid` and `prop` are the checks and small
+helpers every body uses; a body returns an `Outcome`, and raises
+`WrongResult` when a kernel computed the wrong thing. CuPy and NumPy are
+imported only when a probe runs.
 """
 
 from __future__ import annotations
@@ -37,7 +21,7 @@ from typing import Any
 
 from gpulab.probes.cuda import CudaDevice, nvml_device, open_device
 from gpulab.probes.model import ProbeResult, Reading, Table, Telemetry, summarise
-from gpulab.probes.nvml_session import pynvml_module
+from gpulab.probes.nvml import pynvml_module
 
 __all__ = ["GiB", "KiB", "MiB", "ratio"]
 
@@ -56,11 +40,13 @@ def ratio(numerator: float, denominator: float) -> float:
     return float(f"{numerator / denominator:.4g}")
 
 
-def _pow2_floor(n: int) -> int:
+def pow2_floor(n: int) -> int:
+    """The largest power of two not above `n` (1 for n < 1)."""
     return 1 << (max(n, 1).bit_length() - 1)
 
 
-def _pow2_ceil(n: int) -> int:
+def pow2_ceil(n: int) -> int:
+    """The smallest power of two not below `n` (1 for n < 1)."""
     return 1 << max(n - 1, 0).bit_length()
 
 
@@ -69,12 +55,14 @@ def _pow2_ceil(n: int) -> int:
 # ---------------------------------------------------------------------------
 
 
-class _WrongResult(Exception):
+class WrongResult(Exception):
     """A kernel or library call computed the wrong thing."""
 
 
 @dataclass
-class _Outcome:
+class Outcome:
+    """What a probe's body found: the one-line message, readings, tables and telemetry."""
+
     message: str
     readings: list[Reading] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
@@ -87,11 +75,11 @@ class _Watch:
 
 
 @contextlib.contextmanager
-def _watch(device: CudaDevice) -> Iterator[_Watch]:
+def watch_telemetry(device: CudaDevice) -> Iterator[_Watch]:
     """Record NVML telemetry while the block runs (none without NVML or the sampler)."""
     watch = _Watch()
     try:
-        from gpulab.probes.telemetry import Sampler
+        from gpulab.probes.nvml import Sampler
     except ImportError:
         yield watch
         return
@@ -116,13 +104,19 @@ def _nvml_index(device: CudaDevice) -> int:
     return device.index
 
 
-def _run(probe: str, title: str, body: Callable[[CudaDevice], _Outcome]) -> ProbeResult:
+def measure(probe: str, title: str, body: Callable[[CudaDevice], Outcome]) -> ProbeResult:
+    """Open the device, run `body` on it and make its `Outcome` the probe's result.
+
+    No usable device gives the result that says why; a `WrongResult` or any
+    other failure gives an `error` result. CuPy's cached memory is given back
+    either way.
+    """
     device = open_device(probe, title)
     if isinstance(device, ProbeResult):
         return device
     try:
         outcome = body(device)
-    except _WrongResult as exc:
+    except WrongResult as exc:
         return ProbeResult(probe, title, "error", f"wrong result, nothing measured: {exc}",
                            device=device.name)
     except Exception as exc:  # a probe turns any failure into a result
@@ -144,20 +138,23 @@ def _release(cupy: Any) -> None:
         cupy.get_default_pinned_memory_pool().free_all_blocks()
 
 
-def _prop(device: CudaDevice, key: str) -> int:
+def prop(device: CudaDevice, key: str) -> int:
+    """One of the device's CUDA properties, as an int."""
     return int(device.props[key])
 
 
-def _check_equal(cupy: Any, got: Any, want: Any, what: str) -> None:
+def check_equal(cupy: Any, got: Any, want: Any, what: str) -> None:
+    """Raise `WrongResult`, naming `what`, unless `got` equals `want` element by element."""
     if not bool(cupy.array_equal(got, want)):
-        raise _WrongResult(f"{what}: the output differs from the expected data")
+        raise WrongResult(f"{what}: the output differs from the expected data")
 
 
-def _median_ms(samples: Sequence[float]) -> float:
+def median_ms(samples: Sequence[float]) -> float:
+    """The median of timings in milliseconds."""
     return float(statistics.median(samples))
 
 
-def _full_grid(device: CudaDevice, threads: int) -> int:
+def full_grid(device: CudaDevice, threads: int) -> int:
     """Blocks of `threads` that fill every SM to its thread limit, in one wave."""
-    return _prop(device, "multiProcessorCount") * (
-        _prop(device, "maxThreadsPerMultiProcessor") // threads)
+    return prop(device, "multiProcessorCount") * (
+        prop(device, "maxThreadsPerMultiProcessor") // threads)

@@ -1,20 +1,18 @@
-"""Arithmetic microbenchmarks: warp divergence, the FP32 FMA peak, matrix multiply.
+"""Matrix multiply throughput: cuBLAS through CuPy in FP16, BF16, TF32 and FP32.
 
-`warp_divergence` times branches that split a warp against the same work
-on one path; `fp32_peak` runs independent FMA chains on every lane against
-the peak at the SM clock seen; `matmul_throughput` times cuBLAS through CuPy
-in FP16, BF16, TF32 and FP32, each checked against a float64 reference.
+`matmul_throughput` times cupy.matmul (cuBLAS) on square matrices, each
+precision checked against a float64 reference over a corner of the result.
+BF16 goes through cublasGemmEx where this CuPy has no bfloat16 arrays; TF32
+and FP32 are told apart by CuPy's cuBLAS compute type. A precision this GPU
+or CuPy cannot run is reported as not supported.
 
-The pure helpers at the top (TFLOPS, matrix size, FP32 lanes per SM, bfloat16
-rounding) need no GPU; the probes import CuPy and NumPy only when they run.
-How every microbenchmark checks, times and reports its work is described in
-`gpulab.probes.micro_common`.
+The pure helpers at the top (matrix size, bfloat16 rounding) need no GPU;
+the probe imports CuPy and NumPy only when it runs.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib
 import math
 from collections.abc import Callable, Iterator
@@ -22,29 +20,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulab.probes.cuda import CudaDevice
-from gpulab.probes.micro_common import (
+from gpulab.probes.micro._common import (
     GiB,
-    _check_equal,
-    _full_grid,
-    _median_ms,
-    _Outcome,
-    _prop,
-    _run,
-    _watch,
-    _WrongResult,
-    ratio,
+    Outcome,
+    WrongResult,
+    measure,
+    median_ms,
+    prop,
+    watch_telemetry,
 )
+from gpulab.probes.micro._compute import tflops
 from gpulab.probes.model import ProbeResult, Reading, Table
 
-__all__ = [
-    "bf16_bits",
-    "fp32_lanes_per_sm",
-    "fp32_peak",
-    "matmul_size",
-    "matmul_throughput",
-    "tflops",
-    "warp_divergence",
-]
+__all__ = ["bf16_bits", "matmul_size", "matmul_throughput"]
 
 
 # ---------------------------------------------------------------------------
@@ -52,25 +40,9 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
-def tflops(flops: float, ms: float) -> float:
-    """Floating-point operations per millisecond as TFLOPS (10^12 per second)."""
-    return flops / (ms * 1e-3) / 1e12
-
-
 def matmul_size(total_mem: int) -> int:
     """Matrix side for the matmul probe: 8192 with 8 GiB of device memory or more, else 4096."""
     return 8192 if total_mem >= 8 * GiB else 4096
-
-
-# FP32 lanes per SM by compute capability (CUDA C Programming Guide, arithmetic throughput).
-_FP32_LANES = {(7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128,
-               (8, 9): 128, (9, 0): 128, (10, 0): 128, (10, 3): 128, (12, 0): 128,
-               (12, 1): 128}
-
-
-def fp32_lanes_per_sm(major: int, minor: int) -> int | None:
-    """FP32 FMA lanes per SM for a compute capability, None where gpulab does not know it."""
-    return _FP32_LANES.get((major, minor))
 
 
 def bf16_bits(float32_bits: Any) -> Any:
@@ -83,126 +55,10 @@ def bf16_bits(float32_bits: Any) -> Any:
     return (float32_bits + 0x7FFF + ((float32_bits >> 16) & 1)) >> 16
 
 
+
 # ---------------------------------------------------------------------------
-# Arithmetic: divergence, FP32 peak, matmul
+# The probe
 # ---------------------------------------------------------------------------
-
-# (pattern, mask of lanes on path B, uniform FMAs per divergent FMA before the branch)
-_DIVERGENCE: tuple[tuple[str, int, int], ...] = (
-    ("no divergence, all lanes on path A", 0x00000000, 0),
-    ("no divergence, all lanes on path B", 0xFFFFFFFF, 0),
-    ("two ways: lanes 0-15 A, 16-31 B", 0xFFFF0000, 0),
-    ("one lane out: lane 0 on B", 0x00000001, 0),
-    ("uniform, with a 9x uniform prefix", 0x00000000, 9),
-    ("two ways for a tenth of the work", 0xFFFF0000, 9),
-)
-
-
-def warp_divergence() -> ProbeResult:
-    """The cost of branches that split a warp: half/half, one lane out, a tenth of the work."""
-    return _run("warp_divergence", "Warp divergence", _warp_divergence)
-
-
-def _warp_divergence(device: CudaDevice) -> _Outcome:
-    from gpulab.kernels import launch
-
-    cp = device.cupy
-    threads = 256
-    blocks = _full_grid(device, threads)
-    iters = 1 << 16
-    lanes = cp.arange(blocks * threads, dtype=cp.uint32) % 32
-    outs: dict[tuple[int, int], Any] = {}
-    ms: dict[str, float] = {}
-    with _watch(device) as watch:
-        for name, mask, prefix in _DIVERGENCE:
-            out = cp.empty(blocks * threads, dtype=cp.float32)
-            run = functools.partial(launch.divergent_paths, out, mask=mask, iters=iters,
-                                    uniform_iters=prefix * iters, blocks=blocks, threads=threads)
-            ms[name] = _median_ms(launch.time_ms(run, iters=3, repeats=5))
-            outs[(mask, prefix)] = out
-    # Every lane must end where a run with all lanes on its path ends.
-    reference_b9 = cp.empty(blocks * threads, dtype=cp.float32)
-    launch.divergent_paths(reference_b9, mask=0xFFFFFFFF, iters=iters, uniform_iters=9 * iters,
-                           blocks=blocks, threads=threads)
-    on_path = {0: outs[(0xFFFFFFFF, 0)], 9: reference_b9}
-    for (mask, prefix), out in outs.items():
-        on_b = ((mask >> lanes) & 1).astype(bool)
-        want = cp.where(on_b, on_path[prefix], outs[(0, prefix)])
-        _check_equal(cp, out, want, f"divergence kernel, mask {mask:#010x}, prefix {prefix}")
-    names = [name for name, _, _ in _DIVERGENCE]
-    uniform, all_b, two_way, one_lane, uniform_long, tenth = (ms[n] for n in names)
-    rows = tuple((name, bin(mask).count("1"), round(ms[name], 3),
-                  ratio(ms[name], uniform_long if prefix else uniform))
-                 for name, mask, prefix in _DIVERGENCE)
-    convention = "kernel time divided by the same kernel with every lane on path A"
-    readings = [
-        Reading("slowdown_two_way", "16/16 split", ratio(two_way, uniform), "x", convention,
-                detail=f"path B alone takes {ratio(all_b, uniform)}x path A"),
-        Reading("slowdown_one_lane", "one lane out", ratio(one_lane, uniform), "x", convention),
-        Reading("slowdown_tenth_two_way", "16/16 split in a tenth of the work",
-                ratio(tenth, uniform_long), "x", convention,
-                detail="every lane first runs 9 units of path A together, then 1 unit split"),
-    ]
-    table = Table(f"Divergent paths, {iters:,} dependent FMAs per path per lane",
-                  ("pattern", "lanes on path B", "time", "slowdown"), rows,
-                  ("", "of 32", "ms", "x"))
-    return _Outcome(f"a 16/16 split costs {two_way / uniform:.2f}x, one lane out "
-                    f"{one_lane / uniform:.2f}x", readings, [table], watch.telemetry)
-
-
-def fp32_peak() -> ProbeResult:
-    """Independent FP32 FMA chains on every lane, against the peak at the clock seen."""
-    return _run("fp32_peak", "FP32 FMA peak", _fp32_peak)
-
-
-def _fp32_peak(device: CudaDevice) -> _Outcome:
-    from gpulab.kernels import launch
-
-    cp = device.cupy
-    threads = 256
-    blocks = _full_grid(device, threads)
-    out = cp.empty(blocks * threads, dtype=cp.float32)
-    chains = 8
-
-    def timed(iters: int, repeats: int) -> float:
-        run = functools.partial(launch.fma_chains, out, iters=iters, blocks=blocks,
-                                threads=threads)
-        ms = _median_ms(launch.time_ms(run, iters=2, repeats=repeats))
-        if not bool(cp.all(out == 28 + 4 * iters)):
-            raise _WrongResult(f"FMA kernel: expected every thread to end at {28 + 4 * iters}")
-        return ms
-
-    with _watch(device) as watch:
-        probe_iters = 1 << 12
-        first = timed(probe_iters, 1)
-        iters = int(min(1 << 21, max(probe_iters, probe_iters * 50 / max(first, 1e-3))))
-        iters -= iters % 16
-        ms = timed(iters, 5)
-    flops = 2.0 * chains * iters * blocks * threads
-    measured = tflops(flops, ms)
-    readings = [Reading("fp32_tflops", "FP32 FMA throughput", round(measured, 2), "TFLOPS",
-                        "FMA = 2 FLOPs", detail=f"{blocks} blocks x {threads} threads, "
-                        f"{chains} independent chains of {iters:,} FMAs each; median of 5")]
-    clock = watch.telemetry.sm_clock_mhz
-    major, minor = _prop(device, "major"), _prop(device, "minor")
-    lanes = fp32_lanes_per_sm(major, minor)
-    if clock:
-        readings.append(Reading("sm_clock_mhz", "SM clock during the run", clock[1], "MHz",
-                                detail=f"NVML, {clock[0]:.0f}-{clock[1]:.0f} MHz seen"))
-    else:
-        readings.append(Reading.not_supported("sm_clock_mhz", "SM clock during the run",
-                                              "NVML gave no sample"))
-    if clock and lanes:
-        peak = _prop(device, "multiProcessorCount") * lanes * 2 * clock[1] * 1e6 / 1e12
-        readings.append(Reading("fp32_peak_at_clock_tflops", "peak at the clock seen",
-                                round(peak, 2), "TFLOPS", "SMs x FP32 lanes x 2 x SM clock",
-                                detail=f"{lanes} FP32 lanes per SM (compute capability "
-                                       f"{major}.{minor})"))
-        readings.append(Reading("fraction_of_peak", "measured / peak at the clock seen",
-                                ratio(measured, peak), "x"))
-    return _Outcome(f"{measured:.1f} TFLOPS FP32 (FMA = 2 FLOPs)", readings, [],
-                    watch.telemetry)
-
 
 _MATMUL_CONVENTION = "2·M·N·K FLOPs per multiply, dense"
 _MATMUL_CASES: tuple[tuple[str, str, float], ...] = (
@@ -232,19 +88,19 @@ class _Gemm:
 
 def matmul_throughput() -> ProbeResult:
     """cuBLAS through CuPy at 8192³ in FP16, BF16, TF32 and FP32, checked against float64."""
-    return _run("matmul_throughput", "Matrix multiply throughput", _matmul_throughput)
+    return measure("matmul_throughput", "Matrix multiply throughput", _matmul_throughput)
 
 
-def _matmul_throughput(device: CudaDevice) -> _Outcome:
+def _matmul_throughput(device: CudaDevice) -> Outcome:
     cp = device.cupy
-    n = matmul_size(_prop(device, "totalGlobalMem"))
+    n = matmul_size(prop(device, "totalGlobalMem"))
     rng = cp.random.RandomState(20261202)
     a32 = rng.uniform(-1.0, 1.0, size=(n, n), dtype=cp.float32)
     b32 = rng.uniform(-1.0, 1.0, size=(n, n), dtype=cp.float32)
     makers = {"fp16": _gemm_fp16, "bf16": _gemm_bf16, "tf32": _gemm_tf32, "fp32": _gemm_fp32}
     found: dict[str, tuple[float, float, str]] = {}      # name -> (ms, error, how)
     skipped: dict[str, str] = {}
-    with _watch(device) as watch:
+    with watch_telemetry(device) as watch:
         for name, _, tolerance in _MATMUL_CASES:
             try:
                 with makers[name](device, a32, b32) as gemm:
@@ -254,8 +110,8 @@ def _matmul_throughput(device: CudaDevice) -> _Outcome:
                 skipped[name] = str(exc)
                 continue
             if not error <= tolerance:
-                raise _WrongResult(f"{name}: largest error {error:.2e} of the largest value, "
-                                   f"more than {tolerance:.0e} ({gemm.how})")
+                raise WrongResult(f"{name}: largest error {error:.2e} of the largest value, "
+                                  f"more than {tolerance:.0e} ({gemm.how})")
             found[name] = (ms, error, gemm.how)
     flops = 2.0 * n ** 3
     readings: list[Reading] = []
@@ -279,17 +135,17 @@ def _matmul_throughput(device: CudaDevice) -> _Outcome:
                   ("precision", "size", "time per multiply", "throughput", "largest error"),
                   rows, ("", "M = N = K", "ms", "TFLOPS", "of max |C|"))
     summary = ", ".join(f"{name} {tflops(flops, found[name][0]):.0f}" for name in found)
-    return _Outcome(f"{summary} TFLOPS ({_MATMUL_CONVENTION})", readings, [table],
-                    watch.telemetry)
+    return Outcome(f"{summary} TFLOPS ({_MATMUL_CONVENTION})", readings, [table],
+                   watch.telemetry)
 
 
 def _time_adaptive(run: Callable[[], object], target_ms: float = 40.0) -> float:
     """Median milliseconds per call, with enough calls per event pair to fill `target_ms`."""
     from gpulab.kernels import launch
 
-    first = _median_ms(launch.time_ms(run, iters=1, repeats=1, warmup=2))
+    first = median_ms(launch.time_ms(run, iters=1, repeats=1, warmup=2))
     iters = max(1, min(50, round(target_ms / max(first, 1e-3))))
-    return _median_ms(launch.time_ms(run, iters=iters, repeats=5, warmup=0))
+    return median_ms(launch.time_ms(run, iters=iters, repeats=5, warmup=0))
 
 
 def _relative_error(cp: Any, gemm: _Gemm) -> float:
@@ -343,7 +199,7 @@ def _gemm_ex_bf16(device: CudaDevice, a32: Any, b32: Any) -> _Gemm:
     numpy = importlib.import_module("numpy")
 
     cp = device.cupy
-    if _prop(device, "major") < 8:
+    if prop(device, "major") < 8:
         raise _NotSupported("BF16 Tensor Core matmul needs compute capability 8.0 or later")
     try:
         cublas = importlib.import_module("cupy_backends.cuda.libs.cublas")
@@ -398,7 +254,7 @@ def _compute_type(device: CudaDevice, wanted: str) -> Iterator[str]:
 
 @contextlib.contextmanager
 def _gemm_tf32(device: CudaDevice, a32: Any, b32: Any) -> Iterator[_Gemm]:
-    if _prop(device, "major") < 8:
+    if prop(device, "major") < 8:
         raise _NotSupported("TF32 needs compute capability 8.0 or later")
     with _compute_type(device, "TF32") as how:
         yield _plain(a32, b32, device.cupy.empty_like(a32), how)

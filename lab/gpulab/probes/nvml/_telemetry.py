@@ -20,8 +20,8 @@ from types import TracebackType
 from typing import Any
 
 from gpulab.probes.model import Telemetry
-from gpulab.probes.nvml_decode import decode_clock_event_reasons
-from gpulab.probes.nvml_session import NvmlUnavailable, nvml_session
+from gpulab.probes.nvml._decode import decode_clock_event_reasons
+from gpulab.probes.nvml._session import NvmlUnavailable, nvml_session
 
 __all__ = ["Sampler"]
 

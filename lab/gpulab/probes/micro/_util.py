@@ -12,7 +12,7 @@ and so tell the two apart.
 NVML's sample period is up to a second (it depends on the product), so the
 first second after the launch, whose window still holds idle time, is not
 sampled. How the microbenchmarks check, time and report their work is
-described in `gpulab.probes.micro_common`.
+described in `gpulab.probes.micro`.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulab.probes.cuda import CudaDevice, nvml_device
-from gpulab.probes.micro_common import _Outcome, _prop, _run, _watch, _WrongResult
+from gpulab.probes.micro._common import Outcome, WrongResult, measure, prop, watch_telemetry
 from gpulab.probes.model import ProbeResult, Reading, Table
-from gpulab.probes.nvml_session import pynvml_module
+from gpulab.probes.nvml import pynvml_module
 
 __all__ = ["SETTLE_S", "SPIN_S", "util_one_thread"]
 
@@ -42,7 +42,7 @@ _CONVENTION = ("nvmlDeviceGetUtilizationRates().gpu: percent of the sample perio
 
 def util_one_thread() -> ProbeResult:
     """NVML's GPU utilisation and GPM's SM counters while a <<<1, 1>>> kernel spins."""
-    return _run("util_one_thread", "GPU utilisation of a one-thread kernel", _util_one_thread)
+    return measure("util_one_thread", "GPU utilisation of a one-thread kernel", _util_one_thread)
 
 
 def _samples(read: Callable[[], int], start: float, until: float) -> list[tuple[float, int]]:
@@ -108,11 +108,11 @@ class _Gpm:
                 self.pynvml.nvmlGpmSampleFree(sample)
 
 
-def _util_one_thread(device: CudaDevice) -> _Outcome:
+def _util_one_thread(device: CudaDevice) -> Outcome:
     from gpulab.kernels import launch
 
     cp = device.cupy
-    sms = _prop(device, "multiProcessorCount")
+    sms = prop(device, "multiProcessorCount")
     out = cp.zeros(2, dtype=cp.uint64)
     launch.spin_one_thread(out, ns=1_000_000)        # compiles the kernel; checked below too
     cp.cuda.get_current_stream().synchronize()
@@ -121,7 +121,7 @@ def _util_one_thread(device: CudaDevice) -> _Outcome:
             why = "NVML is not available here, so there is no utilisation to read"
             keys = ("gpu_util_idle", "gpu_util_one_thread", "sm_util_one_thread",
                     "sm_occupancy_one_thread")
-            return _Outcome(why, [Reading.not_supported(key, _LABEL, why) for key in keys])
+            return Outcome(why, [Reading.not_supported(key, _LABEL, why) for key in keys])
         pynvml = pynvml_module()
 
         def gpu_util() -> int:
@@ -129,7 +129,7 @@ def _util_one_thread(device: CudaDevice) -> _Outcome:
 
         gpm = _Gpm.open(pynvml, handle)
         try:
-            with _watch(device) as watch:
+            with watch_telemetry(device) as watch:
                 time.sleep(IDLE_S)
                 start = time.monotonic()
                 idle = _samples(gpu_util, start, start + 4 * EVERY_S)
@@ -146,8 +146,8 @@ def _util_one_thread(device: CudaDevice) -> _Outcome:
             gpm.close()
     ran_ns, turns = (int(v) for v in out.get())
     if ran_ns < SPIN_S * 1e9 or turns == 0:
-        raise _WrongResult(f"the spin kernel ran {ran_ns} ns in {turns} turns, "
-                           f"not at least {SPIN_S:g} s")
+        raise WrongResult(f"the spin kernel ran {ran_ns} ns in {turns} turns, "
+                          f"not at least {SPIN_S:g} s")
     gpm_window = f"between {SETTLE_S:g} s and {SPIN_S - EVERY_S:g} s after the launch"
     one_sm = 100 / sms
     readings = [
@@ -170,9 +170,9 @@ def _util_one_thread(device: CudaDevice) -> _Outcome:
                   + tuple(("one thread spinning", t, v) for t, v in busy), ("", "s", "%"))
     busy_util = readings[1].value
     sm_text = (f", GPM SM utilisation {sm_util:.2f} %" if isinstance(sm_util, float) else "")
-    return _Outcome(f"GPU utilisation {busy_util} % while one thread on one of {sms} SMs "
-                    f"spins (idle: {readings[0].value} %){sm_text}",
-                    readings, [table], watch.telemetry)
+    return Outcome(f"GPU utilisation {busy_util} % while one thread on one of {sms} SMs "
+                   f"spins (idle: {readings[0].value} %){sm_text}",
+                   readings, [table], watch.telemetry)
 
 
 def _spread(rows: list[tuple[float, int]]) -> str:

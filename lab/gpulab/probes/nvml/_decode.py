@@ -41,7 +41,7 @@ _REASONS = (
 @functools.cache
 def _reason_bits() -> tuple[tuple[int, str], ...]:
     """pynvml's clock-event reason bits with their names, lowest bit first."""
-    from gpulab.probes.nvml_session import pynvml_module
+    from gpulab.probes.nvml._session import pynvml_module
 
     pm = pynvml_module()
     found = []
@@ -84,5 +84,5 @@ def pstate_name(state: int) -> str:
     return f"P{state}" if 0 <= state <= 15 else "unknown"
 
 
-def _enabled(state: int) -> str:
+def enabled_text(state: int) -> str:
     return "Enabled" if state else "Disabled"

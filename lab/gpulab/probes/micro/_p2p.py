@@ -39,19 +39,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulab.probes.cuda import CudaDevice, open_device
-from gpulab.probes.micro_common import (
+from gpulab.probes.micro._common import (
     GiB,
     MiB,
-    _check_equal,
-    _median_ms,
-    _Outcome,
-    _pow2_floor,
-    _run,
-    _watch,
-    _WrongResult,
+    Outcome,
+    WrongResult,
+    check_equal,
+    measure,
+    median_ms,
+    pow2_floor,
     ratio,
+    watch_telemetry,
 )
-from gpulab.probes.micro_latency import _sm_clock_mhz
+from gpulab.probes.micro._latency import sm_clock_mhz
 from gpulab.probes.model import ProbeResult, Reading, Table, Telemetry
 
 __all__ = ["CHASE_BYTES", "PairFigures", "fastest_pair", "measure_pair", "p2p_bandwidth",
@@ -75,7 +75,7 @@ def p2p_bytes(free_bytes: int, cap: int = GiB) -> int:
     A power of two (so a multiple of the 16 bytes the copy kernel moves at
     once); the receiving GPU holds the buffer and a reference copy to check it.
     """
-    return _pow2_floor(max(16, min(cap, free_bytes // 4)))
+    return pow2_floor(max(16, min(cap, free_bytes // 4)))
 
 
 @dataclass(frozen=True)
@@ -206,10 +206,10 @@ def p2p_bandwidth() -> ProbeResult:
     if count < 2:
         return ProbeResult(PROBE, TITLE, "unavailable", f"needs two GPUs: CUDA sees {count}",
                            device=device.name)
-    return _run(PROBE, TITLE, _p2p_bandwidth)
+    return measure(PROBE, TITLE, _p2p_bandwidth)
 
 
-def _p2p_bandwidth(device: CudaDevice) -> _Outcome:
+def _p2p_bandwidth(device: CudaDevice) -> Outcome:
     cp = device.cupy
     count = int(cp.cuda.runtime.getDeviceCount())
     free = []
@@ -235,10 +235,10 @@ def _p2p_bandwidth(device: CudaDevice) -> _Outcome:
     peer_ns, local_ns = best.ns(best.peer_read_cycles), best.ns(best.local_read_cycles)
     latency = (f"; a load from GPU {best.src}'s memory takes {peer_ns:.0f} ns, from its own "
                f"{local_ns:.0f} ns" if peer_ns and local_ns else "")
-    return _Outcome(f"fastest pair {best.name}: cudaMemcpyPeer {best.memcpy_gbs:.0f} GB/s, "
-                    f"host-staged {staged:.1f} GB/s ({best.memcpy_gbs / staged:.1f}x){latency} "
-                    f"(one direction, bytes counted once)", p2p_readings(figures),
-                    [p2p_table(figures)], best.telemetry)
+    return Outcome(f"fastest pair {best.name}: cudaMemcpyPeer {best.memcpy_gbs:.0f} GB/s, "
+                   f"host-staged {staged:.1f} GB/s ({best.memcpy_gbs / staged:.1f}x){latency} "
+                   f"(one direction, bytes counted once)", p2p_readings(figures),
+                   [p2p_table(figures)], best.telemetry)
 
 
 def _enable_peer_access(cupy: Any, src: int, dst: int) -> bool:
@@ -280,7 +280,7 @@ def measure_pair(cupy: Any, src: int, dst: int, nbytes: int, *, host: Any = None
     """Every figure from GPU `src` to GPU `dst`, each copy checked; src == dst is allowed.
 
     `nbytes` must be a multiple of 16; `host` is a pinned buffer of at least
-    `nbytes` (one is allocated when not given). Raises `_WrongResult` when a
+    `nbytes` (one is allocated when not given). Raises `WrongResult` when a
     copy or a chase gives the wrong data.
     """
     from gpulab.kernels import launch
@@ -303,12 +303,12 @@ def measure_pair(cupy: Any, src: int, dst: int, nbytes: int, *, host: Any = None
     def timed(run: Callable[[], object], what: str, repeats: int = 5, iters: int = 3) -> float:
         """Median ms per call on the current device; `out` must then equal `want`."""
         out.fill(0)
-        ms = _median_ms(launch.time_ms(run, iters=iters, repeats=repeats))
+        ms = median_ms(launch.time_ms(run, iters=iters, repeats=repeats))
         with cp.cuda.Device(dst):
-            _check_equal(cp, out, want, f"{what}, GPU {src} → GPU {dst}")
+            check_equal(cp, out, want, f"{what}, GPU {src} → GPU {dst}")
         return ms
 
-    with _watch(target) as watch:
+    with watch_telemetry(target) as watch:
         with cp.cuda.Device(dst):
             memcpy_ms = timed(lambda: runtime.memcpyPeerAsync(
                 out.data.ptr, dst, source.data.ptr, src, nbytes, stream()), "cudaMemcpyPeerAsync")
@@ -320,14 +320,14 @@ def measure_pair(cupy: Any, src: int, dst: int, nbytes: int, *, host: Any = None
                 kernel_ms = timed(functools.partial(launch.copy_pointers, source.data.ptr,
                                                     out.data.ptr, nbytes, blocks=blocks,
                                                     threads=threads), "SM copy kernel")
-            small_ms = _median_ms(launch.time_ms(lambda: runtime.memcpyPeerAsync(
+            small_ms = median_ms(launch.time_ms(lambda: runtime.memcpyPeerAsync(
                 tiny_out.data.ptr, dst, tiny_src.data.ptr, src, 4, stream()),
                 iters=_SMALL_COPIES, repeats=5))
             if int(tiny_out.get()[0]) != 0x5EED:
-                raise _WrongResult(f"4-byte cudaMemcpyPeerAsync, GPU {src} → GPU {dst}: "
-                                   "the word did not arrive")
+                raise WrongResult(f"4-byte cudaMemcpyPeerAsync, GPU {src} → GPU {dst}: "
+                                  "the word did not arrive")
         with cp.cuda.Device(src):
-            d2h_ms = _median_ms(launch.time_ms(lambda: runtime.memcpyAsync(
+            d2h_ms = median_ms(launch.time_ms(lambda: runtime.memcpyAsync(
                 host.ptr, source.data.ptr, nbytes, runtime.memcpyDeviceToHost, stream()),
                 iters=1, repeats=3))
         with cp.cuda.Device(dst):
@@ -336,7 +336,7 @@ def measure_pair(cupy: Any, src: int, dst: int, nbytes: int, *, host: Any = None
                 "host-staged copy", repeats=3, iters=1)
         peer = _chase(cp, src, dst, seed=src * 1000 + dst) if access else None
         local = _chase(cp, dst, dst, seed=dst * 1000 + dst + 1)
-    clock, how = _sm_clock_mhz(target, watch.telemetry)
+    clock, how = sm_clock_mhz(target, watch.telemetry)
     gbs = functools.partial(_gb_per_s, nbytes)
     return PairFigures(src, dst, nbytes, access, gbs(memcpy_ms),
                        None if kernel_ms is None else gbs(kernel_ms), gbs(d2h_ms + h2d_ms),
@@ -373,6 +373,6 @@ def _chase(cupy: Any, home: int, runner: int, *, seed: int) -> float:
     with cp.cuda.Device(runner):
         reached, cycles = launch.chase(table.data.ptr, start, warm_steps=0, steps=steps)
     if reached != expected:
-        raise _WrongResult(f"chase on GPU {runner} through GPU {home}'s memory ended at line "
-                           f"{reached}, the cycle says {expected}")
+        raise WrongResult(f"chase on GPU {runner} through GPU {home}'s memory ended at line "
+                          f"{reached}, the cycle says {expected}")
     return cycles / steps

@@ -1,42 +1,37 @@
-"""Bandwidth microbenchmarks: HBM copies, access strides, occupancy, host-device copies.
+"""Device-memory bandwidth microbenchmarks: HBM copies, access strides, occupancy.
 
 `hbm_bandwidth` sets an SM copy kernel against cudaMemcpy on the same
 buffers in the same run; `stride_sweep` reads at strides of 1-32 words to
 show what coalescing is worth; `occupancy_bandwidth` copies with fewer and
-fewer resident warps per SM; `pcie_bandwidth` copies between host and
-device from pinned and pageable memory, against the PCIe link's rate.
+fewer resident warps per SM. Host-device copies are in `_pcie`.
 
-The pure helpers at the top (buffer sizes, sector overfetch, PCIe rates,
-occupancy arithmetic, GB/s) need no GPU; the probes import CuPy and NumPy
+The pure helpers at the top (buffer sizes, sector overfetch, occupancy
+arithmetic, GB/s) need no GPU; the probes import CuPy and NumPy
 only when they run. How every microbenchmark checks, times and reports its
-work is described in `gpulab.probes.micro_common`.
+work is described in `gpulab.probes.micro`.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-import os
-from collections.abc import Callable
 
-from gpulab.probes.cuda import CudaDevice, nvml_device
-from gpulab.probes.micro_common import (
+from gpulab.probes.cuda import CudaDevice
+from gpulab.probes.micro._common import (
     GiB,
     MiB,
-    _check_equal,
-    _full_grid,
-    _median_ms,
-    _Outcome,
-    _pow2_ceil,
-    _pow2_floor,
-    _prop,
-    _run,
-    _watch,
-    _WrongResult,
+    Outcome,
+    WrongResult,
+    check_equal,
+    full_grid,
+    measure,
+    median_ms,
+    pow2_ceil,
+    pow2_floor,
+    prop,
     ratio,
+    watch_telemetry,
 )
 from gpulab.probes.model import ProbeResult, Reading, Table
-from gpulab.probes.nvml_session import pynvml_module
 
 __all__ = [
     "gb_per_s",
@@ -44,9 +39,6 @@ __all__ = [
     "occupancy_bandwidth",
     "occupancy_blocks",
     "occupancy_smem",
-    "pcie_bandwidth",
-    "pcie_bytes",
-    "pcie_link_gb_per_s",
     "scaled_bytes",
     "sector_overfetch",
     "stride_sweep",
@@ -70,8 +62,8 @@ def scaled_bytes(total_mem: int, l2_bytes: int, *, share: int, cap: int) -> int:
     raised to 8 × L2 (rounded up) where that is larger and still at most a
     quarter of device memory, so the data cannot be served from the cache.
     """
-    size = _pow2_floor(min(total_mem // share, cap))
-    floor = _pow2_ceil(8 * l2_bytes)
+    size = pow2_floor(min(total_mem // share, cap))
+    floor = pow2_ceil(8 * l2_bytes)
     if size < floor <= total_mem // 4:
         size = floor
     return size
@@ -84,27 +76,6 @@ def sector_overfetch(stride: int) -> int:
     brings a whole sector for each useful word.
     """
     return min(stride, 8)
-
-
-def pcie_bytes(host_mem: int, device_mem: int) -> int:
-    """Transfer size for the host-device probe: 1 GiB where memory is plentiful, else 256 MiB."""
-    return GiB if host_mem >= 16 * GiB and device_mem >= 8 * GiB else 256 * MiB
-
-
-# Per-lane PCIe data rate in GB/s after line encoding: GT/s x encoding / 8 bits.
-_PCIE_LANE_GB_S = {1: 2.5 * 8 / 10 / 8, 2: 5.0 * 8 / 10 / 8, 3: 8.0 * 128 / 130 / 8,
-                   4: 16.0 * 128 / 130 / 8, 5: 32.0 * 128 / 130 / 8, 6: 64.0 * 242 / 256 / 8}
-
-
-def pcie_link_gb_per_s(generation: int, width: int) -> float | None:
-    """A PCIe link's data rate in GB/s per direction, after line encoding (None if unknown).
-
-    Gen 3-5 use 128b/130b encoding, Gen 1-2 8b/10b, Gen 6 FLIT mode (242 of
-    256 bytes carry data). Packet headers cost a further 10-20 %, so copies
-    reach less than this.
-    """
-    lane = _PCIE_LANE_GB_S.get(generation)
-    return None if lane is None or width <= 0 else round(lane * width, 2)
 
 
 def occupancy_smem(blocks_per_sm: int, smem_per_sm: int, reserved_per_block: int,
@@ -128,7 +99,7 @@ def occupancy_blocks(threads: int, dynamic_smem: int, props: dict[str, int]) -> 
 
 
 # ---------------------------------------------------------------------------
-# Bandwidth: HBM, strides, occupancy, PCIe
+# Bandwidth: HBM, strides, occupancy
 # ---------------------------------------------------------------------------
 
 _READ_WRITE = "bytes read + bytes written"
@@ -136,7 +107,7 @@ _READ_WRITE = "bytes read + bytes written"
 
 def hbm_bandwidth() -> ProbeResult:
     """An SM copy kernel against cudaMemcpy device-to-device: same buffers, same run."""
-    return _run("hbm_bandwidth", "HBM bandwidth", _hbm_bandwidth)
+    return measure("hbm_bandwidth", "HBM bandwidth", _hbm_bandwidth)
 
 
 def _copy_configs(device: CudaDevice, n: int) -> list[tuple[str, int, int]]:
@@ -148,21 +119,21 @@ def _copy_configs(device: CudaDevice, n: int) -> list[tuple[str, int, int]]:
     cudaMemcpy and the one-wave loop reached about 0.93 of it; the table
     keeps every row and the best is reported.
     """
-    sms = _prop(device, "multiProcessorCount")
-    per_sm = _prop(device, "maxThreadsPerMultiProcessor")
+    sms = prop(device, "multiProcessorCount")
+    per_sm = prop(device, "maxThreadsPerMultiProcessor")
     configs = [("copy_float4", 256, sms * max(1, per_sm // 256))]
     for threads in (128, 256, 512):
-        if threads <= _prop(device, "maxThreadsPerBlock"):
+        if threads <= prop(device, "maxThreadsPerBlock"):
             configs.append(("copy_float4_tiles", threads, -(-n // threads)))
     return configs
 
 
-def _hbm_bandwidth(device: CudaDevice) -> _Outcome:
+def _hbm_bandwidth(device: CudaDevice) -> Outcome:
     from gpulab.kernels import launch
 
     cp = device.cupy
     runtime = cp.cuda.runtime
-    nbytes = scaled_bytes(_prop(device, "totalGlobalMem"), _prop(device, "l2CacheSize"),
+    nbytes = scaled_bytes(prop(device, "totalGlobalMem"), prop(device, "l2CacheSize"),
                           share=16, cap=4 * GiB)
     src = cp.arange(nbytes // 4, dtype=cp.uint32)
     dst = cp.empty_like(src)
@@ -174,21 +145,21 @@ def _hbm_bandwidth(device: CudaDevice) -> _Outcome:
     def timed_memcpy() -> list[float]:
         dst.fill(0)
         samples = launch.time_ms(memcpy, iters=5, repeats=5)
-        _check_equal(cp, dst, src, "cudaMemcpy device-to-device")
+        check_equal(cp, dst, src, "cudaMemcpy device-to-device")
         return samples
 
     rows: list[tuple[str, int, int, float]] = []
-    with _watch(device) as watch:
+    with watch_telemetry(device) as watch:
         memcpy_ms = timed_memcpy()
         for variant, threads, blocks in _copy_configs(device, nbytes // 16):
             dst.fill(0)
             run = functools.partial(launch.copy, variant, src, dst, blocks=blocks,
                                     threads=threads)
-            ms = _median_ms(launch.time_ms(run, iters=5, repeats=5))
-            _check_equal(cp, dst, src, f"{variant} ({blocks} blocks of {threads} threads)")
+            ms = median_ms(launch.time_ms(run, iters=5, repeats=5))
+            check_equal(cp, dst, src, f"{variant} ({blocks} blocks of {threads} threads)")
             rows.append((variant, threads, blocks, round(gb_per_s(2 * nbytes, ms), 1)))
         memcpy_ms += timed_memcpy()
-    memcpy_gbs = gb_per_s(2 * nbytes, _median_ms(memcpy_ms))
+    memcpy_gbs = gb_per_s(2 * nbytes, median_ms(memcpy_ms))
     variant, threads, blocks, best = max(rows, key=lambda row: row[3])
     wave = next(row for row in rows if row[0] == "copy_float4")
     size = f"{nbytes / GiB:g} GiB" if nbytes >= GiB else f"{nbytes // MiB} MiB"
@@ -208,8 +179,8 @@ def _hbm_bandwidth(device: CudaDevice) -> _Outcome:
     table = Table("Copy kernel launch shapes", ("kernel", "threads per block", "blocks",
                                                 "bandwidth"),
                   tuple(rows), ("", "threads", "blocks", "GB/s"))
-    return _Outcome(f"SM copy {best:.0f} GB/s, cudaMemcpy {memcpy_gbs:.0f} GB/s "
-                    f"({_READ_WRITE})", readings, [table], watch.telemetry)
+    return Outcome(f"SM copy {best:.0f} GB/s, cudaMemcpy {memcpy_gbs:.0f} GB/s "
+                   f"({_READ_WRITE})", readings, [table], watch.telemetry)
 
 
 STRIDES = (1, 2, 4, 8, 16, 32)
@@ -217,31 +188,31 @@ STRIDES = (1, 2, 4, 8, 16, 32)
 
 def stride_sweep() -> ProbeResult:
     """Useful read bandwidth at strides of 1-32 words: what coalescing is worth."""
-    return _run("stride_sweep", "Access stride sweep", _stride_sweep)
+    return measure("stride_sweep", "Access stride sweep", _stride_sweep)
 
 
-def _stride_sweep(device: CudaDevice) -> _Outcome:
+def _stride_sweep(device: CudaDevice) -> Outcome:
     from gpulab.kernels import launch
 
     cp = device.cupy
-    nbytes = scaled_bytes(_prop(device, "totalGlobalMem"), _prop(device, "l2CacheSize"),
+    nbytes = scaled_bytes(prop(device, "totalGlobalMem"), prop(device, "l2CacheSize"),
                           share=16, cap=4 * GiB)
     src = cp.arange(nbytes // 4, dtype=cp.uint32)
     threads = 256
-    blocks = _full_grid(device, threads)
+    blocks = full_grid(device, threads)
     partial = cp.empty(blocks * threads, dtype=cp.uint32)
     useful: dict[int, float] = {}
-    with _watch(device) as watch:
+    with watch_telemetry(device) as watch:
         for stride in STRIDES:
             run = functools.partial(launch.read_strided, src, stride, partial, blocks=blocks,
                                     threads=threads)
-            ms = _median_ms(launch.time_ms(run, iters=3, repeats=5))
+            ms = median_ms(launch.time_ms(run, iters=3, repeats=5))
             used = src[: src.size // stride * stride : stride]
             want = int(cp.sum(used, dtype=cp.uint64)) % (1 << 32)
             got = int(cp.sum(partial, dtype=cp.uint64)) % (1 << 32)
             if got != want:
-                raise _WrongResult(f"stride {stride}: the kernel summed {got}, the reference "
-                                   f"{want} (mod 2^32)")
+                raise WrongResult(f"stride {stride}: the kernel summed {got}, the reference "
+                                  f"{want} (mod 2^32)")
             useful[stride] = gb_per_s(src.size // stride * 4, ms)
     base = useful[1]
     rows = tuple((s, round(useful[s], 1), ratio(useful[s], base), sector_overfetch(s))
@@ -256,16 +227,16 @@ def _stride_sweep(device: CudaDevice) -> _Outcome:
                   ("stride", "useful bandwidth", "fraction of stride 1",
                    "bytes moved per useful byte"), rows,
                   ("4-byte words", "GB/s", "", "32-byte sectors"))
-    return _Outcome(f"stride 1: {base:.0f} GB/s useful; stride 32: {useful[32]:.0f} GB/s "
-                    f"({useful[32] / base:.1%})", readings, [table], watch.telemetry)
+    return Outcome(f"stride 1: {base:.0f} GB/s useful; stride 32: {useful[32]:.0f} GB/s "
+                   f"({useful[32] / base:.1%})", readings, [table], watch.telemetry)
 
 
 def occupancy_bandwidth() -> ProbeResult:
     """Copy bandwidth as the resident warps per SM fall from the maximum to a sixteenth."""
-    return _run("occupancy_bandwidth", "Occupancy and bandwidth", _occupancy_bandwidth)
+    return measure("occupancy_bandwidth", "Occupancy and bandwidth", _occupancy_bandwidth)
 
 
-def _occupancy_bandwidth(device: CudaDevice) -> _Outcome:
+def _occupancy_bandwidth(device: CudaDevice) -> Outcome:
     from gpulab.kernels import function, launch
 
     cp = device.cupy
@@ -285,13 +256,13 @@ def _occupancy_bandwidth(device: CudaDevice) -> _Outcome:
     pointer = kernel.kernel.ptr                     # the CUfunction behind the RawKernel
     kernel.max_dynamic_shared_size_bytes = max(smem.values())    # above 48 KB needs opting in
     kernel.preferred_shared_memory_carveout = 100                # all of L1 as shared memory
-    nbytes = scaled_bytes(_prop(device, "totalGlobalMem"), _prop(device, "l2CacheSize"),
+    nbytes = scaled_bytes(prop(device, "totalGlobalMem"), prop(device, "l2CacheSize"),
                           share=16, cap=2 * GiB)
     src = cp.arange(nbytes // 4, dtype=cp.uint32)
     dst = cp.empty_like(src)
-    sms = _prop(device, "multiProcessorCount")
+    sms = prop(device, "multiProcessorCount")
     rows: list[tuple[int, int, int, int, str, float]] = []
-    with _watch(device) as watch:
+    with watch_telemetry(device) as watch:
         for k in levels:
             try:
                 resident = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(
@@ -302,8 +273,8 @@ def _occupancy_bandwidth(device: CudaDevice) -> _Outcome:
             dst.fill(0)
             run = functools.partial(launch.copy, "copy_float4", src, dst, blocks=sms * k,
                                     threads=threads, shared_mem=smem[k])
-            ms = _median_ms(launch.time_ms(run, iters=3, repeats=5))
-            _check_equal(cp, dst, src, f"copy_float4 at {k} blocks per SM")
+            ms = median_ms(launch.time_ms(run, iters=3, repeats=5))
+            check_equal(cp, dst, src, f"copy_float4 at {k} blocks per SM")
             warps = min(k, resident) * threads // props["warpSize"]
             rows.append((warps, k, smem[k], resident, how, round(gb_per_s(2 * nbytes, ms), 1)))
     by_warps = {row[0]: row[5] for row in rows}
@@ -328,78 +299,5 @@ def _occupancy_bandwidth(device: CudaDevice) -> _Outcome:
                   ("warps per SM", "blocks per SM", "dynamic shared memory per block",
                    "blocks that fit", "checked by", "bandwidth"),
                   tuple(rows), ("warps", "blocks", "bytes", "blocks", "", "GB/s"))
-    return _Outcome(f"full occupancy {full or 0:.0f} GB/s, quarter {quarter or 0:.0f} GB/s "
-                    f"({_READ_WRITE})", readings, [table], watch.telemetry)
-
-
-def pcie_bandwidth() -> ProbeResult:
-    """Host-to-device and device-to-host copies, pinned and pageable host memory."""
-    return _run("pcie_bandwidth", "Host-device copies", _pcie_bandwidth)
-
-
-def _pcie_bandwidth(device: CudaDevice) -> _Outcome:
-    cupyx = importlib.import_module("cupyx")
-    numpy = importlib.import_module("numpy")
-
-    from gpulab.kernels import launch
-
-    cp = device.cupy
-    runtime = cp.cuda.runtime
-    host_mem = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    nbytes = pcie_bytes(host_mem, _prop(device, "totalGlobalMem"))
-    dev = cp.empty(nbytes, dtype=cp.uint8)
-    pinned_src = cupyx.empty_pinned((nbytes,), dtype=numpy.uint8)
-    pinned_dst = cupyx.empty_pinned((nbytes,), dtype=numpy.uint8)
-    pinned_src.view(numpy.uint32)[:] = numpy.arange(nbytes // 4, dtype=numpy.uint32)
-    pageable_src = numpy.array(pinned_src)          # a plain, pageable copy
-    pageable_dst = numpy.zeros_like(pageable_src)   # touched, so its pages exist
-
-    def copier(dst: int, src: int, kind: int) -> Callable[[], None]:
-        return lambda: runtime.memcpyAsync(dst, src, nbytes, kind,
-                                           cp.cuda.get_current_stream().ptr)
-
-    h2d, d2h = runtime.memcpyHostToDevice, runtime.memcpyDeviceToHost
-    results: dict[str, float] = {}
-    with _watch(device) as watch:
-        for memory, src, dst, repeats in (("pinned", pinned_src, pinned_dst, 5),
-                                          ("pageable", pageable_src, pageable_dst, 3)):
-            ms = launch.time_ms(copier(dev.data.ptr, src.ctypes.data, h2d), iters=1,
-                                repeats=repeats)
-            results[f"h2d_{memory}"] = gb_per_s(nbytes, _median_ms(ms))
-            ms = launch.time_ms(copier(dst.ctypes.data, dev.data.ptr, d2h), iters=1,
-                                repeats=repeats)
-            results[f"d2h_{memory}"] = gb_per_s(nbytes, _median_ms(ms))
-            if not numpy.array_equal(dst, pinned_src):
-                raise _WrongResult(f"{memory} round trip: the data copied back differs")
-    convention = "each byte counted once, one direction"
-    labels = {"h2d": "host to device", "d2h": "device to host"}
-    readings = [Reading(f"{key}_bandwidth", f"{labels[key[:3]]}, {key[4:]} host memory",
-                        round(value, 2), "GB/s", convention,
-                        detail=f"{nbytes // MiB} MiB per copy, cudaMemcpyAsync, median")
-                for key, value in results.items()]
-    readings.append(_pcie_link(device))
-    return _Outcome(f"pinned: {results['h2d_pinned']:.1f} GB/s to the GPU, "
-                    f"{results['d2h_pinned']:.1f} GB/s back; pageable: "
-                    f"{results['h2d_pageable']:.1f} / {results['d2h_pageable']:.1f} GB/s",
-                    readings, [], watch.telemetry)
-
-
-def _pcie_link(device: CudaDevice) -> Reading:
-    """The link's data rate per direction, the ceiling the copies are compared with."""
-    key, label = "link_bandwidth", "PCIe link, per direction"
-    with nvml_device(device) as handle:
-        if handle is None:
-            return Reading.not_supported(key, label, "NVML is not available")
-        try:
-            pynvml = pynvml_module()
-
-            generation = int(pynvml.nvmlDeviceGetMaxPcieLinkGeneration(handle))
-            width = int(pynvml.nvmlDeviceGetMaxPcieLinkWidth(handle))
-        except Exception as exc:  # NotSupported (e.g. an SXM board without PCIe data)
-            return Reading.not_supported(key, label, f"NVML: {exc}")
-    rate = pcie_link_gb_per_s(generation, width)
-    if rate is None:
-        return Reading.not_supported(key, label, f"PCIe Gen{generation} x{width} is not known")
-    return Reading(key, label, rate, "GB/s", "per direction, after line encoding",
-                   detail=f"PCIe Gen{generation} x{width} (the link's maximum, from NVML); "
-                          "packet overhead leaves copies 10-20 % below this")
+    return Outcome(f"full occupancy {full or 0:.0f} GB/s, quarter {quarter or 0:.0f} GB/s "
+                   f"({_READ_WRITE})", readings, [table], watch.telemetry)
