@@ -21,7 +21,7 @@ from tui_helpers import SIZE, on_screen, plain, solve, wait_for
 
 from gpulab.course import ProgressStore
 from gpulab.course.workspace import Workspace
-from gpulab.probes.nvml_record import Replay
+from gpulab.probes.nvml import Replay
 from gpulab.tui import GpulabApp
 from gpulab.tui.measure import gpu_present
 from gpulab.tui.screens import CourseMapScreen, ExerciseScreen

@@ -1,11 +1,13 @@
 """Snapshots of every screen on the fixture course: the map, a lesson (and a question with
-its answer folded), an exercise, the GPU (a replayed H200, and a machine without a GPU),
-search, a prediction, help, and the course that cannot be read.
+its answer folded, and a node with a figure), an exercise, the GPU (a replayed H200, and a
+machine without a GPU), search, a prediction, help, the figures, and the course that cannot
+be read.
 
 Update them with ``pytest tests/tui/test_tui_snapshots.py --snapshot-update``
 and look at the SVGs before committing them. The apps are told whether there is
 a GPU (`has_gpu`), and the GPU screens get a recorded NVML, so a snapshot looks
-the same on every machine; nothing shows a time or a path of this machine.
+the same on every machine; nothing shows a time or a path of this machine. Figures
+are drawn from gpulab's recording and nothing else (no probe runs).
 """
 
 from __future__ import annotations
@@ -16,22 +18,31 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from tui_helpers import NVML_REPLAY, SIZE, on_screen, wait_for
+from tui_helpers import (
+    FOOTPRINT,
+    NVML_REPLAY,
+    SIZE,
+    build_figure_course,
+    on_screen,
+    screen_text,
+    wait_for,
+)
 
 from gpulab.course import CourseError, ProgressStore, load_course
 from gpulab.probes import ProbeResult
-from gpulab.probes.nvml_record import Replay
+from gpulab.probes.nvml import Replay
 from gpulab.tui import GpulabApp, make_app
 from gpulab.tui.screens import (
     ExerciseScreen,
     FatalScreen,
+    FiguresScreen,
     GpuScreen,
     LessonScreen,
     PredictionScreen,
     SearchScreen,
     gpu,
 )
-from gpulab.tui.widgets import ClaimCard, TaskPanel
+from gpulab.tui.widgets import ClaimCard, FigureView, NodePane, TaskPanel
 
 Compare = Callable[..., bool]
 GPU_SIZE = (100, 40)
@@ -204,3 +215,48 @@ def test_fatal_snapshot(snap_compare: Compare, tmp_path: Path, store_path: Path,
         await _settle(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.fixture
+def figure_course(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                  recorded_h200: dict[str, ProbeResult]) -> Path:
+    """The fixture course with figures on its memory lesson, drawn from the recording."""
+    lessons = build_figure_course(tmp_path / "course")
+    monkeypatch.setenv("GPULAB_COURSE_DIR", str(lessons))
+    return lessons
+
+
+def test_node_figure_snapshot(snap_compare: Compare, figure_course: Path, store_path: Path
+                              ) -> None:
+    """A node with a figure: its notes, then the plot with its key, caption and source."""
+    app = make_app(course=load_course(figure_course), store=ProgressStore(store_path),
+                   has_gpu=False)
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        lab = pilot.app
+        assert isinstance(lab, GpulabApp)
+        lab.open_lesson("memory", FOOTPRINT)
+        await on_screen(pilot, lab, LessonScreen)
+        await wait_for(pilot, lambda: lab.screen.query(FigureView))
+        await wait_for(pilot, lambda: "64 MiB" in screen_text(lab))
+        lab.screen.query_one(NodePane).scroll_home(animate=False)
+        await _settle(pilot)
+
+    assert snap_compare(app, terminal_size=(120, 45), run_before=run_before)
+
+
+def test_figures_snapshot(snap_compare: Compare, figure_course: Path, store_path: Path
+                          ) -> None:
+    """The figures by lesson, the roofline highlighted and drawn beside the list."""
+    app = make_app(course=load_course(figure_course), store=ProgressStore(store_path),
+                   has_gpu=False)
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        lab = pilot.app
+        assert isinstance(lab, GpulabApp)
+        lab.open_figures("roofline")
+        await on_screen(pilot, lab, FiguresScreen)
+        await wait_for(pilot, lambda: "10000" in screen_text(lab))
+        await _settle(pilot)
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)

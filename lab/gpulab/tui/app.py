@@ -1,14 +1,13 @@
 """The gpulab app: built by `make_app`, started by `run_app` (``gpulab`` with no arguments).
 
 Screens never call the app: they post the messages of `gpulab.tui.messages`
-(`OpenLesson`, `ShowMap`, `MeasureClaim`, ...), and the ``on_*`` handlers here
-open the screens and start the work. State goes the other way: the learner
-half (`LearnerApp`) keeps the progress, the workspace, the GPU flag and the
-exercise states as reactive attributes that the screens watch, and runs the
-checks. This half opens the screens (the learner half imports none), and owns this
-session's claim measurements (`board`): a probe runs in a thread worker of the
-app, so leaving the lesson does not lose its result, and every claim card on
-screen is told when its claim changes.
+(`OpenLesson`, `ShowMap`, `MeasureClaim`, ...), and the app's ``on_*`` handlers
+open the screens and start the work. The app is built in three layers. The
+learner half (`gpulab.tui.learner.LearnerApp`) keeps the progress, the
+workspace, the GPU flag, the exercise states and this session's probe results
+as reactive attributes that the screens watch, and runs the checks; the claim
+half (`gpulab.tui.claims.ClaimsApp`) measures claims and tells their cards;
+this top half opens the screens (the other two import none).
 
 First paint comes first: only the course map's own modules are imported when
 the app is built; the other screens, the lesson parser, the probes and the
@@ -17,30 +16,29 @@ workspace's sync load or run after the map is drawn.
 
 from __future__ import annotations
 
-from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
-from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
 
-from gpulab.course import Claim, Course, CourseError, ProgressStore, SearchHit, load_course
+from gpulab.course import Course, CourseError, ProgressStore, SearchHit, load_course
 from gpulab.course.workspace import Workspace, WorkspaceError
-from gpulab.timestamps import utc_now
+from gpulab.tui.claims import ClaimsApp
 from gpulab.tui.commands import (
     DayCommands,
     ExerciseCommands,
+    FigureCommands,
     GpuCommands,
     LessonCommands,
     ThemeCommands,
 )
 from gpulab.tui.learner import LearnerApp
 from gpulab.tui.messages import (
-    MeasureClaim,
     OpenExercise,
+    OpenFigures,
     OpenGpu,
     OpenLesson,
     OpenNextExercise,
@@ -51,13 +49,6 @@ from gpulab.tui.screens.course_map import CourseMapScreen, MapTarget
 from gpulab.tui.screens.fatal import FatalScreen
 from gpulab.tui.state import Keeper
 
-if TYPE_CHECKING:
-    from gpulab.probes.model import ProbeResult
-    from gpulab.tui.measure import ClaimBoard
-    from gpulab.tui.screens.gpu import GpuScreen
-    from gpulab.tui.screens.prediction import PredictionScreen
-    from gpulab.tui.widgets import ClaimCard
-
 __all__ = ["GpulabApp", "help_sections", "make_app", "run_app"]
 
 DARK, LIGHT = "textual-dark", "textual-light"
@@ -67,6 +58,7 @@ def help_sections() -> list[tuple[str, list[type[DOMNode]]]]:
     """The screens (and their main widget) whose keys the help screen lists."""
     from gpulab.tui.screens import (
         ExerciseScreen,
+        FiguresScreen,
         GpuScreen,
         HelpScreen,
         LessonScreen,
@@ -79,6 +71,7 @@ def help_sections() -> list[tuple[str, list[type[DOMNode]]]]:
         ("Course map", [CourseMapScreen, CourseTree]),
         ("Lesson", [LessonScreen, MindmapTree]),
         ("Exercise", [ExerciseScreen]),
+        ("Figures", [FiguresScreen]),
         ("GPU", [GpuScreen]),
         ("Predicting a claim", [PredictionScreen]),
         ("Search", [SearchScreen]),
@@ -87,38 +80,20 @@ def help_sections() -> list[tuple[str, list[type[DOMNode]]]]:
     ]
 
 
-class GpulabApp(LearnerApp):
-    """The course map, lessons, exercises, the GPU, search and help, over one course."""
+class GpulabApp(ClaimsApp):
+    """The course map, lessons, exercises, figures, the GPU, search and help, over one
+    course."""
 
     CSS_PATH = "gpulab.tcss"
     TITLE = "gpulab"
-    COMMANDS = App.COMMANDS | {LessonCommands, DayCommands, ExerciseCommands, GpuCommands,
-                               ThemeCommands}
+    COMMANDS = App.COMMANDS | {LessonCommands, DayCommands, ExerciseCommands, FigureCommands,
+                               GpuCommands, ThemeCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (96, "-wide")]  # noqa: RUF012 - App's type
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help"),
         Binding("f1", "help", "Help", show=False),
         Binding("q", "quit", "Quit", show=False),
     ]
-
-    class ClaimMeasured(Message):
-        """A claim's probe finished (posted from the probe's thread)."""
-
-        def __init__(self, claim: Claim, result: ProbeResult, predicted: float | None,
-                     at: str) -> None:
-            super().__init__()
-            self.claim = claim
-            self.result = result
-            self.predicted = predicted
-            self.at = at
-
-    class ProbeReadiness(Message):
-        """Whether a claim's probe can run here (`result` None) or why not (its result)."""
-
-        def __init__(self, probe: str, result: ProbeResult | None) -> None:
-            super().__init__()
-            self.probe = probe
-            self.result = result
 
     def __init__(
         self,
@@ -133,17 +108,6 @@ class GpulabApp(LearnerApp):
         super().__init__(course, keeper, workspace, has_gpu, nvml_backend)
         self.error = error
         """Why the course cannot be read, when it cannot (`course` is None then)."""
-        self._board: ClaimBoard | None = None
-        self._asked: set[str] = set()    # what each kind of probe needs, asked of this machine
-
-    @property
-    def board(self) -> ClaimBoard:
-        """This session's claim measurements (made on first use)."""
-        if self._board is None:
-            from gpulab.tui.measure import ClaimBoard
-
-            self._board = ClaimBoard()
-        return self._board
 
     def get_default_screen(self) -> Screen[None]:
         if self.course is None:
@@ -167,102 +131,6 @@ class GpulabApp(LearnerApp):
         if self.progress.theme != theme.name:
             self.progress.theme = theme.name
             self.progress_changed(now=True)
-
-    # -- measuring claims ----------------------------------------------------------------------
-    def on_claim_card_shown(self, event: ClaimCard.Shown) -> None:
-        claim = event.card.claim
-        event.card.state = self.board.state(claim, self.progress.predictions)
-        self._ask_readiness(claim.probe)
-
-    def _ask_readiness(self, probe: str) -> None:
-        """Find out once, in a thread, whether this kind of probe can run here, so that a card
-        says why not (and shows the H200's reading) before the learner presses m."""
-        from gpulab.tui.measure import probe_needs
-
-        needs = probe_needs(probe)
-        if needs in ("", "host") or needs in self._asked:
-            return
-        self._asked.add(needs)
-
-        def ask() -> None:
-            from gpulab.tui.measure import find_out
-
-            try:
-                found = find_out(probe, self.nvml_backend)
-            except Exception:  # not knowing is an answer: the card waits for m
-                found = None
-            self.post_message(self.ProbeReadiness(probe, found))
-
-        self.run_worker(ask, thread=True, group="readiness", exit_on_error=False,
-                        description=f"can {probe} run here")
-
-    def on_gpulab_app_probe_readiness(self, event: ProbeReadiness) -> None:
-        if event.result is not None:
-            self._learn(event.result, event.probe)
-
-    def on_gpu_screen_inventoried(self, event: GpuScreen.Inventoried) -> None:
-        self._learn(event.result)
-
-    def on_prediction_screen_found_out(self, event: PredictionScreen.FoundOut) -> None:
-        if event.cannot is not None:
-            self._learn(event.cannot)
-
-    def _learn(self, result: ProbeResult, probe: str = "") -> None:
-        """Note what a probe's result says this machine lacks, and redraw the cards of the
-        claims it concerns (those of `probe`, and those that cannot be measured here)."""
-        self.board.note(result)
-        if probe and self.course is not None:
-            for claim in self.course.claims.values():
-                if claim.probe == probe or self.board.missing(claim):
-                    self._refresh_cards(claim)
-
-    def on_measure_claim(self, event: MeasureClaim) -> None:
-        self.measure(event.claim, event.predicted)
-
-    def measure(self, claim: Claim, predicted: float | None) -> None:
-        """Run a claim's probe in a thread; its card shows "measuring…" until it is done.
-
-        `predicted` is the learner's prediction in the claim's unit (None: no
-        prediction); with one, the outcome is saved to the progress.
-        """
-        if self.board.is_measuring(claim.id):
-            self.notify(f"{claim.id} is being measured already.", timeout=3)
-            return
-        at = utc_now()
-        self.board.start(claim.id)
-        self._refresh_cards(claim)
-        self.run_worker(partial(self._run_claim_probe, claim, predicted, at), thread=True,
-                        group="measure", exit_on_error=False,
-                        description=f"measure {claim.id} with {claim.probe}")
-
-    def _run_claim_probe(self, claim: Claim, predicted: float | None, at: str) -> None:
-        from gpulab.tui.measure import run_probe_for
-
-        result = run_probe_for(claim.probe, self.nvml_backend)
-        self.post_message(self.ClaimMeasured(claim, result, predicted, at))
-
-    def on_gpulab_app_claim_measured(self, event: ClaimMeasured) -> None:
-        claim, predicted = event.claim, event.predicted
-        outcome = self.board.finish(claim, event.result, predicted)
-        if predicted is not None:
-            self.progress.predictions.append(self.board.prediction(claim, predicted, event.at))
-            self.progress_changed(now=True)
-        self._refresh_cards(claim)
-        if outcome.verdict is not None:
-            self.notify(outcome.verdict.text, title=f"Measured {claim.id}", timeout=5,
-                        severity="warning" if outcome.verdict.kind == "differs" else "information")
-        else:
-            self.notify(outcome.problem, title=f"{claim.id}: not measured", timeout=5,
-                        severity="warning", markup=False)
-
-    def _refresh_cards(self, claim: Claim) -> None:
-        from gpulab.tui.widgets import ClaimCard
-
-        state = self.board.state(claim, self.progress.predictions)
-        for screen in self.screen_stack:
-            for card in screen.query(ClaimCard):
-                if card.claim.id == claim.id:
-                    card.state = state
 
     # -- checks --------------------------------------------------------------------------------
     def on_learner_app_exercise_checked(self, event: LearnerApp.ExerciseChecked) -> None:
@@ -297,6 +165,22 @@ class GpulabApp(LearnerApp):
 
     def on_open_gpu(self, event: OpenGpu) -> None:
         self.open_gpu()
+
+    def on_open_figures(self, event: OpenFigures) -> None:
+        self.open_figures(event.figure_id)
+
+    def open_figures(self, figure_id: str | None = None) -> None:
+        """Show the figures above the current screen, at a figure if given (the one shown
+        already is moved to it)."""
+        from gpulab.tui.screens import FiguresScreen
+
+        if self.course is None:
+            return
+        if isinstance(self.screen, FiguresScreen):
+            if figure_id is not None:
+                self.screen.select(figure_id)
+            return
+        self.push_screen(FiguresScreen(self.course, figure_id))
 
     def open_gpu(self) -> None:
         """Show the GPU screen above the current one."""

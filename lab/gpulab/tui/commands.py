@@ -1,8 +1,10 @@
-"""Command palette (ctrl+p) providers: lessons, days, exercises, the GPU and the theme.
+"""Command palette (ctrl+p) providers: lessons, days, exercises, figures, the GPU and the
+theme.
 
 A command reads the course and the exercise states from the app (`LearnerApp`,
 typed) and, when chosen, posts the app the same message a screen would
-(`OpenLesson`, `ShowMap`, `OpenExercise`, `OpenGpu`), or runs an app action.
+(`OpenLesson`, `ShowMap`, `OpenExercise`, `OpenFigures`, `OpenGpu`), or runs an
+app action.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.message import Message
 
 from gpulab.tui.learner import LearnerApp
-from gpulab.tui.messages import OpenExercise, OpenGpu, OpenLesson, ShowMap
+from gpulab.tui.messages import OpenExercise, OpenFigures, OpenGpu, OpenLesson, ShowMap
 
-__all__ = ["DayCommands", "ExerciseCommands", "GpuCommands", "LessonCommands", "ThemeCommands"]
+__all__ = ["DayCommands", "ExerciseCommands", "FigureCommands", "GpuCommands", "LessonCommands",
+           "ThemeCommands"]
 
 Command = tuple[str, str, Callable[[], object]]
 """A palette entry: its text, its help line, and what it does."""
@@ -89,6 +92,23 @@ class ExerciseCommands(_LabProvider):
             state = states[exercise.name].plain if exercise.name in states else ""
             yield (f"Open exercise: {exercise.name}", f"{exercise.lesson} · {where} · {state}",
                    self.send(OpenExercise(exercise.name)))
+
+
+class FigureCommands(_LabProvider):
+    """Open the figures, or one figure."""
+
+    async def startup(self) -> None:
+        from gpulab.figures import FIGURES  # when the palette opens, not before first paint
+
+        self._titles = {figure.id: figure.title for figure in FIGURES.values()}
+
+    def commands(self) -> Iterator[Command]:
+        if self.learner.course is None:
+            return
+        yield ("Figures", "every figure of the course, drawn from probe data (key f in a "
+               "lesson)", self.send(OpenFigures()))
+        for figure_id, title in self._titles.items():
+            yield f"Figure: {title}", figure_id, self.send(OpenFigures(figure_id))
 
 
 class GpuCommands(_LabProvider):

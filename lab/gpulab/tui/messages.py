@@ -28,6 +28,7 @@ __all__ = [
     "MeasureClaim",
     "NodeVisited",
     "OpenExercise",
+    "OpenFigures",
     "OpenGpu",
     "OpenLesson",
     "OpenNextExercise",
@@ -87,6 +88,15 @@ class OpenSearch(Message):
 
 class OpenGpu(Message):
     """Show the GPU screen above the current one."""
+
+
+class OpenFigures(Message):
+    """Show the figures above the current screen, at the figure `figure_id` if given (else
+    at the first)."""
+
+    def __init__(self, figure_id: str | None = None) -> None:
+        super().__init__()
+        self.figure_id = figure_id
 
 
 # -- work for the app's workers -----------------------------------------------------------------

@@ -4,7 +4,8 @@
 measure the claim with its probe (`MeasureClaim`; the claim card shows the
 outcome). Enter on a node that names an exercise opens it above the lesson
 (escape comes back to the node); `a` unfolds a "Check yourself" answer; `<`
-and `>` narrow and widen the tree (remembered).
+and `>` narrow and widen the tree (remembered); `f` opens the figures
+(`OpenFigures`) at the node's figure, or at one its claim's probe feeds.
 
 What the learner reads (the lesson, the node, the folds) goes up to the app as
 messages (`LessonOpened`, `NodeVisited`, `FoldsChanged`), which keeps it in
@@ -32,6 +33,7 @@ from gpulab.tui.messages import (
     MeasureClaim,
     NodeVisited,
     OpenExercise,
+    OpenFigures,
     OpenGpu,
     OpenLesson,
     OpenSearch,
@@ -63,6 +65,8 @@ class LessonScreen(LabScreen):
                 "your prediction"),
         Binding("a", "answer", "Answer", tooltip="Unfold the answer to a Check-yourself "
                 "question"),
+        Binding("f", "figures", "Figures", show=False, tooltip="Every figure, drawn from "
+                "probe data; at this node's figure, or one its claim's probe feeds"),
         Binding("g", "gpu", "GPU", tooltip="The GPU screen"),
         Binding("less_than_sign", "tree_width(-1)", "Narrow the tree", show=False,
                 key_display="<"),
@@ -254,6 +258,28 @@ class LessonScreen(LabScreen):
 
     def action_gpu(self) -> None:
         self.post_message(OpenGpu())
+
+    def action_figures(self) -> None:
+        """Open the figures at this node's figure (or its claim's, or this lesson's first)."""
+        self.post_message(OpenFigures(self.figure_here()))
+
+    def figure_here(self) -> str | None:
+        """The figure that f opens at: the selected node's first, else the first one a claim
+        of the node feeds, else the first this lesson places; None when there is none."""
+        from gpulab.tui.figures import fed_by
+
+        panes = self.query(NodePane)
+        node = panes.first().node if panes else None
+        if node is not None and node.figures:
+            return node.figures[0].id
+        for claim in self.selected_claims():
+            for figure in fed_by(claim.probe):
+                return figure.id
+        if self.lesson is not None:
+            for each in self.lesson.root.walk():
+                if each.figures:
+                    return each.figures[0].id
+        return None
 
     def action_fold_all(self) -> None:
         if self.lesson is not None:
