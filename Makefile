@@ -41,6 +41,7 @@ pytest: $(VENV)/.test
 bench: $(VENV)/.test
 	$(PY) bench/startup.py
 	$(PY) bench/grading.py
+	$(PY) bench/cluster.py
 	$(PY) bench/book.py
 
 $(PY):
