@@ -235,3 +235,18 @@ def test_hidden_points_must_be_a_number_of_points(tmp_path: Path) -> None:
         manifest = load_manifest(lessons / "course.toml")
         assert manifest.exercises == ()
         assert "hidden_points must be a number of points, 0 or more" in manifest.problems[0].message
+
+
+def test_a_course_in_a_newer_format_is_refused_with_advice(tmp_path: Path) -> None:
+    lesson = {"a": LESSON.format(title="A", day=1)}
+    newer = '[course]\nformat_version = 2\ntitle = "T"\n\n' + entry("a", 1, "A")
+    with pytest.raises(CourseError) as caught:
+        load_course(write_course(tmp_path, newer, lesson))
+    (problem,) = caught.value.problems
+    assert problem.message == ("this course is written in course format 2; this gpulab reads "
+                               "format 1 and older")
+    assert "upgrade gpulab" in problem.hint
+    bad = '[course]\nformat_version = "one"\ntitle = "T"\n\n' + entry("a", 1, "A")
+    with pytest.raises(CourseError, match="format_version must be a whole number"):
+        load_course(write_course(tmp_path / "bad", bad, lesson))
+    assert load_course().manifest.format_version == 1
