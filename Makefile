@@ -31,6 +31,7 @@ test: $(VENV)/.test tests/markmap/node_modules/.installed
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check lab tests bench solutions exercises
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/gpulab dev lint-lessons
 	$(VENV)/bin/gpulab dev check
 
@@ -40,6 +41,7 @@ pytest: $(VENV)/.test
 bench: $(VENV)/.test
 	$(PY) bench/startup.py
 	$(PY) bench/grading.py
+	$(PY) bench/cluster.py
 	$(PY) bench/book.py
 
 $(PY):

@@ -12,9 +12,10 @@ day), with its target and PASS or MISS:
   published ranges in FACTS.md (target: inside the range widened by 10 %).
 
 A missed target is reported, not fatal: the script exits 0 unless the probes
-themselves could not run.
+themselves could not run. With ``--strict`` (run on the H200 whenever a probe
+changes) a missed target, or a probe that did not run, is a failure: exit 1.
 
-    python bench/probes.py
+    python bench/probes.py [--strict]
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import statistics
 import sys
 from dataclasses import dataclass
 
-from gpulab.probes.micro_compute import matmul_size
+from gpulab.probes.micro import matmul_size
 from gpulab.probes.model import ProbeResult
 from gpulab.probes.registry import run_probe
 
@@ -88,7 +89,13 @@ def torch_bf16_tflops(n: int) -> float | str:
     return 2.0 * n**3 / (ms * 1e-3) / 1e12
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 on a missed target or a probe that did not run")
+    strict = parser.parse_args(argv).strict
     results = {name: run_probe(name) for name in
                ("hbm_bandwidth", "pcie_bandwidth", "matmul_throughput",
                 "pointer_chase_latency", "smem_latency")}
@@ -146,6 +153,11 @@ def main() -> int:
         cells = (row.what, row.measured, row.against, row.ratio, row.target, row.verdict)
         print("  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)))
     print("(latency ratio: measured / middle of the published range)")
+    missed = [line.what for line in lines if line.verdict == "MISS"]
+    if strict and (missed or broken):
+        print(f"--strict: {len(missed)} missed target(s), {len(broken)} probe(s) did not run: "
+              + ", ".join([*missed, *(r.probe for r in broken)]))
+        return 1
     return 0
 
 

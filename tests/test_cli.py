@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -26,10 +27,48 @@ def test_version() -> None:
     assert (done.returncode, done.stdout) == (0, f"gpulab {__version__}\n")
 
 
-@pytest.mark.parametrize(
-    "args", [[], ["lessons"], ["show"], ["specs"], ["dev"], ["dev", "lint-lessons"]]
-)
-def test_help_for_each_command(args: list[str]) -> None:
+def _commands(parser: argparse.ArgumentParser | None = None,
+              path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every command and sub-command of gpulab's parser, with its own parser."""
+    from gpulab.cli import _parser
+
+    parser = parser or _parser()
+    found = [(path, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _commands(sub, (*path, name))
+    return found
+
+
+COMMANDS = [path for path, _ in _commands()]
+
+
+def test_every_command_is_in_the_list() -> None:
+    """The parametrisation below covers the parser as it is, not a list kept by hand."""
+    assert len(COMMANDS) >= 24
+    assert {("grade",), ("probe", "run"), ("dev", "check"), ("image", "check"),
+            ("worker",), ("book",)} <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda path: " ".join(path) or "gpulab")
+def test_help_for_every_command(path: tuple[str, ...],
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    """`gpulab ... --help` exits 0 with its usage line and says what the command does."""
+    from gpulab.cli import _parser
+
+    with pytest.raises(SystemExit) as done:
+        _parser().parse_args([*path, "--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"usage: gpulab {' '.join(path)}".rstrip())
+    parser = dict(_commands())[path]
+    words = parser.description or ""
+    assert words and " ".join(words.split())[:40] in " ".join(text.split()), path
+
+
+@pytest.mark.parametrize("args", [[], ["probe", "run"], ["grade"], ["image", "check"]])
+def test_help_from_the_command_line(args: list[str]) -> None:
     done = gpulab(*args, "--help")
     assert done.returncode == 0
     assert done.stdout.startswith("usage: gpulab")

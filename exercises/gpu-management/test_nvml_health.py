@@ -30,7 +30,7 @@ import pytest
 
 from gpulab.grading.learner import LearnerError
 from gpulab.grading.machines import nvml_expected, nvml_recording
-from gpulab.probes.nvml_decode import decode_clock_event_reasons
+from gpulab.probes.nvml import decode_clock_event_reasons
 
 EXERCISE = "nvml-health"
 

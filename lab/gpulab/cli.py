@@ -75,111 +75,17 @@ def _parser() -> argparse.ArgumentParser:
                        help="GPU or topic ids (e.g. h200 a100-80gb); all GPUs if none")
     specs.set_defaults(handler=_specs)
 
-    probe = commands.add_parser(
-        "probe", help="measure this machine: system, NVML, CUDA, microbenchmarks",
-        description="Run the probes that measure the lessons' claims on this machine.",
-    )
-    probe_commands = probe.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    probe_list = probe_commands.add_parser("list", help="the probes, what each needs and does",
-                                           description="List the probes.")
-    probe_list.set_defaults(handler=_probe_list)
-    probe_run = probe_commands.add_parser(
-        "run", help="run probes by name",
-        description="Run probes and print their results as tables, or as JSON with --json "
-                    "(the format is `gpulab probe schema`).",
-    )
-    probe_run.add_argument("names", metavar="NAME", nargs="*",
-                           help="probe names from `gpulab probe list`")
-    probe_run.add_argument("--all", action="store_true", help="run every probe")
-    probe_run.add_argument("--json", action="store_true", help="print JSON for scripts")
-    probe_run.add_argument("--recorded", action="store_true",
-                           help="show the readings recorded on gpulab's H200 instead of "
-                                "measuring this machine (labelled as such)")
-    probe_run.set_defaults(handler=_probe_run)
-    probe_schema = probe_commands.add_parser(
-        "schema", help="print the JSON schema of `probe run --json`",
-        description="Print the JSON schema that `gpulab probe run --json` output follows.")
-    probe_schema.set_defaults(handler=_probe_schema)
+    from gpulab.cli_probe import add_commands as add_probe_commands
 
-    doctor = commands.add_parser(
-        "doctor", help="check this machine for the course: driver, CUDA, CuPy, cgroups, NUMA, "
-                       "and gpulab's own tools",
-        description="The environment check of days 1 and 2 as a checklist, then what the "
-                    "course tools need (pytest, JupyterLab, your workspace, bubblewrap for "
-                    "grading), with a fix for each item that fails. Exit status 1 if a check "
-                    "fails.",
-    )
-    doctor.add_argument("--json", action="store_true", help="print JSON for scripts")
-    doctor.set_defaults(handler=_doctor)
+    add_probe_commands(commands)
 
     from gpulab.cli_learn import add_commands
 
     add_commands(commands)
 
-    grade = commands.add_parser(
-        "grade", help="grade a class's notebooks: gradebook, LMS CSV, feedback",
-        description="Grade every learner's notebooks under SUBMISSIONS (a folder with one "
-                    "folder or zip per learner, or an LMS bulk-download zip). Learner code "
-                    "runs sandboxed, one process per learner and exercise. Writes "
-                    "gradebook.sqlite, grades.csv and feedback/<learner>.html|md into --out. "
-                    "Run the same command again to go on after a stop; grades of unchanged "
-                    "notebooks are kept unless --regrade.")
-    grade.add_argument("submissions", metavar="SUBMISSIONS", help="folder or bulk zip")
-    grade.add_argument("--exercises", nargs="+", metavar="NAME", default=[],
-                       help="only these exercises (default: those anyone handed in)")
-    grade.add_argument("--out", metavar="DIR", default="grading",
-                       help="where the results go (default: ./grading)")
-    grade.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
-                       help="grading processes at a time (default: one per CPU core)")
-    grade.add_argument("--gpus", metavar="LIST", default=None,
-                       help="GPU indices for GPU exercises, e.g. 0,1 (default: all)")
-    grade.add_argument("--regrade", action="store_true",
-                       help="grade again what an earlier run already graded")
-    grade.add_argument("--timeout", type=float, metavar="SECONDS", default=None,
-                       help="per learner and exercise (default: the exercise's time limit)")
-    grade.add_argument("--unsafe", action="store_true",
-                       help="grade even where no sandbox can hide files from learner code")
-    cluster = grade.add_argument_group(
-        "on a cluster (needs gpulab[cluster])",
-        "Grade on the workers of a Dask scheduler (`gpulab worker ADDRESS` on each node), or "
-        "on Slurm pilot jobs that each run `gpulab worker` on a node (--workers: CPU slots "
-        "per node). The workers must run this gpulab with this course; this machine stays "
-        "the one writer of --out.")
-    cluster.add_argument("--cluster", metavar="ADDRESS", default=None,
-                         help="a Dask scheduler's address (tcp://head:8786), or slurm")
-    cluster.add_argument("--nodes", type=int, default=1, metavar="N",
-                         help="slurm: pilot jobs, one node each (default: 1)")
-    cluster.add_argument("--gpus-per-node", type=int, default=0, metavar="G",
-                         help="slurm: GPUs per node (default: 0)")
-    cluster.add_argument("--partition", metavar="P", default="", help="slurm: the partition")
-    cluster.add_argument("--walltime", metavar="T", default="1:00:00",
-                         help="slurm: each pilot job's time limit (default: 1:00:00)")
-    _course_option(grade)
-    grade.set_defaults(handler=_grade)
+    from gpulab.cli_grade import add_commands as add_grade_commands
 
-    worker = commands.add_parser(
-        "worker", help="serve this node's GPUs and CPU slots to a grading cluster",
-        description="Serve this node to the Dask scheduler at ADDRESS for `gpulab grade "
-                    "--cluster`: one worker per GPU (one job at a time each) and one with "
-                    "--cpu-slots slots. Refuses to serve without bubblewrap unless --unsafe. "
-                    "Needs gpulab[cluster] and the course checkout the grader uses (--course). "
-                    "Stop it with ctrl-c.")
-    worker.add_argument("address", metavar="ADDRESS", help="the scheduler, e.g. tcp://head:8786")
-    worker.add_argument("--gpus", metavar="LIST", default=None,
-                        help="GPU indices to serve, e.g. 0,1, or none (default: "
-                             "CUDA_VISIBLE_DEVICES if set, else every GPU NVML sees)")
-    worker.add_argument("--cpu-slots", type=int, default=os.cpu_count() or 1, metavar="N",
-                        help="CPU jobs at a time (default: one per CPU core)")
-    worker.add_argument("--unsafe", action="store_true",
-                        help="serve even where no sandbox can hide files from learner code")
-    worker.add_argument("--fake-gpus", action="store_true",
-                        help="serve --gpus without NVML checks: for trying a cluster on a "
-                             "machine without GPUs")
-    for hidden in ("--name", "--nthreads", "--memory-limit", "--local-directory"):
-        worker.add_argument(hidden, default=None, help=argparse.SUPPRESS)  # dask-jobqueue's
-    worker.add_argument("--death-timeout", type=float, default=60.0, help=argparse.SUPPRESS)
-    _course_option(worker)
-    worker.set_defaults(handler=_worker)
+    add_grade_commands(commands, _course_option)
 
     book = commands.add_parser(
         "book", help="build the course as a static HTML book that works offline",
@@ -274,160 +180,6 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _probe_list(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from gpulab.probes.registry import cannot_run_here
-    from gpulab.probes.render import render_probe_list
-
-    Console().print(render_probe_list(cannot_run_here()))
-    return 0
-
-
-def _probe_run(args: argparse.Namespace) -> int:
-    import json
-
-    from gpulab import __version__
-    from gpulab.probes import PROBES, ProbeResult, get_probe, run_probe
-    from gpulab.probes.registry import exit_status
-
-    if args.all == bool(args.names):
-        print("gpulab: name the probes to run, or give --all", file=sys.stderr)
-        return BAD_INPUT
-    names = [p.name for p in PROBES] if args.all else args.names
-    for name in names:
-        get_probe(name)  # an unknown name fails before anything runs
-    measure: Callable[[str], ProbeResult] = run_probe
-    if args.recorded:
-        from gpulab.probes.recorded import recorded_results
-
-        recorded = recorded_results()
-        missing = [name for name in names if name not in recorded]
-        if missing:
-            print(f"gpulab: no recorded readings for {', '.join(missing)}", file=sys.stderr)
-            return BAD_INPUT
-        measure = recorded.__getitem__
-    if args.json:
-        results = [measure(name).to_dict() for name in names]
-        print(json.dumps({"gpulab": __version__, "schema": 1, "results": results}, indent=2))
-        return exit_status((r["status"] for r in results), every=args.all)
-    from rich.console import Console
-    from rich.rule import Rule
-
-    from gpulab.probes.render import render_result
-
-    console = Console()
-    statuses: list[str] = []
-    for name in names:
-        with console.status(f"running {name}…"):
-            result = measure(name)
-        console.print(Rule(style="dim"))
-        console.print(render_result(result))
-        statuses.append(result.status)
-    return exit_status(statuses, every=args.all)
-
-
-def _probe_schema(args: argparse.Namespace) -> int:
-    from importlib.resources import files
-
-    sys.stdout.write(files("gpulab.probes").joinpath("result.schema.json").read_text())
-    return 0
-
-
-def _doctor(args: argparse.Namespace) -> int:
-    import json
-
-    from gpulab.grading.readiness import learner_checks
-    from gpulab.probes.doctor import doctor
-
-    if args.json:
-        checks = doctor() + learner_checks()
-        print(json.dumps([c.to_dict() for c in checks], indent=2))
-        return 1 if any(c.status == "fail" for c in checks) else 0
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    console = Console()
-    with console.status("checking this machine…"):
-        checks = doctor() + learner_checks()
-    marks = {"pass": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "bold red"),
-             "skip": ("–", "dim")}
-    table = Table(box=None, show_header=False, pad_edge=False)
-    table.add_column(width=1)
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column(overflow="fold")
-    for check in checks:
-        mark, style = marks[check.status]
-        found = Text(check.found)
-        if check.fix:
-            found.append(f"\nfix: {check.fix}", style="italic")
-        table.add_row(Text(mark, style=style), check.name, found)
-    console.print(table)
-    counts = {status: sum(c.status == status for c in checks) for status in marks}
-    console.print(f"\n{counts['pass']} fine, {counts['warn']} to look at, "
-                  f"{counts['fail']} failed, {counts['skip']} skipped")
-    failed = counts["fail"]
-    return 1 if failed else 0
-
-
-def _grade(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from gpulab.grading.grade import GradeOptions, main
-
-    names = [n for item in args.exercises for n in item.split(",") if n]
-    gpus = tuple(g for g in args.gpus.split(",") if g) if args.gpus is not None else None
-    if args.workers < 1:
-        print("gpulab grade: --workers must be at least 1", file=sys.stderr)
-        return BAD_INPUT
-    if gpus is not None and not all(g.isdigit() for g in gpus):
-        print(f"gpulab grade: --gpus {args.gpus!r}: give GPU indices as nvidia-smi numbers "
-              "them, e.g. 0,1", file=sys.stderr)
-        return BAD_INPUT
-    slurm_only = args.nodes != 1 or args.gpus_per_node or args.partition
-    if slurm_only and args.cluster != "slurm":
-        print("gpulab grade: --nodes, --gpus-per-node and --partition go with --cluster slurm",
-              file=sys.stderr)
-        return BAD_INPUT
-    if args.cluster and gpus is not None:
-        print("gpulab grade: on a cluster each node's GPUs are chosen where it runs: gpulab "
-              "worker ADDRESS --gpus LIST", file=sys.stderr)
-        return BAD_INPUT
-    cluster = None
-    if args.cluster:
-        from gpulab.grading.cluster import Target
-
-        cluster = Target(args.cluster, args.nodes, args.gpus_per_node, args.workers,
-                         args.partition, args.walltime,
-                         wait_s=1800.0 if args.cluster == "slurm" else 120.0)
-    options = GradeOptions(Path(args.submissions), Path(args.out), tuple(names), args.workers,
-                           gpus, args.regrade, args.timeout, args.unsafe, cluster=cluster)
-    try:
-        return main(options)
-    except GpulabError as exc:
-        print(f"gpulab grade: {exc}", file=sys.stderr)
-        return BAD_INPUT
-
-
-def _worker(args: argparse.Namespace) -> int:
-    gpus = None if args.gpus is None else [g for g in args.gpus.split(",")
-                                           if g and args.gpus != "none"]
-    if gpus is not None and not all(g.isdigit() for g in gpus):
-        print(f"gpulab worker: --gpus {args.gpus!r}: give GPU indices as nvidia-smi numbers "
-              "them, e.g. 0,1", file=sys.stderr)
-        return BAD_INPUT
-    from gpulab.grading.cluster_worker import serve
-
-    try:
-        return serve(args.address, gpus=gpus, cpu_slots=args.cpu_slots, unsafe=args.unsafe,
-                     fake_gpus=args.fake_gpus, name=args.name or "",
-                     death_timeout=args.death_timeout, local_directory=args.local_directory)
-    except GpulabError as exc:
-        print(f"gpulab worker: {exc}", file=sys.stderr)
-        return BAD_INPUT
-
-
 def _build(args: argparse.Namespace) -> int:
     from gpulab.grading.build import build_all
 
@@ -443,9 +195,10 @@ def _build(args: argparse.Namespace) -> int:
 def _authoring_course() -> Course:
     """The course, if it has the solutions an author's command needs."""
     from gpulab.course import load_course
+    from gpulab.course.paths import CoursePaths
 
     course = load_course()
-    solutions = course.manifest.path.parent.parent / "solutions"
+    solutions = CoursePaths.of_manifest(course.manifest.path).solutions
     if not solutions.is_dir():
         raise GpulabError(f"this course has no solutions/ ({solutions.parent}): the installed "
                           "course ships none\n    hint: give a course checkout with "
@@ -489,9 +242,10 @@ def _specs(args: argparse.Namespace) -> int:
 
 def _lint(args: argparse.Namespace) -> int:
     from gpulab.course import load_course
+    from gpulab.figures import FIGURE_IDS
 
     course = load_course()
-    problems = course.lint()
+    problems = course.lint(figures=FIGURE_IDS)
     for problem in problems:
         print(problem)
     lessons = len(course.entries)

@@ -1,11 +1,37 @@
 """The exception hierarchy of gpulab.
 
-Every error a user can meet derives from one root, so the CLI and the TUI can
-catch it in one place and show its message instead of a traceback::
+Every error a user can meet derives from one root, so the CLI and the app can
+catch it in one place and show its message instead of a traceback. Each
+subclass lives beside the code that raises it; this tree lists them all, and
+`tests/test_errors.py` keeps it true::
 
     GpulabError
-    └── CourseError            bad course content: manifest, lesson, claims
-        (carries one or more Problem records, each with file, line and a fix)
+    ├── CourseError            bad course content (gpulab.course.problems): one or more
+    │                          Problem records, each with file, line and a fix
+    ├── WorkspaceError         no workspace, or one that cannot be made, read or written
+    ├── UnknownProbe           a probe name that does not exist (gpulab.probes.registry)
+    ├── NvmlUnavailable        NVML cannot be used here: no library, driver or GPU
+    ├── ReplayMismatch         a recorded NVML session asked a call it does not hold
+    ├── KernelError            a kernel topic or function that does not exist
+    ├── BookError              the book cannot be written (its output folder)
+    ├── JupyterError           JupyterLab is missing, did not start, or would not stop
+    ├── NotebookError          a notebook that cannot be used: which file, what is wrong
+    ├── LearnerError           the learner's code gave no answer (gpulab.grading.learner)
+    │   └── KernelAnswerError  the learner's kernel did not compile, launch or finish
+    ├── MachineError           a recorded machine or NVML session that is not there
+    ├── IntakeError            SUBMISSIONS cannot be read at all
+    ├── GradeError             a grading run cannot start: what is wrong, what to do
+    ├── GradebookError         the gradebook file cannot be used
+    ├── FeedbackError          feedback or grades.csv cannot be written
+    ├── OutBusy                another grading run holds the output folder
+    ├── GpuPoolError           a GPU given to a grading run that NVML cannot read
+    ├── ClusterError           the cluster cannot grade: no scheduler, no worker that may
+    └── WorkerError            a cluster worker cannot serve
+
+`gpulab` exits with status 2 when a command could not do what it was asked (any
+of these: the input, a file, or this machine stood in the way) and 1 when it
+ran and found a failure (a check failed, a probe failed, a machine is not
+ready): the first is the tool's "could not", the second the answer "no".
 """
 
 from __future__ import annotations

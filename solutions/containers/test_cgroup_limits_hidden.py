@@ -44,7 +44,7 @@ from gpulab.grading.draws import rng as _rng
 from gpulab.grading.draws import telling as _telling
 from gpulab.grading.machines import load_machine
 from gpulab.grading.pytest_plugin import visible_checks
-from gpulab.probes.system_parse import compact_cpu_list
+from gpulab.probes.system import compact_cpu_list
 
 UNLIMITED = 2**60     # cgroup v1 writes "no limit" as 2**63 - 4096 on x86-64
 V1_NO_LIMIT = "9223372036854771712"

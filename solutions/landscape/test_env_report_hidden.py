@@ -27,7 +27,7 @@ from gpulab.grading.draws import rng as _rng
 from gpulab.grading.draws import telling as _telling
 from gpulab.grading.learner import LearnerError
 from gpulab.grading.machines import load_machine
-from gpulab.probes.system_parse import parse_os_release
+from gpulab.probes.system import parse_os_release
 
 # ---- random os-release files ------------------------------------------------------------------
 

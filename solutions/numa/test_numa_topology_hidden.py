@@ -35,7 +35,7 @@ import pytest
 from gpulab.grading.draws import SEEN
 from gpulab.grading.draws import rng as _rng
 from gpulab.grading.draws import telling as _telling
-from gpulab.probes.system_parse import compact_cpu_list, parse_cpu_list
+from gpulab.probes.system import compact_cpu_list, parse_cpu_list
 
 NODE_ROOT = Path("/sys/devices/system/node")
 PCI_ROOT = Path("/sys/bus/pci/devices")

@@ -140,7 +140,6 @@ def _internal(value: str) -> bool:
 
 def test_no_internal_link_is_broken(book: Built) -> None:
     broken: list[str] = []
-    vendor_missing: list[str] = []
     checked = 0
     for name, page in book.pages.items():
         for tag, attribute, value in page.links:
@@ -156,10 +155,6 @@ def test_no_internal_link_is_broken(book: Built) -> None:
                 broken.append(f"{name}: <{tag} {attribute}={value!r}> leads out of the book")
                 continue
             if not target.is_file():
-                relative = target.relative_to(book.out).as_posix()
-                if relative in MINDMAP_SCRIPTS[:2] and not (VENDOR / target.name).is_file():
-                    vendor_missing.append(relative)
-                    continue
                 broken.append(f"{name}: <{tag} {attribute}={value!r}>: no such file")
                 continue
             if parts.fragment and target.suffix == ".html":
@@ -170,9 +165,6 @@ def test_no_internal_link_is_broken(book: Built) -> None:
                                   f"{unquote(parts.fragment)!r} there")
     assert checked > 1000
     assert not broken, "\n".join(broken[:40])
-    if vendor_missing:
-        pytest.skip(f"markmap's vendored scripts are not in book/assets/vendor yet "
-                    f"({len(vendor_missing)} links wait for them)")
 
 
 def test_the_link_checker_finds_a_broken_link_and_a_missing_anchor(
@@ -281,8 +273,7 @@ def test_lesson_pages_keep_the_mindmap_contract(book: Built) -> None:
 
 
 def test_the_vendored_mindmap_scripts_are_shipped(book: Built) -> None:
-    if not (VENDOR / "markmap-view.min.js").is_file():
-        pytest.skip("book/assets/vendor/markmap-view.min.js is not vendored yet (part 2)")
+    assert (VENDOR / "markmap-view.min.js").is_file()
     for script in MINDMAP_SCRIPTS:
         assert (book.out / script).is_file(), script
 

@@ -109,7 +109,10 @@ def test_links(tmp_path: Path) -> None:
     [
         ("132 SMs and 4.8 TB/s", [("132", ""), ("4.8", "TB/s")]),
         ("1,979 TFLOPS at 77%", [("1,979", "TFLOPS"), ("77", "%")]),
-        ("256KB and 64-bit", [("256", "KB"), ("64", "bit")]),
+        ("256KB and 64 bits", [("256", "KB"), ("64", "bits")]),
+        ("64-bit indices for Llama 3 8B and 70B, 8 B per value", [("8", "B")]),
+        ("32 × (registers) and two × 32 × 128 × two bytes", [("32", ""), ("32", ""),
+                                                              ("128", "")]),
         ("108 × 64 × 2 = 13,824", [("108", ""), ("64", ""), ("2", ""), ("13,824", "")]),
         ("4x faster, 3rd gen, 64K", [("4", "x")]),
         ("CUDA 12.4 on Ubuntu 22.04 with driver 580.159.04", []),
@@ -172,6 +175,16 @@ def test_sum_results_are_sourced_and_wrong_sums_reported(tmp_path: Path) -> None
         (9, "the arithmetic in '132 × 4.8 = 600' does not hold: it gives 633.6"),
         (9, "the number '600' has no source"),
     ]
+
+
+def test_a_number_with_a_unit_matches_no_spec_counted_in_another(tmp_path: Path) -> None:
+    """ "64 MiB" was once sourced by a spec of 64 lanes: a size is not a count of lanes."""
+    from gpulab.course.facts import Number, _matches
+
+    size = Number("64", 64.0, 0, "MiB", 1)
+    assert not _matches(size, 64, "lanes")
+    assert _matches(size, 64, "MiB") and _matches(size, 67.108864, "MB")
+    assert _matches(Number("64", 64.0, 0, "", 1), 64, "lanes")    # no unit written: any
 
 
 def test_sizes_match_in_decimal_or_binary_units() -> None:

@@ -38,8 +38,10 @@ def test_lessons_and_exercises(tmp_path: Path) -> None:
         '[[exercises]]\nname = "ex-1"\nlesson = "b"\ngpu = true\ntime_limit = 90\n'
         'hints = ["gentle", "strong"]\n'
     )
+    listing = LESSON.format(title="B", day=2).replace(
+        "- a node\n", "## Exercises\n\n- `ex-1`: the first exercise\n")
     folder = write_course(tmp_path, text, {"a": LESSON.format(title="A", day=1),
-                                           "b": LESSON.format(title="B", day=2)})
+                                           "b": listing})
     course = load_course(folder)
     assert [(e.id, e.day, e.title, e.line) for e in course.entries] == [
         ("a", 1, "A", 2), ("b", 2, "B", 7),
@@ -51,6 +53,10 @@ def test_lessons_and_exercises(tmp_path: Path) -> None:
     assert course.neighbour("a", 1) == "b" and course.neighbour("b", 1) is None
     assert [(d, [e.id for e in es]) for d, es in course.days()] == [(1, ["a"]), (2, ["b"])]
     assert course.lint() == []
+    (folder / "b.md").write_text(LESSON.format(title="B", day=2))
+    unlisted = load_course(folder).lint()
+    assert [(p.line, p.message) for p in unlisted] == [
+        (12, "exercise 'ex-1' is listed under no lesson's Exercises heading")]
 
 
 def test_missing_lesson_file_breaks_only_that_lesson(tmp_path: Path) -> None:
@@ -229,3 +235,18 @@ def test_hidden_points_must_be_a_number_of_points(tmp_path: Path) -> None:
         manifest = load_manifest(lessons / "course.toml")
         assert manifest.exercises == ()
         assert "hidden_points must be a number of points, 0 or more" in manifest.problems[0].message
+
+
+def test_a_course_in_a_newer_format_is_refused_with_advice(tmp_path: Path) -> None:
+    lesson = {"a": LESSON.format(title="A", day=1)}
+    newer = '[course]\nformat_version = 2\ntitle = "T"\n\n' + entry("a", 1, "A")
+    with pytest.raises(CourseError) as caught:
+        load_course(write_course(tmp_path, newer, lesson))
+    (problem,) = caught.value.problems
+    assert problem.message == ("this course is written in course format 2; this gpulab reads "
+                               "format 1 and older")
+    assert "upgrade gpulab" in problem.hint
+    bad = '[course]\nformat_version = "one"\ntitle = "T"\n\n' + entry("a", 1, "A")
+    with pytest.raises(CourseError, match="format_version must be a whole number"):
+        load_course(write_course(tmp_path / "bad", bad, lesson))
+    assert load_course().manifest.format_version == 1

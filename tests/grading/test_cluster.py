@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -337,11 +338,11 @@ def _grading(part: str, workers: set[int]) -> int | None:
     learner code runs in bubblewrap (so the kill lands in the middle of the job)."""
     for entry in Path("/proc").iterdir():
         try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if not any(item.startswith(b"GPULAB_NOTEBOOK=") and part.encode() in item
-                   for item in environ) or not _sandboxed_below(int(entry.name)):
+        if not any(item.startswith(b"--gpulab-notebook=") and part.encode() in item
+                   for item in argv) or not _sandboxed_below(int(entry.name)):
             continue
         pid = int(entry.name)
         while pid > 1:                                  # up to the worker that started it
@@ -534,3 +535,35 @@ def test_the_coordinator_killed_mid_run_resumes(cluster: str, tmp_path: Path,
     while tagged_processes(runs[0][2]) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not tagged_processes(runs[0][2])
+
+
+def test_what_sbatch_said_reaches_the_message_not_the_screen(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """dask-jobqueue logs a refused sbatch as a traceback through tornado's logger; the
+    grader keeps sbatch's own words for its message and prints none of it."""
+    import logging
+
+    import distributed  # noqa: F401  (it sets its loggers up as it is imported)
+
+    from gpulab.grading.slurm import SbatchErrors, lost_pilots
+
+    error = RuntimeError("Command exited with non-zero exit code.\nstderr:\nsbatch: error: "
+                         "invalid partition specified: nosuch\nsbatch: error: Batch job "
+                         "submission failed: Invalid partition name specified\n")
+    with SbatchErrors() as sbatch:
+        try:
+            raise error
+        except RuntimeError:
+            logging.getLogger("tornado.application").exception("Exception in callback")
+    assert sbatch.said == ["invalid partition specified: nosuch",
+                           "Batch job submission failed: Invalid partition name specified"]
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+
+    class Pilot:                       # a pilot job sbatch refused has no job id
+        job_id = None
+
+    pilots = SimpleNamespace(workers={"slurm-0": Pilot()})
+    said = lost_pilots(pilots, [], Target("slurm"), sbatch.said)
+    assert said == ("sbatch refused 1 pilot job: invalid partition specified: nosuch; "
+                    "Batch job submission failed: Invalid partition name specified")

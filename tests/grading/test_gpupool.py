@@ -19,7 +19,7 @@ import gpulab
 from gpulab.grading.gpupool import GpuPool, GpuPoolError, visible_gpus
 from gpulab.grading.machines import changed, nvml_recording
 from gpulab.probes import device
-from gpulab.probes.nvml_record import Replay
+from gpulab.probes.nvml import Replay
 
 HANDLE = {"__handle__": 0}
 BASE_USED = 644_939_776            # the H200 recording's memory in use (v1 MemoryInfo)
@@ -157,12 +157,12 @@ def _imports_pynvml(path: Path) -> bool:
 
 
 def test_one_module_of_gpulab_imports_pynvml() -> None:
-    """The door to NVML is `gpulab.probes.nvml_session.pynvml_module` (the recorder, which
+    """The door to NVML is `gpulab.probes.nvml.pynvml_module` (the recorder, which
     wraps the real library, aside); every other module goes through it."""
     package = Path(gpulab.__file__).parent
     importers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
                        if _imports_pynvml(p))
-    assert importers == ["probes/nvml_record.py", "probes/nvml_session.py"]
+    assert importers == ["probes/nvml/_record.py", "probes/nvml/_session.py"]
 
 
 def test_the_h200_recording_of_the_tests_is_the_machines_one() -> None:

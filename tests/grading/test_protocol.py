@@ -43,8 +43,34 @@ def test_the_checks_report_carries_the_words_as_they_are(tmp_path: Path) -> None
 def test_the_checks_report_refuses_another_word(tmp_path: Path, kind: str) -> None:
     """A process that says "crash" where the vocabulary says "crashed" is caught where the
     report is read, not turned silently into a wrong answer."""
-    with pytest.raises(ValueError, match="not a failure gpulab knows"):
+    with pytest.raises(ValueError, match=r"Invalid enum value .* at `\$\.checks\[0\]\.kind`"):
         _read_report(_report(tmp_path, kind))
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"points": "1"}, "Expected `float`, got `str` - at `$.checks[0].points`"),
+    ({"extra": 1}, "Object contains unknown field `extra` - at `$.checks[0]`"),
+    ({"outcome": "won"}, "Invalid enum value 'won' - at `$.checks[0].outcome`"),
+])
+def test_a_report_with_a_wrong_field_is_refused_saying_where(tmp_path: Path,
+                                                             change: dict[str, object],
+                                                             words: str) -> None:
+    path = _report(tmp_path, None)
+    data = json.loads(path.read_text())
+    data["checks"][0].update(change)
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError) as caught:
+        _read_report(path)
+    assert str(caught.value) == words
+
+
+def test_a_report_missing_a_field_is_refused(tmp_path: Path) -> None:
+    path = _report(tmp_path, None)
+    data = json.loads(path.read_text())
+    del data["checks"][0]["points"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="missing required field `points`"):
+        _read_report(path)
 
 
 def _failed(kind: object, check: str = "c") -> CheckResult:

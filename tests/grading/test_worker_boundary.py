@@ -26,7 +26,7 @@ def worker(*answers: str, setup: tuple[str, ...] = ()) -> Learner:
 
 # ---- gpulab is not the learner's to use ---------------------------------------------------------
 
-LIBRARY = "from gpulab.probes.system_parse import parse_cpu_list\n"
+LIBRARY = "from gpulab.probes.system import parse_cpu_list\n"
 
 
 def test_an_answer_cell_cannot_import_gpulab() -> None:
@@ -41,9 +41,9 @@ def test_an_answer_cell_cannot_import_gpulab() -> None:
 @pytest.mark.parametrize("route", [
     "import gpulab",
     "import gpulab.grading.worker",
-    "__import__('gpulab.probes.system_parse')",
-    "import importlib; importlib.import_module('gpulab.probes.system_parse')",
-    "exec('from gpulab.probes import system_parse')",
+    "__import__('gpulab.probes.system')",
+    "import importlib; importlib.import_module('gpulab.probes.system')",
+    "exec('from gpulab.probes import system')",
 ])
 def test_every_import_route_is_refused_at_call_time(route: str) -> None:
     body = "\n".join("    " + line for line in route.split("; "))
@@ -65,7 +65,7 @@ def test_no_gpulab_module_is_left_in_sys_modules() -> None:
 
 
 def test_a_released_setup_cell_may_use_gpulab_and_its_functions_still_work() -> None:
-    setup = ("from gpulab.probes.system_parse import compact_cpu_list\n"
+    setup = ("from gpulab.probes.system import compact_cpu_list\n"
              "def show(cpus):\n    return compact_cpu_list(cpus)\n")
     with worker("def f(cpus):\n    return show(cpus)\n", setup=(setup,)) as learner:
         assert learner.call("f", [0, 1, 2, 5]) == "0-2,5"

@@ -29,9 +29,9 @@ from gpulab.grading.build import solution_path
 from gpulab.grading.machines import FOLDER, nvml_expected, nvml_recording
 from gpulab.grading.notebook import read_notebook
 from gpulab.grading.runner import CheckReport, run_checks
+from gpulab.probes.nvml import Replay, ReplayMismatch
 from gpulab.probes.nvml import inventory as inventory_probe
 from gpulab.probes.nvml import sample as sample_probe
-from gpulab.probes.nvml_record import Replay, ReplayMismatch
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "nvml-health"

@@ -29,7 +29,7 @@ from gpulab.grading.machines import FOLDER, nvml_expected, nvml_recording, pynvm
 from gpulab.grading.notebook import read_notebook
 from gpulab.grading.reference.gpu_topology import own_topology
 from gpulab.grading.runner import CheckReport, run_checks
-from gpulab.probes.nvml_record import Replay, ReplayMismatch
+from gpulab.probes.nvml import Replay, ReplayMismatch
 from gpulab.probes.topology import TopoMatrix, gpu_topology
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -36,7 +36,7 @@ def no_driver_here() -> str:
     return found.message
 
 
-# ---- editing NVML recordings (gpulab.probes.nvml_record) -----------------------------------
+# ---- editing NVML recordings (gpulab.probes.nvml) -----------------------------------
 
 
 def entries(data: dict[str, Any], call: str, args: list[Any] | None = None) -> list[Any]:

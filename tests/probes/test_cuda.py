@@ -13,7 +13,7 @@ from probe_helpers import H200_NVML, cuda_device, no_driver_here
 
 from gpulab.probes.cuda import open_device, properties
 from gpulab.probes.model import ProbeResult
-from gpulab.probes.nvml_record import Replay
+from gpulab.probes.nvml import Replay
 from gpulab.probes.readiness import Driver, cupy_missing_text, driver
 from gpulab.probes.registry import get_probe, run_probe
 
@@ -93,8 +93,8 @@ def test_importing_the_probe_modules_does_not_import_cupy_or_numpy() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, gpulab.probes.cuda, gpulab.probes.micro_bandwidth, "
-            "gpulab.probes.micro_compute, gpulab.probes.micro_latency, gpulab.kernels.launch; "
+    code = ("import sys, gpulab.probes.cuda, gpulab.probes.micro, gpulab.probes.nvml, "
+            "gpulab.probes.system, gpulab.probes.topology, gpulab.kernels.launch; "
             "print(sorted(m for m in ('cupy', 'numpy', 'pynvml') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

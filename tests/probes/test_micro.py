@@ -19,24 +19,25 @@ from probe_helpers import no_driver_here
 
 from gpulab import kernels
 from gpulab.kernels import KernelError, launch
-from gpulab.probes import micro_bandwidth, micro_compute, micro_latency, micro_p2p, micro_util
-from gpulab.probes.micro_bandwidth import (
+from gpulab.probes import micro
+from gpulab.probes.micro import (
+    bank_conflict_ways,
+    bank_count,
+    bf16_bits,
+    chase_footprints,
+    chase_plan,
+    fp32_lanes_per_sm,
     gb_per_s,
+    matmul_size,
     occupancy_blocks,
     occupancy_smem,
     pcie_bytes,
     pcie_link_gb_per_s,
+    plateaus,
+    ratio,
     scaled_bytes,
     sector_overfetch,
-)
-from gpulab.probes.micro_common import ratio
-from gpulab.probes.micro_compute import bf16_bits, fp32_lanes_per_sm, matmul_size, tflops
-from gpulab.probes.micro_latency import (
-    bank_conflict_ways,
-    bank_count,
-    chase_footprints,
-    chase_plan,
-    plateaus,
+    tflops,
 )
 from gpulab.probes.model import ProbeResult
 from gpulab.probes.registry import PROBES, run_probe
@@ -45,9 +46,7 @@ HAS_CUPY = importlib.util.find_spec("cupy") is not None
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 H200_MEMORY = 143_771 * MiB          # what CUDA and NVML report on the lent H200
 H200_L2 = 60 * MiB
-MICRO = [p.name for p in PROBES if p.target.startswith("micro_")]
-MICRO_MODULES = {"micro_bandwidth": micro_bandwidth, "micro_compute": micro_compute,
-                 "micro_latency": micro_latency, "micro_p2p": micro_p2p, "micro_util": micro_util}
+MICRO = [p.name for p in PROBES if p.target.startswith("micro:")]
 # p2p_bandwidth needs two GPUs; tests/probes/test_p2p.py runs it on one and on two
 ONE_GPU_MICRO = [name for name in MICRO if name != "p2p_bandwidth"]
 
@@ -255,8 +254,8 @@ def test_registry_targets_exist_in_micro() -> None:
     assert len(MICRO) == 12
     for name in MICRO:
         info = next(p for p in PROBES if p.name == name)
-        module, _, function = info.target.partition(":")
-        assert info.function() is getattr(MICRO_MODULES[module], function)
+        _, _, function = info.target.partition(":")
+        assert info.function() is getattr(micro, function)
 
 
 # ---- on the GPU -----------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The NVML probes: decoders, recorded H200 answers replayed, no GPU here, and the real GPU.
 
 The recorded fixtures (tests/fixtures/nvml/) are NVML's answers written down
-by `gpulab.probes.nvml_record`. The tests compare what the probes report with
+by `gpulab.probes.nvml`. The tests compare what the probes report with
 the answers in the recording itself, so they hold for any recording of an
 H200, hand-made or real.
 """
@@ -23,22 +23,22 @@ import pytest
 from probe_helpers import entries, set_answer
 
 from gpulab.probes import ProbeResult, Reading, run_probe
-from gpulab.probes.nvml import inventory, process_name, sample
-from gpulab.probes.nvml_decode import (
+from gpulab.probes.nvml import (
     COMPUTE_MODES,
-    compute_mode_name,
-    cuda_version_text,
-    decode_clock_event_reasons,
-    pstate_name,
-)
-from gpulab.probes.nvml_record import (
     FORMAT,
     Handle,
     Replay,
     ReplayMismatch,
+    compute_mode_name,
+    cuda_version_text,
+    decode_clock_event_reasons,
     from_plain,
+    inventory,
     main,
+    process_name,
+    pstate_name,
     record,
+    sample,
     to_plain,
 )
 

@@ -13,8 +13,9 @@ import pytest
 from probe_helpers import cuda_device as cuda
 from probe_helpers import no_driver_here
 
-from gpulab.probes.micro_common import GiB, MiB
-from gpulab.probes.micro_p2p import (
+from gpulab.probes.micro import (
+    GiB,
+    MiB,
     PairFigures,
     fastest_pair,
     measure_pair,

@@ -21,7 +21,7 @@ from rich.console import Console, RenderableType
 
 from gpulab.probes import PROBES, nvml
 from gpulab.probes.model import ProbeResult, Recorded, Table
-from gpulab.probes.nvml_record import Replay
+from gpulab.probes.nvml import Replay
 from gpulab.probes.registry import cannot_run_here, exit_status
 from gpulab.probes.render import render_probe_list, render_result
 

@@ -12,8 +12,7 @@ import pytest
 
 from gpulab.probes.model import ProbeResult, Reading
 from gpulab.probes.registry import run_probe
-from gpulab.probes.system import system
-from gpulab.probes.system_parse import (
+from gpulab.probes.system import (
     compact_cpu_list,
     parse_cgroup_file,
     parse_cpu_list,
@@ -21,6 +20,7 @@ from gpulab.probes.system_parse import (
     parse_meminfo,
     parse_ns_link,
     parse_os_release,
+    system,
 )
 
 INITIAL = {"cgroup": 4026531835, "ipc": 4026531839, "mnt": 4026531832, "net": 4026531833,

@@ -13,10 +13,14 @@ import pynvml
 import pytest
 
 from gpulab.probes.model import Telemetry
-from gpulab.probes.nvml import inventory, sample
-from gpulab.probes.nvml_decode import decode_clock_event_reasons
-from gpulab.probes.nvml_record import Replay, ReplayMismatch
-from gpulab.probes.telemetry import Sampler
+from gpulab.probes.nvml import (
+    Replay,
+    ReplayMismatch,
+    Sampler,
+    decode_clock_event_reasons,
+    inventory,
+    sample,
+)
 
 NVML_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nvml"
 H0 = {"__handle__": 0}
@@ -112,7 +116,11 @@ def test_nothing_supported_means_no_samples(h200: dict[str, Any]) -> None:
     data = not_supported(h200, "nvmlDeviceGetPowerUsage", "nvmlDeviceGetClockInfo",
                          *TEMPERATURE_CALLS, *REASON_CALLS)
     with Sampler(backend=Replay(data), interval_s=0.001) as sampler:
-        time.sleep(0.01)
+        for _ in range(20_000):          # until it has asked NVML twice (bounded)
+            if sampler.polls >= 2 or sampler.error is not None:
+                break
+            time.sleep(0.001)
+    assert sampler.polls >= 2
     assert sampler.telemetry == Telemetry(samples=0)
     assert sampler.error is None
 

@@ -17,9 +17,10 @@ import jsonschema
 import pynvml
 import pytest
 from probe_helpers import entries, set_answer
+from topo_text import parse_topo_matrix
 
 from gpulab.probes import ProbeResult, Reading, run_probe
-from gpulab.probes.nvml_record import Recorder, Replay, ReplayMismatch, record
+from gpulab.probes.nvml import Recorder, Replay, ReplayMismatch, record
 from gpulab.probes.registry import get_probe
 from gpulab.probes.topology import (
     LEVEL_LABELS,
@@ -36,7 +37,6 @@ from gpulab.probes.topology import (
     nvlink_version_text,
     p2p_status_text,
     parse_cpu_list,
-    parse_topo_matrix,
     sysfs_pci_address,
 )
 
@@ -442,10 +442,9 @@ def test_a_recording_replays_the_topology_it_recorded() -> None:
 
 def h200_recording() -> dict[str, Any]:
     data = load(FIXTURES / "nvml" / "h200.json")
-    if "topology" not in data:
-        pytest.skip("tests/fixtures/nvml/h200.json was recorded before the topology probe "
-                    "existed: record it again on the H200 with python -m "
-                    "gpulab.probes.nvml_record")
+    assert "topology" in data and data.get("nvidia_smi_topo"), \
+        "tests/fixtures/nvml/h200.json lacks the topology probe's result or nvidia-smi topo " \
+        "-m's text: record it again on the H200 with python -m gpulab.probes.nvml"
     return data
 
 
@@ -459,8 +458,6 @@ def test_the_recorded_h200_replays_its_topology() -> None:
 
 def test_the_recorded_h200_matches_its_nvidia_smi() -> None:
     data = h200_recording()
-    if not data.get("nvidia_smi_topo"):
-        pytest.skip("the H200 recording holds no nvidia-smi topo -m text")
     assert_matches_nvidia_smi(gpu_topology(Replay(data)), data["nvidia_smi_topo"])
 
 

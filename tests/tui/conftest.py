@@ -12,7 +12,7 @@ from tui_helpers import FIXTURE, NVML_REPLAY, build_exercise_course
 from gpulab.course import Course, ProgressStore, load_course
 from gpulab.course.workspace import Workspace, init_workspace
 from gpulab.probes import ProbeResult, nvml, recorded
-from gpulab.probes.nvml_record import Replay
+from gpulab.probes.nvml import Replay
 from gpulab.tui import GpulabApp, make_app
 
 

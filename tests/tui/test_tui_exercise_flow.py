@@ -21,7 +21,7 @@ from tui_helpers import SIZE, on_screen, plain, solve, wait_for
 
 from gpulab.course import ProgressStore
 from gpulab.course.workspace import Workspace
-from gpulab.probes.nvml_record import Replay
+from gpulab.probes.nvml import Replay
 from gpulab.tui import GpulabApp
 from gpulab.tui.measure import gpu_present
 from gpulab.tui.screens import CourseMapScreen, ExerciseScreen
@@ -231,3 +231,25 @@ async def test_gpu_states_told_or_replayed(
         await wait_for(pilot, lambda: replayed.gpu_here is True)
         await pilot.pause()
         assert "✎ vector-add  needs GPU · not started" in label(replayed, "vector-add")
+
+
+async def test_a_check_saved_elsewhere_shows_up_by_itself(
+    exercise_app: Callable[..., GpulabApp], store_path: Path, workspace: Workspace
+) -> None:
+    """`gpulab check` in another terminal: the app takes the result in within a second or
+    so, on the screen it is on, and the solution opens."""
+    app = exercise_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "CPU · not started" in label(app, "squares")
+        store = ProgressStore(store_path)
+        progress = store.load()
+        progress.record_check("squares", workspace=workspace.key, passed=True, earned=3,
+                              possible=3)
+        store.save(progress)
+        await wait_for(pilot, lambda: "passed (3/3)" in label(app, "squares"))
+        app.open_exercise("squares")
+        await on_screen(pilot, app, ExerciseScreen)
+        assert "passed (3/3)" in facts(app)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: "```python" in notes(app))

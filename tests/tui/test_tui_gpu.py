@@ -13,7 +13,7 @@ from tui_helpers import FIXTURE, NVML_REPLAY, SIZE, on_screen, plain, wait_for
 
 from gpulab.course import ProgressStore, load_course
 from gpulab.probes import ProbeResult, nvml
-from gpulab.probes.nvml_record import Replay
+from gpulab.probes.nvml import Replay
 from gpulab.tui import GpulabApp, make_app
 from gpulab.tui.screens import CourseMapScreen, GpuScreen, LessonScreen, gpu
 from gpulab.tui.screens.gpu import SENSORS
@@ -152,7 +152,8 @@ async def _palette(app: GpulabApp, pilot: Pilot[None], query: str, expect: str) 
         return str(options.get_option_at_index(0).prompt) if options.option_count else ""
 
     await wait_for(pilot, lambda: first().startswith(expect))
-    await pilot.press("down", "enter")
+    await pilot.press("enter")  # the first hit, highlighted ("down" would pass it by when
+    # others follow, as figures whose titles name the GPU do)
     await wait_for(pilot, lambda: not isinstance(app.screen, CommandPalette))
 
 

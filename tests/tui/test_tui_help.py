@@ -111,3 +111,30 @@ async def test_every_footer_shows_help(new_app: Callable[[], GpulabApp],
                     if getattr(key, "key", "") == "question_mark"]
             assert keys and keys[0].region.width > 0
             assert keys[0].region.right <= size[0] - len("^p palette")
+
+
+async def test_help_starts_with_how_to_study(new_app: Callable[[], GpulabApp]) -> None:
+    """The app's manual (once a third of the roadmap lesson) opens the help."""
+    from textual.widgets import Markdown
+
+    app = new_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        manual = app.screen.query_one("#help-manual", Markdown)
+        assert manual.source.startswith("## How to study with gpulab")
+        assert app.screen.query_one("#help-box").border_title == "Help"
+
+
+def test_the_manual_names_only_commands_that_exist() -> None:
+    import re
+
+    from gpulab.cli import _parser
+    from gpulab.tui.screens.help import MANUAL
+
+    parser = _parser()
+    import argparse
+
+    commands = set(next(a for a in parser._actions
+                        if isinstance(a, argparse._SubParsersAction)).choices)
+    named = set(re.findall(r"`gpulab ([a-z]+)", MANUAL.read_text()))
+    assert named and named <= commands, named - commands

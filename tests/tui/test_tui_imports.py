@@ -59,7 +59,8 @@ def test_app_imports_nothing_heavy_before_first_paint() -> None:
 
 def test_the_map_paints_before_any_lesson_is_parsed() -> None:
     """The first frame of the course map needs the manifest only: no lesson parser (PyYAML,
-    markdown-it, so no lesson parsed), no other screen, no probe."""
+    markdown-it, so no lesson parsed), no other screen, no probe, no figure and no plotting
+    library."""
     result = _run("""
         import sys
         from textual.app import App
@@ -77,10 +78,12 @@ def test_the_map_paints_before_any_lesson_is_parsed() -> None:
         app = make_app()
         app.run(headless=True, size=(100, 30))
         modules = seen["modules"]
-        early = sorted(m for m in modules if m.split(".")[0] in ("yaml", "markdown_it")
+        early = sorted(m for m in modules if m.split(".")[0] in ("yaml", "markdown_it",
+                                                                  "plotext", "textual_plotext")
                        or m in ("gpulab.course.lesson", "gpulab.tui.screens.lesson",
                                 "gpulab.tui.screens.exercise", "gpulab.tui.measure",
-                                "gpulab.probes"))
+                                "gpulab.probes", "gpulab.figures",
+                                "gpulab.tui.widgets.figure_view"))
         assert not early, early  # no lesson parsed: parsing one imports the parser
         print("ok")
     """)

@@ -28,7 +28,7 @@ from tui_helpers import FIXTURE, SIZE, on_screen, plain, wait_for
 from gpulab.course import Course, ProgressStore, load_course
 from gpulab.course.progress import Prediction
 from gpulab.probes import ProbeResult, run_probe
-from gpulab.probes.nvml_record import FORMAT, Replay
+from gpulab.probes.nvml import FORMAT, Replay
 from gpulab.tui import GpulabApp, make_app
 from gpulab.tui.measure import ClaimBoard, ClaimState, distance_text, outcome_of
 from gpulab.tui.screens import GpuScreen, LessonScreen, PredictionScreen

@@ -56,6 +56,36 @@ async def on_screen(pilot: Pilot[None], app: App[object], kind: type[Screen[obje
     await pilot.pause()
 
 
+# -- a course with figures ------------------------------------------------------------------------
+
+FIGURE_NODES = """
+## Measured
+
+- Latency against footprint
+
+  One thread chases pointers through ever larger buffers.
+
+  <!-- figure: latency-footprint -->
+
+- The warm-cache pitfall <!-- figure: warm-cache-pitfall -->
+"""
+"""Two nodes with figures, added to the fixture's memory lesson: one the recording draws, one
+from gpulab's H200 baseline, which the fixture course lacks (so it cannot be drawn)."""
+
+FOOTPRINT = "memory-hierarchy/measured/latency-against-footprint"
+PITFALL = "memory-hierarchy/measured/the-warm-cache-pitfall"
+
+
+def build_figure_course(root: Path) -> Path:
+    """The fixture course under root/lessons, its memory lesson ending with FIGURE_NODES;
+    returns root/lessons."""
+    lessons = root / "lessons"
+    shutil.copytree(FIXTURE, lessons)
+    with (lessons / "memory.md").open("a", encoding="utf-8") as lesson:
+        lesson.write(FIGURE_NODES)
+    return lessons
+
+
 # -- a course with one small CPU exercise --------------------------------------------------------
 
 SQUARES_ENTRY = """

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from gpulab.grading.machines import load_machine as check_load_machine
 from gpulab.grading.machines import materialize as check_materialize
-from gpulab.probes.system_parse import compact_cpu_list as check_compact_cpu_list
+from gpulab.probes.system import compact_cpu_list as check_compact_cpu_list
 
 CHECK_FOLDER = Path(tempfile.mkdtemp(prefix="nbgrader-machines-"))
 atexit.register(shutil.rmtree, CHECK_FOLDER, True)

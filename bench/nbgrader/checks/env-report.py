@@ -33,7 +33,7 @@ from gpulab.grading.machines import materialize as check_materialize
 from gpulab.grading.machines import nvml_expected as check_nvml_expected
 from gpulab.grading.machines import nvml_recording as check_nvml_recording
 from gpulab.grading.machines import pynvml_from as check_pynvml_from
-from gpulab.probes.system_parse import parse_os_release as check_parse_os_release
+from gpulab.probes.system import parse_os_release as check_parse_os_release
 
 CHECK_FOLDER = Path(tempfile.mkdtemp(prefix="nbgrader-machines-"))
 atexit.register(shutil.rmtree, CHECK_FOLDER, True)

@@ -4,7 +4,8 @@ The build first reads every lesson, so a broken course fails before a page is
 written, with the linter's file:line messages for every broken lesson. Pages
 are rendered into a fresh folder beside the output and moved into place at
 the end (see `gpulab.book.output`): a failed build leaves the previous book
-as it was.
+as it was. The figures the lessons place are drawn from gpulab's H200 recording,
+never from the machine that builds the book (`gpulab.book.figures`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from gpulab.course.catalog import shipped_dir
 from gpulab.course.problems import CourseError, Problem
 
 if TYPE_CHECKING:
+    from gpulab.book.figures import BookFigures
     from gpulab.course.catalog import Course
     from gpulab.course.lesson import Lesson
     from gpulab.course.specs import Source, Specs
@@ -84,7 +86,11 @@ def default_out() -> Path:
 
 def check_course(course: Course) -> list[Problem]:
     """What keeps the book from being built: every broken lesson, bad specs, and
-    exercises whose notebook is missing. Lint warnings do not count."""
+    exercises whose notebook is missing, and figures placed that do not exist. Lint
+    warnings do not count."""
+    from gpulab.course.lesson import unknown_figures
+    from gpulab.figures import FIGURE_IDS
+
     problems: list[Problem] = []
     seen: set[str] = set()
     for entry in course.entries:
@@ -95,7 +101,7 @@ def check_course(course: Course) -> list[Problem]:
             continue
         seen.add(entry.id)
         try:
-            course.lesson(entry.id)
+            problems.extend(unknown_figures(course.lesson(entry.id), FIGURE_IDS))
         except CourseError as exc:
             problems.extend(exc.problems)
     try:
@@ -169,12 +175,14 @@ class _Builder:
     def build(self) -> list[str]:
         self.step("assets")
         self.copy_assets()
+        from gpulab.book.figures import BookFigures
         from gpulab.probes.recorded import recorded_results
 
         recorded = recorded_results()
+        figures = BookFigures(self.course, recorded)
         for lesson_id in self.ids:
             self.step(f"lesson {lesson_id}")
-            self.lesson_page(lesson_id, recorded)
+            self.lesson_page(lesson_id, recorded, figures)
         notebooks = NotebookRenderer(self.ids)
         exercises = self.course.exercises()
         for number, exercise in enumerate(exercises):
@@ -214,7 +222,8 @@ class _Builder:
         (self.out / "assets" / "pygments.css").write_text(pygments_css(), encoding="utf-8")
 
     # -- pages ------------------------------------------------------------
-    def lesson_page(self, lesson_id: str, recorded: dict[str, Any]) -> None:
+    def lesson_page(self, lesson_id: str, recorded: dict[str, Any],
+                    figures: BookFigures) -> None:
         lesson, entry = self.lessons[lesson_id], self.entries[lesson_id]
         renderer = self.renderer
         href = f"lessons/{lesson_id}.html"
@@ -224,8 +233,11 @@ class _Builder:
         for node in lesson.nodes:
             cited.extend(c for c in node.claims if c not in cited)
             if node.parent is not None:
-                asked = node.notes[:answer_at(node)]    # search must not give an answer away
-                text = " ".join(plain_text(n.markdown) for n in asked)
+                answer = answer_at(node)
+                asked = node.notes[:answer]    # search must not give an answer away
+                text = " ".join([plain_text(n.markdown) for n in asked] + [
+                    figures.caption_text(m.id) for m in node.figures
+                    if answer is None or (m.at is not None and m.at <= answer)])
                 self.index.append(IndexEntry(node.title, f"{href}#{node_anchor(node.key)}",
                                              lesson.title, "node", text))
         cards = [claim_card(self.course.claims[c], recorded) for c in cited
@@ -236,7 +248,7 @@ class _Builder:
                    objectives=[renderer.inline(o) for o in lesson.front.objectives],
                    mindmap=mindmap_json(mindmap_data(lesson, renderer)),
                    options=mindmap_json(lesson.front.markmap),
-                   outline=outline(lesson, renderer), cards=cards,
+                   outline=outline(lesson, renderer, figures.page()), cards=cards,
                    exercises=self.course.exercises(lesson_id),
                    previous=self._link(before), next=self._link(after))
 

@@ -1,6 +1,8 @@
 """What a lesson page shows: markmap's data, the outline with notes, the claim cards.
 
-The mindmap and the outline are the same tree. The mindmap's data follows
+The mindmap and the outline are the same tree. A node's figures
+(``<!-- figure: id -->``) are placed among its notes where their markers stand,
+drawn by a callable the builder passes in (`gpulab.book.figures`). The mindmap's data follows
 markmap's format (``content`` as HTML, ``children``, ``payload``), so the
 vendored markmap view draws it as it is; the outline is the no-JavaScript
 reading of it, with each node's notes under it. A "Check yourself" question
@@ -11,6 +13,7 @@ folded ``<details>``, as the exercise pages keep their hints.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +22,7 @@ from gpulab.course.claims import Claim
 from gpulab.course.verdict import judge
 
 if TYPE_CHECKING:
-    from gpulab.course.lesson import Lesson, Node
+    from gpulab.course.lesson import FigureMark, Lesson, Node
     from gpulab.probes.model import ProbeResult
 
 __all__ = [
@@ -84,11 +87,16 @@ def mindmap_json(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
 
 
-def outline(lesson: Lesson, renderer: MarkdownRenderer) -> OutlineNode:
-    """The lesson's tree as outline entries, notes rendered."""
+PlaceFigure = Callable[["FigureMark"], str]
+"""Gives the HTML of one placed figure."""
+
+
+def outline(lesson: Lesson, renderer: MarkdownRenderer,
+            place: PlaceFigure | None = None) -> OutlineNode:
+    """The lesson's tree as outline entries, notes rendered, figures placed by `place`."""
 
     def convert(node: Node) -> OutlineNode:
-        notes = _notes_html(node, renderer)
+        notes = _notes_html(node, renderer, place)
         return OutlineNode(node_anchor(node.key), _title_html(node, renderer), notes,
                            node.claims, node.fold, [convert(child) for child in node.children])
 
@@ -102,14 +110,23 @@ def answer_at(node: Node) -> int | None:
                 None)
 
 
-def _notes_html(node: Node, renderer: MarkdownRenderer) -> str:
-    """The node's notes as HTML; an answer and what follows it folded."""
+def _notes_html(node: Node, renderer: MarkdownRenderer,
+                place: PlaceFigure | None = None) -> str:
+    """The node's notes as HTML, its figures where their markers stand; an answer and
+    what follows it folded (a figure placed before the answer stays outside the fold)."""
     html = [renderer.block(note.markdown) for note in node.notes]
+    before = [""] * (len(html) + 1)   # before[i]: the figures shown before note i
+    if place is not None:
+        for mark in node.figures:
+            before[len(html) if mark.at is None else min(mark.at, len(html))] += place(mark)
     answer = answer_at(node)
     if answer is None:
-        return "".join(html)
-    return ("".join(html[:answer]) + '<details class="answer"><summary>Show the answer'
-            "</summary>\n" + "".join(html[answer:]) + "</details>\n")
+        return "".join(b + h for b, h in zip(before, html, strict=False)) + before[-1]
+    shown = "".join(b + h for b, h in zip(before[:answer], html[:answer], strict=True))
+    folded = html[answer] + "".join(b + h for b, h in zip(before[answer + 1:],
+                                                          html[answer + 1:], strict=False))
+    return (shown + before[answer] + '<details class="answer"><summary>Show the answer'
+            "</summary>\n" + folded + before[-1] + "</details>\n")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ parsed on first use; a broken lesson raises `CourseError` for itself alone.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
@@ -122,21 +122,36 @@ class Course:
         index = ids.index(lesson_id) + step
         return ids[index] if 0 <= index < len(ids) else None
 
-    def lint(self) -> list[Problem]:
+    def lint(self, figures: Collection[str] | None = None) -> list[Problem]:
         """Every problem in the course: manifest, specs, lessons, their agreement,
-        unsourced numbers and links that lead nowhere."""
+        unsourced numbers and links that lead nowhere.
+
+        `figures` is the set of figure ids there are (`gpulab.figures.FIGURE_IDS`,
+        which the course may not import itself); given, a lesson that places any
+        other id is a problem at its marker's line. Not given, figure ids go unchecked.
+        """
         from gpulab.course.facts import check_links, check_numbers
+        from gpulab.course.lesson import unknown_figures
+        from gpulab.course.mentions import (
+            check_exercise_mentions,
+            listed_exercises,
+            unlisted_exercises,
+        )
+        from gpulab.course.recordings import check_recorded
+        from gpulab.course.shape import check_shape
 
         problems = list(self.manifest.problems)
         specs: Specs | None
         try:
             specs = self.specs
+            problems.extend(check_recorded(specs))
         except CourseError as exc:
             problems.extend(exc.problems)
             specs = None
         lesson_ids = [e.id for e in self.entries]
         seen: set[str] = set()
         cited: set[str] = set()
+        listed: set[str] = set()
         every_lesson_read = True
         for entry in self.entries:
             if entry.problems:
@@ -154,7 +169,12 @@ class Course:
                 continue
             cited.update(c for node in lesson.nodes for c in node.claims)
             problems.extend(lesson.problems)
+            if figures is not None:
+                problems.extend(unknown_figures(lesson, figures))
             problems.extend(check_links(lesson, lesson_ids))
+            problems.extend(check_exercise_mentions(lesson, self.manifest.exercises))
+            listed |= listed_exercises(lesson)
+            problems.extend(check_shape(lesson))
             if specs is not None:
                 problems.extend(check_numbers(lesson, self.claims, specs))
             front = lesson.front
@@ -166,6 +186,9 @@ class Course:
                 problems.append(Problem(entry.path, front.line + 1,
                                         f"day {front.day} differs from course.toml's {entry.day}",
                                         "make them the same"))
+        if every_lesson_read:  # an exercise listed only by a broken lesson is listed
+            problems.extend(unlisted_exercises(self.manifest.path, self.manifest.exercises,
+                                               listed))
         if every_lesson_read:  # a claim cited only by a broken lesson is not unused
             for claim in self.claims.values():
                 if claim.id not in cited and claim.path is not None:

@@ -42,7 +42,7 @@ NAME_WORDS = frozenset([
     "sm", "p-state", "chapter", "section", "rank", "device", "devices", "index", "level",
     "xid", "port", "line", "lines", "code", "signal", "id", "exercise", "lesson", "numa",
     "socket", "figure", "table", "nccl", "jupyterlab", "ipv", "rfc", "iso", "ieee", "cc",
-    "tier", "phase", "week", "weeks", "rtx", "gtx", "xeon", "epyc", "ryzen",
+    "tier", "phase", "week", "weeks", "rtx", "gtx", "xeon", "epyc", "ryzen", "llama",
 ])
 
 _UNIT_RE = re.compile(
@@ -80,6 +80,8 @@ def numbers_in(text: str, line: int = 1) -> Iterator[Number]:
             continue
         if re.match(r"\.\d|[:×x]\d", after) or re.search(r"\d[:×x]$", before):
             continue  # part of a version, a ratio (2:4) or a shape (16×16)
+        if re.match(r"B(?![A-Za-z0-9_/])|-bit\b", after):
+            continue  # a model's parameter count in its name (Llama 3 8B), a type (64-bit)
         word = _WORD_BEFORE.search(before)
         if word and word.group(1).lower().rstrip("-") in NAME_WORDS:
             continue
@@ -88,8 +90,9 @@ def numbers_in(text: str, line: int = 1) -> Iterator[Number]:
         value = float(digits)
         unit_match = _UNIT_RE.match(after)
         unit = unit_match.group(1) if unit_match else ""
-        if unit in ("x", "×") and re.match(r"\s?[x×]\s*\d", after):
-            unit = ""  # a product, 108 × 64, not a ratio
+        if unit in ("x", "×") and re.match(r"\s?[x×]\s*(?:\d|\(|(?:two|three|four|eight)\b)",
+                                            after):
+            unit = ""  # a product, 108 × 64, 32 × (registers), not a ratio
         if value in (0.0, 1.0):
             continue
         if not unit and "." not in digits and int(digits) in _YEARS:
@@ -355,6 +358,8 @@ def _matches(number: Number, value: float, unit: str) -> bool:
         candidates = conversions(value, unit.strip(), number.unit)
         if not candidates:
             return False
+    elif mine and not theirs:       # "64 MiB" is no value counted in lanes or SMs
+        return False
     for candidate in candidates:
         if math.isclose(candidate, number.value, rel_tol=1e-9):
             return True

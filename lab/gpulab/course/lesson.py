@@ -2,7 +2,12 @@
 
 Headings and list items are *nodes*; paragraphs, code, tables and quotes under
 a node are its *notes*. HTML comments on a node's own line carry annotations:
-``<!-- claim: id -->`` and markmap's ``<!-- markmap: fold -->``.
+``<!-- claim: id -->`` and markmap's ``<!-- markmap: fold -->``. A figure,
+``<!-- figure: id -->``, goes there too (shown after the node's notes), or on a
+line of its own among the notes, where it is shown. The parser only records
+figure ids: which ids exist is known to `gpulab.figures`, which the course may
+not import, so the linter is handed that set (`Course.lint(figures=...)`, and
+`unknown_figures` here).
 
 `parse_lesson` raises `CourseError` for what makes a lesson unusable (bad
 front matter, no root heading, an unknown claim) and returns the rest of its
@@ -14,8 +19,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,10 +31,15 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from gpulab.course.claims import CLAIM_ID
 from gpulab.course.frontmatter import FrontMatter, parse_front_matter
 from gpulab.course.problems import CourseError, Problem
+from gpulab.course.tree import FigureMark, Lesson, Node, Note
 
-__all__ = ["Lesson", "Node", "Note", "markdown_parser", "parse_lesson"]
+__all__ = ["FIGURE_ID", "FigureMark", "Lesson", "Node", "Note", "markdown_parser",
+           "parse_lesson", "unknown_figures"]
 
-_ANNOTATION = re.compile(r"<!--\s*(claim|markmap|example)\s*:\s*(.*?)\s*-->", re.DOTALL)
+_ANNOTATION = re.compile(r"<!--\s*(claim|markmap|example|figure)\s*:\s*(.*?)\s*-->",
+                         re.DOTALL)
+FIGURE_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+"""What a figure id looks like: lowercase words joined by hyphens (``latency-footprint``)."""
 _EXAMPLE_NUMBER = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
 _LISTS = ("bullet_list", "ordered_list")
 _NOTE_KINDS = {
@@ -49,66 +58,6 @@ def markdown_parser() -> MarkdownIt:
     md.enable(["table", "strikethrough"])
     md.use(front_matter_plugin)
     return md
-
-
-@dataclass(frozen=True)
-class Note:
-    """A block of Markdown that explains its node."""
-
-    kind: Literal["paragraph", "code", "table", "quote", "html"]
-    markdown: str
-    line: int
-    lang: str = ""
-
-
-@dataclass(eq=False)
-class Node:
-    """One node of the mindmap: a heading or a list item."""
-
-    key: str
-    label: str
-    text: str
-    kind: Literal["heading", "item"]
-    depth: int
-    line: int
-    level: int = 0
-    ordinal: int | None = None
-    claims: tuple[str, ...] = ()
-    examples: tuple[str, ...] = ()
-    fold: int = 0
-    notes: list[Note] = field(default_factory=list)
-    children: list[Node] = field(default_factory=list)
-    parent: Node | None = field(default=None, repr=False)
-
-    def walk(self) -> Iterator[Node]:
-        """This node and everything below it, in document order."""
-        yield self
-        for child in self.children:
-            yield from child.walk()
-
-    @property
-    def title(self) -> str:
-        """The label as shown: ordered items keep their number."""
-        return f"{self.ordinal}. {self.text}" if self.ordinal is not None else self.text
-
-
-@dataclass(eq=False)
-class Lesson:
-    """A parsed lesson: its front matter, its tree, and lint findings."""
-
-    id: str
-    path: Path
-    front: FrontMatter
-    root: Node
-    problems: list[Problem] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.nodes: list[Node] = list(self.root.walk())
-        self.by_key: dict[str, Node] = {node.key: node for node in self.nodes}
-
-    @property
-    def title(self) -> str:
-        return self.front.title
 
 
 def parse_lesson(
@@ -262,6 +211,7 @@ class _Builder:
             return
         if kind == "html" and _only_comments(block.content):
             self._check_stray_annotations(block.content, _line(block))
+            self._figure_marks(block.content, node, _line(block))
             return
         if block.map is None:
             return
@@ -272,11 +222,33 @@ class _Builder:
         node.notes.append(Note(kind, markdown, _line(block), lang))  # type: ignore[arg-type]
 
     def _check_stray_annotations(self, markdown: str, line: int) -> None:
+        comments_only = _only_comments(markdown)
         for match in _ANNOTATION.finditer(markdown):
             what = match.group(1)
             if what in ("claim", "example"):
                 self.warn(line, f"a{'n' if what == 'example' else ''} {what} annotation "
                           "inside a note", f"put <!-- {what}: ... --> on the node's own line")
+            elif what == "figure" and not comments_only:
+                self.warn(line, "a figure annotation inside a note's text",
+                          "put <!-- figure: ... --> on a line of its own, or on the node's line")
+
+    def _figure_marks(self, html: str, node: Node, line: int) -> None:
+        """Figures placed by a comment on a line of its own among the node's notes."""
+        for match in _ANNOTATION.finditer(html):
+            if match.group(1) == "figure":
+                at = line + html[:match.start()].count("\n")
+                node.figures += tuple(FigureMark(f, at, len(node.notes))
+                                      for f in self._figure_ids(match.group(2), at))
+
+    def _figure_ids(self, value: str, line: int) -> list[str]:
+        ids = [part for part in re.split(r"[\s,]+", value) if part]
+        if not ids:
+            self.warn(line, "an empty figure annotation", "write <!-- figure: some-id -->")
+        for figure_id in ids:
+            if not FIGURE_ID.match(figure_id):
+                self.warn(line, f"{figure_id!r} is not a valid figure id",
+                          "use lowercase letters, digits and hyphens")
+        return [f for f in ids if FIGURE_ID.match(f)]
 
     # -- one node -----------------------------------------------------------
     def _node(
@@ -293,6 +265,7 @@ class _Builder:
         raw = inline.content if inline is not None else ""
         claims: list[str] = []
         examples: list[str] = []
+        figures: list[FigureMark] = []
         fold = 0
         for match in _ANNOTATION.finditer(raw):
             what, value = match.group(1), match.group(2)
@@ -300,6 +273,8 @@ class _Builder:
                 claims.extend(self._claim_ids(value, line))
             elif what == "example":
                 examples.extend(self._examples(value, line))
+            elif what == "figure":
+                figures.extend(FigureMark(f, line) for f in self._figure_ids(value, line))
             elif value in ("fold", "foldAll"):
                 if tight:
                     fold = max(fold, 2 if value == "foldAll" else 1)
@@ -312,7 +287,7 @@ class _Builder:
         node = Node(
             key=self._key(parent, text), label=label, text=text, kind=kind, depth=depth,
             line=line, level=level, ordinal=ordinal, claims=tuple(claims),
-            examples=tuple(examples), fold=fold, parent=parent,
+            examples=tuple(examples), figures=tuple(figures), fold=fold, parent=parent,
         )
         if parent is not None:
             parent.children.append(node)
@@ -358,6 +333,19 @@ class _Builder:
                       "markmap drops the list: move it under its own heading or into a note")
         for child in node.children:
             self._check_children(child)
+
+
+def unknown_figures(lesson: Lesson, known: Collection[str]) -> list[Problem]:
+    """A problem, at its marker's line, for each figure the lesson places that is not
+    in `known` (the ids `gpulab.figures` defines, handed in by a layer that may know them)."""
+    problems = []
+    for node in lesson.nodes:
+        for mark in node.figures:
+            if mark.id not in known:
+                problems.append(Problem(lesson.path, mark.line, f"unknown figure {mark.id!r}",
+                                        "see `gpulab.figures` for the figures there are, or "
+                                        "fix the id"))
+    return problems
 
 
 def _line(block: SyntaxTreeNode) -> int:

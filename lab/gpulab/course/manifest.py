@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpulab.course.paths import CoursePaths
 from gpulab.course.problems import CourseError, Problem
 from gpulab.course.source import read_text
 from gpulab.course.tomlutil import line_of_key, line_of_value, toml_error
@@ -41,6 +42,10 @@ __all__ = ["ExerciseEntry", "LessonEntry", "Manifest", "load_manifest"]
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
+
+FORMAT_VERSION = 1
+"""The newest course format (course.toml's ``[course] format_version``) this gpulab reads: a
+course written for a newer gpulab is refused with advice, never misread."""
 
 @dataclass(frozen=True)
 class LessonEntry:
@@ -79,6 +84,8 @@ class Manifest:
     lessons: tuple[LessonEntry, ...]
     exercises: tuple[ExerciseEntry, ...]
     problems: tuple[Problem, ...] = ()
+    format_version: int = 1
+    """The course format it is written in (`FORMAT_VERSION` is the newest this gpulab reads)."""
 
 
 def load_manifest(path: Path) -> Manifest:
@@ -92,13 +99,22 @@ def load_manifest(path: Path) -> Manifest:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise toml_error(path, exc) from None
-    root = path.parent.parent  # course.toml lives in <root>/lessons/
+    root = CoursePaths.of_manifest(path).root
     problems: list[Problem] = []
     course = data.get("course", {})
     if not isinstance(course, dict):
         raise CourseError.at(path, None, "[course] must be a table")
     title = course.get("title", "gpulab")
     plan_days = course.get("plan_days", 60)
+    version = course.get("format_version", FORMAT_VERSION)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise CourseError.at(path, line_of_key(text, "course"),
+                             "[course] format_version must be a whole number from 1")
+    if version > FORMAT_VERSION:
+        raise CourseError.at(path, line_of_key(text, "course"),
+                             f"this course is written in course format {version}; this gpulab "
+                             f"reads format {FORMAT_VERSION} and older",
+                             "upgrade gpulab (pip install -U gpulab)")
     if not isinstance(title, str) or isinstance(plan_days, bool) or not isinstance(plan_days, int):
         raise CourseError.at(path, line_of_key(text, "course"),
                              "[course] needs title as text and plan_days as a whole number")
@@ -113,7 +129,7 @@ def load_manifest(path: Path) -> Manifest:
         problems.append(Problem(path, None, f"unknown table [{key}]",
                                 "the manifest has [course], [[lessons]] and [[exercises]]"))
     return Manifest(path, title, plan_days, tuple(lessons), tuple(exercises),
-                    tuple(problems))
+                    tuple(problems), version)
 
 
 def _lessons(text: str, path: Path, raw: list[Any]) -> list[LessonEntry]:

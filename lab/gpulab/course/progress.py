@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 import platformdirs
 
+from gpulab.timestamps import utc_now
+
 __all__ = ["ExerciseRecord", "LessonState", "Prediction", "Progress", "ProgressStore",
            "state_dir"]
 
@@ -120,7 +122,7 @@ class Progress:
                      possible: float, at: str | None = None) -> ExerciseRecord:
         """Remember the outcome of a check of exercise `name` in a workspace (`at`: now)."""
         record = ExerciseRecord("passed" if passed else "failing", float(earned),
-                                float(possible), at or _now())
+                                float(possible), at or utc_now())
         self.workspaces.setdefault(workspace, {})[name] = record
         return record
 
@@ -235,10 +237,6 @@ def _exercise(item: Any) -> ExerciseRecord:
         raise ValueError(f"an exercise's status must be 'failing' or 'passed', not {status!r}")
     return ExerciseRecord(status=status, earned=float(item["earned"]),
                           possible=float(item["possible"]), at=str(item["at"]))
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def _instant(at: str) -> dt.datetime:

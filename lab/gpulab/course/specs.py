@@ -18,7 +18,9 @@
     gen4_x16 = { value = 31.5, unit = "GB/s", note = "per direction" }
 
 A value is a number (`value`), a range (`min`, `max`) or `text`; numbers carry
-a `unit`. `source` names a `[sources.*]` entry or is a URL itself.
+a `unit`. `source` names a `[sources.*]` entry or is a URL itself. A value
+measured by gpulab names where its recording holds it (`recorded`), and
+`gpulab dev lint-lessons` checks that they agree (`gpulab.course.recordings`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from gpulab.course.tomlutil import toml_error
 __all__ = ["Source", "SpecTable", "SpecValue", "Specs", "load_specs", "url_problem"]
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-_VALUE_FIELDS = {"value", "min", "max", "text", "unit", "source", "note"}
+_VALUE_FIELDS = {"value", "min", "max", "text", "unit", "source", "note", "recorded"}
 _GPU_META = {"name", "architecture", "compute_capability", "source", "note"}
 _TOPIC_META = {"title", "source", "note"}
 _HEADER = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]\s*(?:#.*)?$")
@@ -73,6 +75,7 @@ class SpecValue:
     text: str = ""
     unit: str = ""
     note: str = ""
+    recorded: tuple[str, ...] = ()   # where a recording holds it ("file#path"): checked by lint
 
     @property
     def ref(self) -> str:
@@ -318,6 +321,13 @@ class _Loader:
         for text_key in ("text", "unit", "note"):
             if text_key in item and not isinstance(item[text_key], str):
                 self.bad(where, f"{label}: {text_key} must be text")
+        recorded = item.get("recorded", ())
+        recorded = (recorded,) if isinstance(recorded, str) else recorded
+        if not (isinstance(recorded, list | tuple) and all(
+                isinstance(r, str) and "#" in r for r in recorded)):
+            self.bad(where, f"{label}: recorded must be \"FILE#PATH\" or a list of them",
+                     'e.g. recorded = "reference/h200-baseline.json#matmul.cupy_float16_TFLOPs"')
+            recorded = ()
         if (has_value or has_range) and not str(item.get("unit", "")).strip():
             self.bad(where, f"{label}: a number needs its unit",
                      'e.g. unit = "GB/s"; use unit = "count" for a plain count')
@@ -336,7 +346,7 @@ class _Loader:
             table=table_id, key=key, source=source, line=self.lines.get(where),
             value=num("value"), min=num("min"), max=num("max"),
             text=str(item.get("text", "")), unit=str(item.get("unit", "")),
-            note=str(item.get("note", "")),
+            note=str(item.get("note", "")), recorded=tuple(recorded),
         )
 
 

@@ -15,18 +15,18 @@ from pathlib import Path
 
 from gpulab.course.catalog import Course
 from gpulab.course.manifest import ExerciseEntry
+from gpulab.course.paths import CoursePaths
 from gpulab.course.problems import Problem
 from gpulab.grading.cells import to_exercise
 from gpulab.grading.notebook import NotebookError, notebook_text, read_notebook, write_notebook
 from gpulab.grading.runner import CheckReport, run_checks
 
-__all__ = ["build_all", "build_text", "check_all", "solution_path"]
+__all__ = ["build_all", "build_text", "check_all", "solution_path", "stray_files"]
 
 
 def solution_path(entry: ExerciseEntry) -> Path:
     """solutions/<lesson>/<name>.ipynb beside exercises/."""
-    root = entry.notebook.parent.parent.parent
-    return root / "solutions" / entry.lesson / entry.notebook.name
+    return CoursePaths.of_notebook(entry.notebook).solution(entry.lesson, entry.name)
 
 
 def build_text(entry: ExerciseEntry) -> str:
@@ -47,8 +47,10 @@ def build_all(course: Course, names: Sequence[str] = ()) -> list[Path]:
 
 def check_all(course: Course, names: Sequence[str] = (), *, gpu: bool = False,
               report: Callable[[str], object] = print) -> list[Problem]:
-    """Every exercise (or those named) built, failing as shipped and solved; the problems."""
-    problems: list[Problem] = []
+    """Every exercise (or those named) built, failing as shipped and solved; the problems.
+    Checking them all also finds stray files: ones in exercises/ or solutions/ that belong
+    to no exercise (a renamed exercise's leftovers ship to learners otherwise)."""
+    problems: list[Problem] = [] if names else stray_files(course)
     for entry in _chosen(course, names):
         cpu_only = entry.gpu and not gpu
         found, solved = _check_one(entry, cpu_only=cpu_only)
@@ -83,7 +85,7 @@ def _hidden_points(entry: ExerciseEntry, shipped: CheckReport) -> list[Problem]:
 
 def _manifest_of(entry: ExerciseEntry) -> Path:
     """The course.toml that lists the exercise."""
-    return entry.notebook.parent.parent.parent / "lessons" / "course.toml"
+    return CoursePaths.of_notebook(entry.notebook).manifest
 
 
 def _check_one(entry: ExerciseEntry, *, cpu_only: bool = False) -> tuple[list[Problem],
@@ -119,3 +121,22 @@ def _check_one(entry: ExerciseEntry, *, cpu_only: bool = False) -> tuple[list[Pr
         detail = "; ".join(failing) or solved.message
         problems.append(Problem(source, None, f"the solution does not pass: {detail}"))
     return problems, solved
+
+
+def stray_files(course: Course) -> list[Problem]:
+    """Files under exercises/ and solutions/ that are no exercise's notebook, checks or
+    solution (a README aside)."""
+    paths = CoursePaths.of_manifest(course.manifest.path)
+    expected = {p for e in course.exercises() for p in (
+        paths.notebook(e.lesson, e.name), paths.visible_checks(e.lesson, e.name),
+        paths.solution(e.lesson, e.name), paths.hidden_checks(e.lesson, e.name))}
+    problems = []
+    for folder in (paths.exercises, paths.solutions):
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            if path.name == "README.md" or {"__pycache__", ".ipynb_checkpoints"} & set(
+                    path.relative_to(folder).parts) or path in expected:
+                continue
+            problems.append(Problem(paths.manifest, None, f"{path.relative_to(paths.root)} "
+                                    "belongs to no exercise in course.toml",
+                                    "remove it, or add its exercise to course.toml"))
+    return problems

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import stat
 import time
 import uuid
 from collections import deque
@@ -36,18 +34,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpulab.course.paths import CoursePaths
 from gpulab.errors import GpulabError
 from gpulab.grading import cluster_worker as remote
 from gpulab.grading import sandbox
-from gpulab.grading.notebook import MAX_BYTES
-from gpulab.grading.run import Done, GpuEvent, Job, not_run
+from gpulab.grading.run import Done, GpuEvent, Job, not_run, read_notebook
+from gpulab.grading.slurm import SbatchErrors, slurm_cluster, wait_for_pilots
 from gpulab.grading.verdict import ExerciseGrade, failure
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
 
-__all__ = ["ALLOWED_FAILURES", "ClusterError", "Target", "need_distributed", "read_notebook",
-           "run_on_cluster", "slurm_cluster"]
+__all__ = ["ALLOWED_FAILURES", "ClusterError", "Target", "need_distributed", "run_on_cluster",
+           "slurm_cluster"]
 
 ALLOWED_FAILURES = 2                   # worker deaths a job may cause before it is not-run
 SCATTER_BYTES = 2**20                  # larger notebooks travel to the cluster on their own
@@ -81,14 +80,17 @@ def run_on_cluster(target: Target, jobs: list[Job], *, course: Course, policy: s
     """
     import gpulab
 
-    root = Path(course.manifest.path).resolve().parent.parent
+    root = CoursePaths.of_manifest(Path(course.manifest.path).resolve()).root
     expect = remote.Expect(str(gpulab.__version__), course.title,
                     {job.entry.name: job.checks_hash for job in jobs}, policy.bubblewrap)
     if not jobs:
         return
-    with _client(target, root) as client:
+    need_distributed()              # distributed sets its loggers up as it is imported
+    sbatch = SbatchErrors() if target.address == "slurm" else None
+    with sbatch or contextlib.nullcontext(), _client(target, root) as client:
         yield from _Coordinator(client, target, expect, policy, timeout, recovery_s, notes,
-                                problems, timeline).run(jobs)
+                                problems, timeline,
+                                sbatch=sbatch.said if sbatch else []).run(jobs)
 
 
 def need_distributed() -> None:
@@ -114,8 +116,7 @@ def _client(target: Target, course_root: Path) -> Iterator[Any]:
     try:
         client = Client(cluster or target.address, timeout=30, set_as_default=False)
     except (OSError, TimeoutError) as exc:
-        if cluster is not None:
-            cluster.close()
+        _close(cluster)
         raise ClusterError(f"cannot reach the Dask scheduler at {target.address}: "
                            f"{failure(exc)}") from None
     try:
@@ -124,25 +125,16 @@ def _client(target: Target, course_root: Path) -> Iterator[Any]:
         yield client
     finally:
         client.close()
-        if cluster is not None:
+        _close(cluster)
+
+
+def _close(cluster: Any) -> None:
+    """End the pilot jobs. dask-jobqueue's close asserts on a pilot sbatch refused (it stays
+    "created"); that must not hide why the run stopped, and a pilot left running ends
+    on its own when its worker loses the scheduler (`gpulab worker`'s death timeout)."""
+    if cluster is not None:
+        with contextlib.suppress(Exception):
             cluster.close()
-
-
-def slurm_cluster(target: Target, course_root: Path) -> Any:
-    """A `dask_jobqueue.SLURMCluster` whose pilot jobs each run ``gpulab worker`` on a node
-    (its scheduler runs in this process; nothing is submitted until it is scaled)."""
-    from dask_jobqueue import SLURMCluster
-
-    cores = target.cpu_slots + target.gpus_per_node
-    return SLURMCluster(
-        cores=max(1, cores), processes=1, memory=f"{4 * max(1, cores)}GiB",
-        queue=target.partition or None, walltime=target.walltime,
-        job_extra_directives=[f"--gres=gpu:{target.gpus_per_node}"]
-        if target.gpus_per_node else [],
-        job_name="gpulab-worker", worker_command="gpulab worker",
-        worker_extra_args=["--cpu-slots", str(target.cpu_slots), "--course", str(course_root),
-                           *([] if target.gpus_per_node else ["--gpus", "none"])],
-        scheduler_options={"dashboard_address": ":0"})
 
 
 @dataclass
@@ -167,6 +159,7 @@ class _Coordinator:
     notes: list[str]
     problems: list[str]
     timeline: Timeline | None
+    sbatch: list[str] = field(default_factory=list)                    # what sbatch refused
     workers: dict[str, dict[str, Any]] = field(default_factory=dict)   # accepted: address ->
     seen: set[str] = field(default_factory=set)                        # identity
     waiting: dict[bool, deque[_Task]] = field(default_factory=lambda: {True: deque(),
@@ -210,18 +203,25 @@ class _Coordinator:
         per_node = self.target.gpus_per_node + (1 if self.target.cpu_slots else 0)
         try:
             if slurm:
-                self._wait_for_pilots(self.target.nodes * per_node)
+                joined, lost = wait_for_pilots(self.client, self.target,
+                                               self.target.nodes * per_node, self._present,
+                                               self.sbatch)
+                if lost and not joined:
+                    raise ClusterError(f"no gpulab worker joined the Dask scheduler of the "
+                                       f"Slurm pilot jobs: {lost}")
+                if lost:
+                    self.problems.append(lost)
             else:
                 self.client.wait_for_workers(1, timeout=self.target.wait_s)
         except TimeoutError:
-            if not self.client.scheduler_info()["workers"]:
+            if not self._present():
                 raise ClusterError(f"no worker joined the Dask scheduler at {address} within "
                                    f"{self.target.wait_s:g} s; start one on each node: gpulab "
                                    f"worker {address}") from None
         counts = [-1]                  # until those starting together have joined (1 s)
         while len(counts) < 50 and counts[-10:] != counts[-1:] * 10:
             time.sleep(0.1)
-            counts.append(len(self.client.scheduler_info()["workers"]))
+            counts.append(len(self._present()))
         before = len(self.problems)
         self._survey()
         if not self.workers:
@@ -236,31 +236,15 @@ class _Coordinator:
                           f"{n(len(self.workers), 'worker')} on {n(len(hosts), 'host')}; "
                           f"GPUs: {', '.join(gpus) or 'none'}; {n(slots, 'CPU slot')}")
 
-    def _wait_for_pilots(self, count: int) -> None:
-        """Slurm: wait for `count` Dask workers, at most `Target.wait_s` (TimeoutError), but
-        only while a pilot job whose worker has not joined may still join: one that sbatch
-        refused, that ended, or that Slurm can never start is named in the problems (and
-        raises if no worker joined) at once, not after the wait."""
-        deadline = time.monotonic() + self.target.wait_s
-        while (left := deadline - time.monotonic()) > 0:
-            with contextlib.suppress(TimeoutError):
-                self.client.wait_for_workers(count, timeout=min(5.0, left))
-                return
-            joined = [str(i.get("name")) for i in self.client.scheduler_info()["workers"].values()]
-            lost = _lost_pilots(getattr(self.client, "cluster", None), joined, self.target)
-            if lost is None:
-                continue
-            if not joined:
-                raise ClusterError(f"no gpulab worker joined the Dask scheduler of the Slurm "
-                                   f"pilot jobs: {lost}")
-            if lost:
-                self.problems.append(lost)
-            return
-        raise TimeoutError
+    def _present(self) -> dict[str, Any]:
+        """The scheduler's workers, asked now. Not `Client.scheduler_info()`: the client's
+        periodic update (every 2 s; in distributed >= 2025 without the workers) may replace
+        its answer between the fetch and the return, and a survey would see no worker."""
+        return dict(self.client.sync(self.client.scheduler.identity)["workers"])
 
     def _survey(self) -> None:
         """Check the workers that joined since the last look; note those that left."""
-        present = set(self.client.scheduler_info()["workers"])
+        present = set(self._present())
         for address in [a for a in self.workers if a not in present]:
             self.notes.append(f"worker {remote.where(address, self.workers.pop(address))} left "
                               "the cluster; its job, if any, runs again elsewhere")
@@ -401,60 +385,6 @@ class _Coordinator:
             self._retire(answer["worker"], f"GPU {answer['gpu']} {answer['retired']}")
 
 
-# Why a pending job waits that does not pass by itself: its request exceeds what its
-# partition, account or QOS allows, or matches no node (squeue's %r).
-NEVER_STARTS = ("PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints",
-                "InvalidAccount", "InvalidQOS")
-
-
-def _lost_pilots(cluster: Any, joined: list[str], target: Target) -> str | None:
-    """None while a pilot job of `cluster` (a dask-jobqueue cluster) whose worker has not
-    joined may still join (it is queued, running or being submitted, or squeue cannot
-    tell); else why those that have not joined never will ("" when every one joined).
-    A pilot's Dask workers are named after it: <pilot>-cpu, <pilot>-gpu<i>."""
-    import subprocess
-
-    try:
-        pilots = {str(name): job for name, job in list(cluster.workers.items())}
-    except (AttributeError, RuntimeError):  # no such cluster, or its loop changed it
-        return None
-    waiting = {name: job for name, job in pilots.items()
-               if not any(worker.startswith(f"{name}-") for worker in joined)}
-    ids = [str(job.job_id) for job in waiting.values() if getattr(job, "job_id", None)]
-    states: dict[str, str] = {}
-    if ids:
-        try:
-            said = subprocess.run(["squeue", "-h", "-o", "%i %T %r", "-j", ",".join(ids)],
-                                  capture_output=True, text=True, timeout=30, check=False)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        if said.returncode != 0 and "Invalid job id" not in said.stderr:
-            return None
-        for line in said.stdout.splitlines():
-            job_id, _, rest = line.strip().partition(" ")
-            states[job_id] = rest
-    if not pilots or any(states.get(i, "").partition(" ")[2] not in NEVER_STARTS
-                         for i in ids if i in states):
-        return None
-    refused = len(waiting) - len(ids)
-    ended = [i for i in ids if i not in states]
-    stuck = [f"{i} ({states[i]})" for i in ids if i in states]
-    cores = max(1, target.cpu_slots + target.gpus_per_node)
-    words = []
-    if refused:
-        words.append(f"sbatch refused {remote.plural(refused, 'pilot job')} (dask-jobqueue "
-                     "printed its error)")
-    if ended:
-        words.append(f"Slurm job {', '.join(ended)} ended before its gpulab worker joined "
-                     "(its output: slurm-JOBID.out in the folder gpulab grade runs in)")
-    if stuck:
-        words.append(f"Slurm job {', '.join(stuck)} can never start as asked: each pilot asks "
-                     f"for {cores} CPUs (one per CPU slot, --workers, and per GPU), "
-                     f"{4 * cores} GiB of memory, {target.gpus_per_node} GPUs and "
-                     f"--walltime {target.walltime}")
-    return "; ".join(words)
-
-
 def _without_gpu(grade: ExerciseGrade, why: str) -> ExerciseGrade:
     """A GPU job graded on a CPU slot, as `run.run_jobs` words it locally."""
     if grade.kind == "partial":
@@ -462,16 +392,3 @@ def _without_gpu(grade: ExerciseGrade, why: str) -> ExerciseGrade:
     if grade.kind == "not-run" and all(r.outcome == "skipped" for r in grade.checks):
         return replace(grade, message=f"not graded: {why}")
     return grade
-
-
-def read_notebook(path: Path) -> bytes:
-    """The notebook's bytes, read as `run.copy_notebook` reads them: a regular file, not
-    through a link, at most the notebook size limit."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path}: not a regular file any more")
-        data = file.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        raise OSError(f"{path}: over the notebook size limit now ({MAX_BYTES // 2**20} MiB)")
-    return data

@@ -39,14 +39,17 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from gpulab.course.manifest import ExerciseEntry
+from gpulab.course.paths import CoursePaths
 from gpulab.errors import GpulabError
 from gpulab.grading import sandbox
 from gpulab.grading.gpupool import GpuPool, GpuPoolError, visible_gpus
 from gpulab.grading.grade import checks_hash
 from gpulab.grading.run import Job, check_job, not_run
 from gpulab.grading.runner import check_files, remove_stale_folders
-from gpulab.grading.verdict import CheckRow, ExerciseGrade, failure
+from gpulab.grading.verdict import ExerciseGrade, failure
 
 __all__ = ["CPU_SLOT", "GPU", "Expect", "Node", "Station", "WorkerError", "grade_from_plain",
            "grade_job", "identity", "plural", "refusal", "serve", "told", "where"]
@@ -215,9 +218,9 @@ class Station:
 
 
 def grade_from_plain(data: dict[str, Any]) -> ExerciseGrade:
-    """An `ExerciseGrade` from its `dataclasses.asdict` form (as JSON gives it back)."""
-    return ExerciseGrade(**{**data, "checks": tuple(CheckRow(**row) for row in data["checks"]),
-                            "guards": tuple(data["guards"])})
+    """An `ExerciseGrade` from its plain form (as JSON gives it back), every field checked
+    against its type (msgspec)."""
+    return msgspec.convert(data, type=ExerciseGrade)
 
 
 def where(address: str, said: dict[str, Any] | None) -> str:
@@ -285,7 +288,7 @@ def serve(address: str, *, gpus: list[str] | None, cpu_slots: int, unsafe: bool 
                           "Install bubblewrap, or pass --unsafe to serve without it (a grader "
                           "that has bubblewrap will refuse this worker).")
     course = load_course()
-    root = Path(course.manifest.path).resolve().parent.parent
+    root = CoursePaths.of_manifest(Path(course.manifest.path).resolve()).root
     entries = {e.name: e for e in course.exercises()}
     if not any(check_files(e, hidden=True)[-1].is_file() for e in entries.values()):
         raise WorkerError(f"the course at {root} has no hidden checks (an installed course "

@@ -34,7 +34,7 @@ from typing import Any
 
 from gpulab.grading.learner import MAX_REPLY_BYTES, LearnerError, read_reply
 from gpulab.grading.protocol import Failure, failure_named
-from gpulab.grading.sandbox import spawn
+from gpulab.grading.sandbox import kept_env, spawn
 
 __all__ = [
     "MAX_SOURCE_BYTES",
@@ -50,8 +50,6 @@ __all__ = [
 
 MAX_SOURCE_BYTES = 256 * 1024
 _TASK = re.compile(r"[a-z][a-z0-9_]*\Z")
-_ENV_KEPT = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_PATH",
-             "CUDA_HOME", "CUPY_CACHE_DIR", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "GPULAB_COURSE_DIR")
 
 
 class KernelAnswerError(LearnerError):
@@ -89,7 +87,7 @@ def run_kernel(task: str, source: Any, params: dict[str, Any], *,
         raise KernelAnswerError("source", f"the kernel source is over "
                                 f"{MAX_SOURCE_BYTES // 1024} KiB: is it really one kernel?")
     job = json.dumps({"task": task, "source": source, "params": params}, allow_nan=False)
-    env = {key: value for key, value in os.environ.items() if key in _ENV_KEPT}
+    env = kept_env()
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     reader, writer = os.pipe()
     with tempfile.TemporaryDirectory(prefix="gpulab-kernel-") as folder:

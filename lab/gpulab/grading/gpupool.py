@@ -22,7 +22,7 @@ from typing import Any
 from gpulab.errors import GpulabError
 from gpulab.probes.device import Gpus, GpuState, open_gpus
 from gpulab.probes.device import gpus as nvml_gpus
-from gpulab.probes.nvml_session import NvmlUnavailable
+from gpulab.probes.nvml import NvmlUnavailable
 
 __all__ = ["GpuPool", "GpuPoolError", "visible_gpus"]
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpulab.course.manifest import ExerciseEntry
+from gpulab.course.paths import CoursePaths
 from gpulab.errors import GpulabError
 from gpulab.grading import outdir, sandbox
 from gpulab.grading.gpupool import GpuPool, GpuPoolError, visible_gpus
@@ -162,7 +163,7 @@ class _Run:
 
         summary = GradeSummary([], [], {}, out=self.out, tag=self.tag)
         summary.notes = self._clear_dead_runs()
-        course_root = Path(self.course.manifest.path).resolve().parent.parent
+        course_root = CoursePaths.of_manifest(Path(self.course.manifest.path).resolve()).root
         names = list(self.options.exercises) or list(self.entries)
         taken = intake.collect(self.options.submissions, names, self.out / "submissions")
         if not self.options.exercises:     # the exercises someone handed in, in course order

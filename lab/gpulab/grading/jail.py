@@ -15,10 +15,14 @@ work between fork and exec in a threaded process is unsafe) that
 3. drops every privilege: no supplementary groups, the job's own uid and gid
    (a dedicated one per job, used by nothing else on the machine), and
    no-new-privileges, so nothing in the sandbox can regain any;
-4. execs bubblewrap.
+4. arranges to be killed when the process that started it ends (its parent
+   death signal, set after the uid change, which would clear it), and ends at
+   once if that process already has: a grader killed while a job starts leaves
+   no bubblewrap behind;
+5. execs bubblewrap.
 
 SPEC is JSON: ``{"cgroups": [...], "rlimits": [[resource, value], ...],
-"uid": N or null, "stage": [[source, n], ...]}``. A problem is printed as one
+"uid": N or null, "stage": [[source, n], ...], "parent": PID}``. A problem is printed as one
 line on stderr and the launcher exits with status 125 before bubblewrap runs.
 """
 
@@ -29,6 +33,7 @@ import ctypes.util
 import json
 import os
 import resource
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,6 +46,7 @@ STAGE = "/dev/shm/gpulab-view"
 _CLONE_NEWNS = 0x00020000
 _MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_PDEATHSIG = 1
 FAILED = 125
 
 
@@ -79,6 +85,11 @@ def _setup(spec: dict[str, Any]) -> None:
         if os.getuid() == 0 or os.geteuid() == 0 or os.getgroups():
             raise OSError("the job's privileges could not be dropped")
     _libc_call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    parent = spec.get("parent")
+    if parent is not None:
+        _libc_call("prctl", _PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != int(parent):
+            raise OSError(f"the process that started this job ({parent}) has ended")
 
 
 def _stage(folders: list[tuple[str, int]]) -> None:

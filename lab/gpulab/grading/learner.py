@@ -27,7 +27,7 @@ from typing import Any
 from gpulab.errors import GpulabError
 from gpulab.grading.cells import Cell
 from gpulab.grading.protocol import Failure
-from gpulab.grading.sandbox import Sandboxed, pid_one, spawn
+from gpulab.grading.sandbox import Sandboxed, kept_env, pid_one, spawn
 
 __all__ = ["MAX_REPLY_BYTES", "Learner", "LearnerError", "read_reply", "released_cells"]
 
@@ -158,10 +158,7 @@ class Learner:
             return          # running, or its cells failed to load: do not run them again
         self._folder = tempfile.TemporaryDirectory(prefix=f"gpulab-learner-{os.getpid()}-")
         reader, writer = os.pipe()
-        env = {key: value for key, value in os.environ.items()
-               if key in ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES",
-                          "GPULAB_COURSE_DIR",
-                          "CUPY_CACHE_DIR", "LD_LIBRARY_PATH", "VIRTUAL_ENV")}
+        env = kept_env()
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         try:
             self._job = spawn([sys.executable, "-m", "gpulab.grading.worker", str(writer)],

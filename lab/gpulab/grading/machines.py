@@ -13,7 +13,7 @@ which were constructed):
   small inline files, and ``materialize`` builds the whole tree in a folder.
   machine.json also holds the answers expected on that machine, which only
   the trusted side (the checks) reads.
-- ``nvml/<name>.json``: NVML sessions in `gpulab.probes.nvml_record`'s format;
+- ``nvml/<name>.json``: NVML sessions as `gpulab.probes.nvml.Recorder` writes them;
   `pynvml_from` makes a ``pynvml`` module that answers from one.
 
 The worker (`gpulab.grading.worker`) builds trees and swaps ``pynvml`` on
@@ -165,7 +165,7 @@ def nvml_names() -> list[str]:
 
 @functools.cache
 def nvml_recording(name: str) -> dict[str, Any]:
-    """The NVML session `name`, as `gpulab.probes.nvml_record.Replay` reads it."""
+    """The NVML session `name`, as `gpulab.probes.nvml.Replay` reads it."""
     path = FOLDER / "nvml" / f"{_checked(name, 'NVML recording')}.json"
     try:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
@@ -215,8 +215,7 @@ def pynvml_from(name: str, answers: Sequence[Mapping[str, Any]] = ()) -> ModuleT
     pynvml's, so ``except pynvml.NVMLError`` works as it does on a GPU
     machine; a call the session does not hold raises NotRecorded, naming it.
     """
-    from gpulab.probes.nvml_record import Replay, ReplayMismatch
-    from gpulab.probes.nvml_session import pynvml_module
+    from gpulab.probes.nvml import Replay, ReplayMismatch, pynvml_module
 
     real = pynvml_module()
     replay = Replay(changed(name, answers) if answers else nvml_recording(name),

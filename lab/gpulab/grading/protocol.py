@@ -19,13 +19,22 @@ boundaries as they are, and a word outside them is refused where it is read
 
 An exercise's kind (`gpulab.grading.verdict.Kind`) takes the failures in
 `DECISIVE` by the same name; the others make a wrong answer.
+
+The checks' report is defined here once, with msgspec: `CheckResult` per check
+and `ChecksReport` around them. The pytest plugin encodes it
+(`encode_report`), the runner decodes it (`decode_report`), and decoding
+refuses a field missing, one of the wrong type, a word outside the vocabulary
+or an unknown field, saying where (``$.checks[3].kind``), never guessing.
 """
 
 from __future__ import annotations
 
 from typing import Literal, get_args
 
-__all__ = ["DECISIVE", "FAILURES", "Decisive", "Failure", "failure_named"]
+import msgspec
+
+__all__ = ["DECISIVE", "FAILURES", "CheckResult", "ChecksReport", "Decisive", "Failure",
+           "Outcome", "decode_report", "encodable", "encode_report", "failure_named"]
 
 Failure = Literal["error", "invalid", "timeout", "crashed", "gpu-fault", "source", "rule",
                   "compile", "missing", "config", "launch"]
@@ -43,3 +52,46 @@ def failure_named(word: object) -> Failure:
         if word == failure:
             return failure
     raise ValueError(f"not a failure gpulab knows: {word!r:.40} (known: {', '.join(FAILURES)})")
+
+
+Outcome = Literal["passed", "failed", "skipped"]
+
+
+class CheckResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One check: did it pass, what it is worth, and what it says."""
+
+    check: str
+    title: str
+    outcome: Outcome
+    points: float
+    message: str = ""
+    hidden: bool = False
+    needs_gpu: bool = False      # skipped because this machine has no usable NVIDIA GPU
+    kind: Failure | None = None  # why the learner's code gave no answer (LearnerError.kind)
+
+    @property
+    def earned(self) -> float:
+        return self.points if self.outcome == "passed" else 0.0
+
+
+class ChecksReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What the pytest plugin reports: every check, and how many pytest collected (fewer
+    results than that means a run that stopped part way)."""
+
+    collected: int
+    checks: list[CheckResult]
+
+
+def encode_report(report: ChecksReport) -> bytes:
+    return msgspec.json.encode(report)
+
+
+def encodable(text: str) -> str:
+    """`text` with each lone surrogate (which no UTF-8 can carry; a learner's message may
+    hold one) as U+FFFD, so the report can be written."""
+    return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
+
+
+def decode_report(data: bytes) -> ChecksReport:
+    """The report in `data`; ValueError (msgspec's, naming the field) for anything else."""
+    return msgspec.json.decode(data, type=ChecksReport)

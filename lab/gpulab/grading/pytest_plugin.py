@@ -1,32 +1,34 @@
 """The pytest side of the checks: the `learner` fixture, points, and the report.
 
 `gpulab.grading.runner` runs pytest in a process of its own with this plugin
-(``-p gpulab.grading.pytest_plugin``) and these variables set:
-GPULAB_RELEASED (the released exercise notebook), GPULAB_NOTEBOOK (the one to
-judge), GPULAB_REPORT (where to write the JSON report) and
-GPULAB_CALL_TIMEOUT (seconds per call). The report lists each check with its
-outcome, points and message; the runner reads it, never pytest's output.
+(``-p gpulab.grading.pytest_plugin``) and its options (`pytest_addoption`, in
+``pytest --help`` under "gpulab"): ``--gpulab-released`` (the released
+exercise notebook), ``--gpulab-notebook`` (the one to judge),
+``--gpulab-report`` (where to write the JSON report), ``--gpulab-call-timeout``
+(seconds per call) and ``--gpulab-parent`` (the process the checks die with).
+The report lists each check with its outcome, points and message; the runner
+reads it, never pytest's output.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 
+from gpulab.course.paths import CoursePaths
 from gpulab.grading.learner import Learner, LearnerError, released_cells
 from gpulab.grading.notebook import NotebookError
+from gpulab.grading.protocol import CheckResult, ChecksReport, encodable, encode_report
 
 __all__ = ["learner", "visible_checks"]
 
-_RESULTS: list[dict[str, Any]] = []
+_RESULTS: list[CheckResult] = []
 
 
 def visible_checks(hidden_file: str) -> ModuleType:
@@ -40,7 +42,7 @@ def visible_checks(hidden_file: str) -> ModuleType:
     name = hidden.stem.removesuffix("_hidden")
     module = sys.modules.get(name)
     if module is None:
-        path = hidden.parents[2] / "exercises" / hidden.parent.name / f"{name}.py"
+        path = CoursePaths.of_hidden_checks(hidden).exercises / hidden.parent.name / f"{name}.py"
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot load the visible checks {path}")
@@ -50,10 +52,23 @@ def visible_checks(hidden_file: str) -> ModuleType:
     return module
 
 
-def die_with_parent() -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gpulab", "gpulab's checks (set by gpulab.grading.runner)")
+    group.addoption("--gpulab-released", type=Path, metavar="NOTEBOOK",
+                    help="the exercise's released notebook")
+    group.addoption("--gpulab-notebook", type=Path, metavar="NOTEBOOK",
+                    help="the learner's notebook to judge")
+    group.addoption("--gpulab-report", type=Path, metavar="FILE",
+                    help="where to write the JSON report of the checks")
+    group.addoption("--gpulab-call-timeout", type=float, default=30.0, metavar="SECONDS",
+                    help="the time limit of each call of the learner's code (default 30)")
+    group.addoption("--gpulab-parent", type=int, default=None, metavar="PID",
+                    help="end these checks when process PID ends")
+
+
+def die_with_parent(parent: int | None) -> None:
     """End this checks process when the process that started it ends (a grader killed with
     SIGKILL): its learner workers then end with it, bubblewrap's --die-with-parent."""
-    parent = os.environ.get("GPULAB_PARENT")
     if not parent or not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -61,12 +76,12 @@ def die_with_parent() -> None:
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)         # PR_SET_PDEATHSIG
-    if os.getppid() != int(parent):                      # it ended before that took hold
+    if os.getppid() != parent:                           # it ended before that took hold
         os._exit(1)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    die_with_parent()
+    die_with_parent(config.getoption("gpulab_parent"))
     config.addinivalue_line("markers", "points(n): what the check is worth (default 1)")
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU")
 
@@ -82,14 +97,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.fixture(scope="session")
-def learner() -> Iterator[Learner]:
+def learner(pytestconfig: pytest.Config) -> Iterator[Learner]:
     """The learner's answers, in a worker process: ``learner.call("name", *args)``."""
+    released = pytestconfig.getoption("gpulab_released")
+    notebook = pytestconfig.getoption("gpulab_notebook")
+    if released is None or notebook is None:
+        raise pytest.UsageError("gpulab's checks need --gpulab-released and --gpulab-notebook "
+                                "(gpulab check NAME sets them)")
     try:
-        cells = released_cells(Path(os.environ["GPULAB_RELEASED"]),
-                               Path(os.environ["GPULAB_NOTEBOOK"]))
+        cells = released_cells(released, notebook)
     except NotebookError as exc:
         raise LearnerError(str(exc), "invalid") from None
-    with Learner(cells, timeout=float(os.environ.get("GPULAB_CALL_TIMEOUT", "30"))) as handle:
+    with Learner(cells, timeout=pytestconfig.getoption("gpulab_call_timeout")) as handle:
         yield handle
 
 
@@ -116,16 +135,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
         doc = (item.obj.__doc__ or "").strip().splitlines()[0] if isinstance(
             item, pytest.Function) and item.obj.__doc__ else ""
         needs_gpu = report.skipped and item.get_closest_marker("gpu") is not None
-        _RESULTS.append({"check": item.name, "title": doc, "outcome": outcome,
-                         "points": points, "message": message,
-                         "hidden": "_hidden" in item.path.name, "needs_gpu": needs_gpu,
-                         "kind": kind})
+        _RESULTS.append(CheckResult(encodable(item.name), encodable(doc), outcome, points,
+                                    encodable(message), "_hidden" in item.path.name,
+                                    needs_gpu, kind))
     return report
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    target = os.environ.get("GPULAB_REPORT")
+    target = session.config.getoption("gpulab_report")
     if target:
         # "collected" lets the runner tell a finished run from one that stopped part way
-        Path(target).write_text(json.dumps({"collected": session.testscollected,
-                                            "checks": _RESULTS}, indent=1), encoding="utf-8")
+        Path(target).write_bytes(encode_report(ChecksReport(session.testscollected,
+                                                            _RESULTS)))

@@ -28,7 +28,6 @@ import threading
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -39,9 +38,10 @@ from gpulab.grading.notebook import MAX_BYTES
 from gpulab.grading.runner import run_checks
 from gpulab.grading.verdict import ExerciseGrade, failure, verdict
 from gpulab.multicast import NO_MULTICAST
+from gpulab.timestamps import utc_now
 
 __all__ = ["Done", "GpuEvent", "Job", "Lanes", "Writer", "check_job", "copy_notebook",
-           "not_run", "now", "run_jobs"]
+           "not_run", "now", "read_notebook", "run_jobs"]
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,8 @@ class Lanes(Protocol):
 Execute = Callable[[Job, str], ExerciseGrade]
 
 
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+now = utc_now
+"""The time a grade, a run or an event is stored with (`gpulab.timestamps.utc_now`)."""
 
 
 def not_run(job: Job, why: str) -> ExerciseGrade:
@@ -290,3 +290,16 @@ def copy_notebook(source: Path, target: Path) -> str:
         raise OSError(f"{source}: over the notebook size limit now ({MAX_BYTES // 2**20} MiB)")
     target.write_bytes(data)
     return hashlib.sha256(data).hexdigest()
+
+
+def read_notebook(path: Path) -> bytes:
+    """The notebook's bytes, read as `copy_notebook` reads them: a regular file, not
+    through a link, at most the notebook size limit."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file any more")
+        data = file.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise OSError(f"{path}: over the notebook size limit now ({MAX_BYTES // 2**20} MiB)")
+    return data

@@ -8,7 +8,6 @@ plugin's JSON report: nothing the learner prints is parsed.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -18,32 +17,12 @@ from pathlib import Path
 from typing import Literal
 
 from gpulab.course.manifest import ExerciseEntry
+from gpulab.course.paths import CoursePaths
 from gpulab.grading.notebook import NotebookError, read_notebook
-from gpulab.grading.protocol import Failure, failure_named
+from gpulab.grading.protocol import CheckResult, decode_report
 
 __all__ = ["CheckReport", "CheckResult", "check_files", "folder_prefix",
            "remove_stale_folders", "run_checks"]
-
-Outcome = Literal["passed", "failed", "skipped"]
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One check: did it pass, what it is worth, and what it says."""
-
-    check: str
-    title: str
-    outcome: Outcome
-    points: float
-    message: str = ""
-    hidden: bool = False
-    needs_gpu: bool = False      # skipped because this machine has no usable NVIDIA GPU
-    kind: Failure | None = None  # why the learner's code gave no answer (LearnerError.kind)
-
-    @property
-    def earned(self) -> float:
-        return self.points if self.outcome == "passed" else 0.0
-
 
 @dataclass(frozen=True)
 class CheckReport:
@@ -94,40 +73,18 @@ def remove_stale_folders(base: Path | None = None) -> list[Path]:
 
 def check_files(exercise: ExerciseEntry, *, hidden: bool = False) -> list[Path]:
     """The visible check file beside the exercise, and the hidden one if asked for."""
-    root = exercise.notebook.parent.parent.parent
-    files = [exercise.notebook.parent / f"test_{exercise.name.replace('-', '_')}.py"]
+    paths = CoursePaths.of_notebook(exercise.notebook)
+    files = [paths.visible_checks(exercise.lesson, exercise.name)]
     if hidden:
-        files.append(root / "solutions" / exercise.lesson /
-                     f"test_{exercise.name.replace('-', '_')}_hidden.py")
+        files.append(paths.hidden_checks(exercise.lesson, exercise.name))
     return files
 
 
-# The report's schema: every field with its type. Anything else is refused, not guessed at.
-_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "check": str, "title": str, "outcome": str, "points": (int, float), "message": str,
-    "hidden": bool, "needs_gpu": bool, "kind": (str, type(None))}
-
-
 def _read_report(path: Path) -> tuple[tuple[CheckResult, ...], int]:
-    """The plugin's JSON report, checked field by field against `_FIELDS`; and how many
-    checks pytest collected."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    checks = data.get("checks") if isinstance(data, dict) else None
-    collected = data.get("collected") if isinstance(data, dict) else None
-    if not isinstance(checks, list) or not isinstance(collected, int):
-        raise ValueError("no list of checks, or no count of them")
-    results = []
-    for n, item in enumerate(checks):
-        if not isinstance(item, dict) or set(item) != set(_FIELDS):
-            raise ValueError(f"check {n} does not have the fields {sorted(_FIELDS)}")
-        wrong = [key for key, kind in _FIELDS.items() if not isinstance(item[key], kind)]
-        if wrong or item["outcome"] not in ("passed", "failed", "skipped"):
-            raise ValueError(f"check {n} has a field of the wrong type: {wrong or 'outcome'}")
-        kind = None if item["kind"] is None else failure_named(item["kind"])
-        results.append(CheckResult(item["check"], item["title"], item["outcome"],
-                                   float(item["points"]), item["message"], item["hidden"],
-                                   item["needs_gpu"], kind))
-    return tuple(results), collected
+    """The plugin's report (`gpulab.grading.protocol.ChecksReport`), and how many checks
+    pytest collected."""
+    report = decode_report(path.read_bytes())
+    return tuple(report.checks), report.collected
 
 
 def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden: bool = False,
@@ -153,16 +110,17 @@ def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden:
         report_path = Path(folder) / "report.json"
         (Path(folder) / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
         env = {**os.environ, **(env or {})}
-        env.update(GPULAB_PARENT=str(os.getpid()),      # the checks die with this process
-                   GPULAB_RELEASED=str(exercise.notebook.resolve()),
-                   GPULAB_NOTEBOOK=str(notebook.resolve()), GPULAB_REPORT=str(report_path),
-                   GPULAB_CALL_TIMEOUT=str(call_timeout), PYTHONDONTWRITEBYTECODE="1",
+        env.update(PYTHONDONTWRITEBYTECODE="1",
                    # only gpulab's plugin: the checks need no other, and loading every
                    # plugin installed beside pytest costs most of a second per run
                    PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
         command = [sys.executable, "-m", "pytest", "-q", "-p", "gpulab.grading.pytest_plugin",
                    "-p", "no:cacheprovider", "-c", str(Path(folder) / "pytest.ini"),
                    "--rootdir", folder, "-o", "console_output_style=classic", "--tb=no",
+                   f"--gpulab-released={exercise.notebook.resolve()}",
+                   f"--gpulab-notebook={notebook.resolve()}", f"--gpulab-report={report_path}",
+                   f"--gpulab-call-timeout={call_timeout}",
+                   f"--gpulab-parent={os.getpid()}",     # the checks die with this process
                    *(str(f.resolve()) for f in files)]
         limit = timeout or float(exercise.time_limit)   # the whole run, course.toml's limit
         try:

@@ -68,11 +68,20 @@ from gpulab.grading.cgroups import (
 from gpulab.grading.sandbox_view import build_view
 from gpulab.multicast import NO_MULTICAST
 
-__all__ = ["ENV", "SPAWNER", "Guards", "Policy", "Sandboxed", "available", "from_env", "job_uid",
-           "kill_group", "pid_one", "remove_cgroups", "remove_stale_cgroups", "run_cgroups",
-           "spawn"]
+__all__ = ["ENV", "KEPT_ENV", "SPAWNER", "Guards", "Policy", "Sandboxed", "available", "from_env",
+           "job_uid", "kept_env", "kill_group", "pid_one", "remove_cgroups",
+           "remove_stale_cgroups", "run_cgroups", "spawn"]
 
 ENV = "GPULAB_SANDBOX"
+KEPT_ENV = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_PATH",
+            "CUDA_HOME", "CUPY_CACHE_DIR", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "GPULAB_COURSE_DIR")
+"""The only variables of the grader's environment a process that runs learner code (the
+learner's worker, the kernel worker) is given; everything else, secrets included, stays."""
+
+
+def kept_env() -> dict[str, str]:
+    """The grader's environment, cut down to `KEPT_ENV`."""
+    return {key: value for key, value in os.environ.items() if key in KEPT_ENV}
 SPAWNER = "GPULAB_SPAWNER"     # outside bubblewrap: the pid a learner worker must die with
 SCRATCH = "/tmp/work"          # the job's working folder inside the sandbox
 MiB = 2**20
@@ -99,16 +108,23 @@ class Policy:
     gpu: bool = False                 # give it the NVIDIA device files
     tag: str = ""                     # the run's name, in every job's GPULAB_JOB variable
 
+    # The sandbox imports the standard library only (a grader may run it as another user
+    # with the system's Python, tests/grading/test_sandbox_attacks.py), so no msgspec here.
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
     @classmethod
     def from_json(cls, text: str) -> Policy:
+        """The policy `to_json` wrote; ValueError naming a field of the wrong type."""
         data = json.loads(text)
-        known = {f.name for f in fields(cls)}
-        data = {key: value for key, value in data.items() if key in known}
+        kinds = {f.name: f.type for f in fields(cls)}
+        data = {key: value for key, value in data.items() if key in kinds}
         for key in ("show", "private"):
             data[key] = tuple(data.get(key, ()))
+        for key, value in data.items():
+            wanted = {"int": int, "bool": bool, "str": str}.get(str(kinds[key]))
+            if wanted is not None and (type(value) is not wanted):
+                raise ValueError(f"sandbox policy: {key} should be {kinds[key]}, not {value!r}")
         return cls(**data)
 
 
@@ -306,6 +322,7 @@ def _launch(spec: dict[str, Any], command: list[str], env: dict[str, str], cwd: 
             stdin: int | IO[Any] | None, stdout: int | IO[Any] | None,
             stderr: int | IO[Any] | None, pass_fds: Sequence[int]) -> subprocess.Popen[bytes]:
     """Start `command` through the launcher (`gpulab.grading.jail`), in a session of its own."""
+    spec = {**spec, "parent": os.getpid()}        # the launcher dies with this process
     launcher = [sys.executable, "-m", "gpulab.grading.jail", json.dumps(spec), "--", *command]
     return subprocess.Popen(launcher, stdin=stdin, stdout=stdout, stderr=stderr,
                             pass_fds=tuple(pass_fds), cwd=cwd, env=env, start_new_session=True)

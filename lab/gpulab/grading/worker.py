@@ -203,7 +203,7 @@ def _recorded_nvml(recording: object, answers: list[Any], namespace: dict[str, A
         return
     with guard.opened():
         from gpulab.grading.machines import pynvml_from
-        from gpulab.probes.nvml_session import pynvml_module
+        from gpulab.probes.nvml import pynvml_module
 
         real = pynvml_module()
         fake = pynvml_from(str(recording), answers)

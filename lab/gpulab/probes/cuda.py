@@ -12,7 +12,7 @@ cudaDevAttrMemoryClockRate = 36) and, where that fails, from NVML's maximum
 clocks. Each clock reading says which way was used.
 
 `open_device` is the one door to the GPU for this module and for the
-microbenchmarks (`gpulab.probes.micro_*`). When there is no usable device it
+microbenchmarks (`gpulab.probes.micro`). When there is no usable device it
 says why, in the order of `gpulab.probes.readiness`: no NVIDIA driver or GPU
 first (a `no_gpu` result in NVML's words, whatever CuPy's state), then a
 missing or broken CuPy (`unavailable`, with the pip command for the driver's
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulab.probes.model import ProbeResult, Reading, summarise
-from gpulab.probes.nvml_session import pynvml_module
+from gpulab.probes.nvml import pynvml_module
 from gpulab.probes.readiness import Driver, cupy_missing_text, driver, install_advice
 
 __all__ = [

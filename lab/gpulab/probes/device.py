@@ -3,8 +3,8 @@
 Everything in gpulab that needs to know this asks here: the grading run's GPU
 pool (`gpulab.grading.gpupool`) and its cluster workers, and the app's "is
 there a GPU" question (`gpulab.tui.measure.gpu_present`). The answers come
-through an NVML session (`gpulab.probes.nvml_session`), so a backend (a
-`gpulab.probes.nvml_record.Replay` of the recorded H200, say) can stand in for
+through an NVML session (`gpulab.probes.nvml.nvml_session`), so a backend (a
+`gpulab.probes.nvml.Replay` of the recorded H200, say) can stand in for
 the driver and the same code is tested on a machine without a GPU.
 
 - `gpus(backend)`: the indices NVML lists, none where NVML cannot start;
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpulab.probes.nvml_session import NvmlUnavailable, nvml_session
+from gpulab.probes.nvml import NvmlUnavailable, nvml_session
 
 __all__ = ["GpuState", "Gpus", "gpus", "open_gpus", "present"]
 

@@ -15,10 +15,11 @@ probe cannot tell from here), said in words.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
+
+from gpulab.timestamps import utc_now
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -174,8 +175,7 @@ class ProbeResult:
     tables: tuple[Table, ...] = ()
     telemetry: Telemetry | None = None
     device: str = ""                      # the GPU it ran on, "" for the host
-    started: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(
-        timespec="seconds"))
+    started: str = field(default_factory=utc_now)
     seconds: float = 0.0
     recorded: Recorded | None = None
 

@@ -6,14 +6,14 @@ something is missing, the reason given is the first missing thing in that
 order, so a machine without an NVIDIA driver is never told to install CuPy:
 
 1. no NVML library, no driver loaded, no GPU listed: "no NVIDIA GPU found:
-   <why>", in the NVML probes' own words (`no_gpu_text`);
+   <why>", in the NVML probes' own words (`gpulab.probes.nvml.no_gpu_text`);
 2. a driver but no CuPy: "CuPy is not installed: …", with the pip command for
    the CUDA version the driver supports, which NVML tells (`cupy_missing_text`);
 3. CuPy, but no usable device: the CUDA runtime's words
    (`gpulab.probes.cuda.open_device`).
 
 `driver()` asks NVML through a backend (the real pynvml by default, or a
-`gpulab.probes.nvml_record.Replay`); `cannot_run(needs)` gives the result that
+`gpulab.probes.nvml.Replay`); `cannot_run(needs)` gives the result that
 says why probes with those needs cannot run here, or None when they can.
 """
 
@@ -23,11 +23,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from gpulab.probes.model import ProbeResult
-from gpulab.probes.nvml_decode import cuda_version_text
-from gpulab.probes.nvml_session import NvmlUnavailable, nvml_session
+from gpulab.probes.nvml import NvmlUnavailable, cuda_version_text, no_gpu_text, nvml_session
 
-__all__ = ["NEEDS", "Driver", "cannot_run", "cupy_missing_text", "driver", "install_advice",
-           "no_gpu_text"]
+__all__ = ["NEEDS", "Driver", "cannot_run", "cupy_missing_text", "driver", "install_advice"]
 
 NEEDS = {"host": "Linux", "nvml": "NVIDIA driver", "cuda": "GPU + CuPy"}
 """What each kind of probe needs, as people say it."""
@@ -48,11 +46,6 @@ class Driver:
     def message(self) -> str:
         """Why there is no GPU to use, in the NVML probes' words ("" when there is)."""
         return no_gpu_text(self.reason) if self.status == "no_gpu" else self.reason
-
-
-def no_gpu_text(reason: str) -> str:
-    """The words for "no NVIDIA GPU or driver": the same wherever it is said."""
-    return f"no NVIDIA GPU found: {reason}"
 
 
 def driver(backend: Any = None) -> Driver:

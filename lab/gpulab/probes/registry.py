@@ -33,7 +33,7 @@ class ProbeInfo:
     title: str
     needs: Literal["host", "nvml", "cuda"]
     summary: str
-    target: str  # "module:function", relative to gpulab.probes
+    target: str  # "module:function", the module relative to gpulab.probes
 
     def function(self) -> Callable[[], ProbeResult]:
         module, _, attr = self.target.partition(":")
@@ -46,6 +46,10 @@ PROBES: tuple[ProbeInfo, ...] = (
     ProbeInfo("system", "System", "host",
               "kernel and OS, container and namespaces, cgroup limits, NUMA, CPU affinity, "
               "GPUs in sysfs, NVIDIA container files", "system:system"),
+    ProbeInfo("container_image", "Container image", "host",
+              "the image named by GPULAB_IMAGE run with the GPUs passed in: the GPU visible "
+              "inside; driver, image CUDA, nvcc and PyTorch's CUDA agree",
+              "container_image:probe"),
     ProbeInfo("nvml_inventory", "GPU inventory (NVML)", "nvml",
               "name, UUID, driver and CUDA versions, memory, BAR1, PCIe, compute mode, "
               "persistence, MIG, ECC and remapped rows, power limit", "nvml:inventory"),
@@ -61,37 +65,37 @@ PROBES: tuple[ProbeInfo, ...] = (
               "cuda:properties"),
     ProbeInfo("hbm_bandwidth", "HBM bandwidth", "cuda",
               "an SM copy kernel against cudaMemcpy device-to-device, same run",
-              "micro_bandwidth:hbm_bandwidth"),
+              "micro:hbm_bandwidth"),
     ProbeInfo("stride_sweep", "Access stride sweep", "cuda",
               "bandwidth of reads at growing strides: what coalescing is worth",
-              "micro_bandwidth:stride_sweep"),
+              "micro:stride_sweep"),
     ProbeInfo("pcie_bandwidth", "Host-device copies", "cuda",
-              "pinned and pageable host memory, both directions", "micro_bandwidth:pcie_bandwidth"),
+              "pinned and pageable host memory, both directions", "micro:pcie_bandwidth"),
     ProbeInfo("pointer_chase_latency", "Memory latency (pointer chase)", "cuda",
               "dependent loads over footprints from 16 KB to 1 GB: L1, L2 and HBM plateaus",
-              "micro_latency:pointer_chase_latency"),
+              "micro:pointer_chase_latency"),
     ProbeInfo("smem_latency", "Shared-memory latency", "cuda",
-              "dependent loads in shared memory", "micro_latency:smem_latency"),
+              "dependent loads in shared memory", "micro:smem_latency"),
     ProbeInfo("smem_bank_conflicts", "Shared-memory bank conflicts", "cuda",
               "time per access at strides 1, 2, 4 ... 32 and padded",
-              "micro_latency:smem_bank_conflicts"),
+              "micro:smem_bank_conflicts"),
     ProbeInfo("warp_divergence", "Warp divergence", "cuda",
-              "the cost of branches that split a warp", "micro_compute:warp_divergence"),
+              "the cost of branches that split a warp", "micro:warp_divergence"),
     ProbeInfo("occupancy_bandwidth", "Occupancy and bandwidth", "cuda",
               "copy bandwidth as resident warps per SM fall",
-              "micro_bandwidth:occupancy_bandwidth"),
+              "micro:occupancy_bandwidth"),
     ProbeInfo("p2p_bandwidth", "GPU-to-GPU copies", "cuda",
               "cudaMemcpyPeer, an SM copy reading the other GPU and a host-staged copy for "
               "every pair, with small-copy and load latency (needs two GPUs)",
-              "micro_p2p:p2p_bandwidth"),
+              "micro:p2p_bandwidth"),
     ProbeInfo("util_one_thread", "GPU utilisation of a one-thread kernel", "cuda",
               "NVML's GPU utilisation and GPM's SM counters while one thread spins",
-              "micro_util:util_one_thread"),
+              "micro:util_one_thread"),
     ProbeInfo("fp32_peak", "FP32 FMA peak", "cuda",
-              "a kernel of independent FMAs against the datasheet peak", "micro_compute:fp32_peak"),
+              "a kernel of independent FMAs against the datasheet peak", "micro:fp32_peak"),
     ProbeInfo("matmul_throughput", "Matrix multiply throughput", "cuda",
               "cuBLAS through CuPy in fp16, bf16, TF32 and fp32",
-              "micro_compute:matmul_throughput"),
+              "micro:matmul_throughput"),
 )
 
 _BY_NAME = {probe.name: probe for probe in PROBES}

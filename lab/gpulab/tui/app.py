@@ -1,13 +1,13 @@
 """The gpulab app: built by `make_app`, started by `run_app` (``gpulab`` with no arguments).
 
-The app owns the course and the learner's progress; screens get both when they
-are made and send `ProgressChanged` up when they change the progress. Its
-learner half (`LearnerApp`) saves the progress, knows the learner's workspace
-and runs exercise checks.
-
-It also owns this session's claim measurements (`board`): a probe runs in a
-thread worker of the app, so leaving the lesson does not lose its result, and
-every claim card on screen is told when its claim changes.
+Screens never call the app: they post the messages of `gpulab.tui.messages`
+(`OpenLesson`, `ShowMap`, `MeasureClaim`, ...), and the app's ``on_*`` handlers
+open the screens and start the work. The app is built in three layers. The
+learner half (`gpulab.tui.learner.LearnerApp`) keeps the progress, the
+workspace, the GPU flag, the exercise states and this session's probe results
+as reactive attributes that the screens watch, and runs the checks; the claim
+half (`gpulab.tui.claims.ClaimsApp`) measures claims and tells their cards;
+this top half opens the screens (the other two import none).
 
 First paint comes first: only the course map's own modules are imported when
 the app is built; the other screens, the lesson parser, the probes and the
@@ -16,37 +16,38 @@ workspace's sync load or run after the map is drawn.
 
 from __future__ import annotations
 
-import datetime as dt
-from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
-from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
 
-from gpulab.course import Claim, Course, CourseError, ProgressStore, SearchHit, load_course
+from gpulab.course import Course, CourseError, ProgressStore, SearchHit, load_course
 from gpulab.course.workspace import Workspace, WorkspaceError
+from gpulab.tui.claims import ClaimsApp
 from gpulab.tui.commands import (
     DayCommands,
     ExerciseCommands,
+    FigureCommands,
     GpuCommands,
     LessonCommands,
     ThemeCommands,
 )
 from gpulab.tui.learner import LearnerApp
-from gpulab.tui.messages import ProgressChanged
+from gpulab.tui.messages import (
+    OpenExercise,
+    OpenFigures,
+    OpenGpu,
+    OpenLesson,
+    OpenNextExercise,
+    OpenSearch,
+    ShowMap,
+)
 from gpulab.tui.screens.course_map import CourseMapScreen, MapTarget
 from gpulab.tui.screens.fatal import FatalScreen
 from gpulab.tui.state import Keeper
-
-if TYPE_CHECKING:
-    from gpulab.probes.model import ProbeResult
-    from gpulab.tui.measure import ClaimBoard
-    from gpulab.tui.widgets import ClaimCard
 
 __all__ = ["GpulabApp", "help_sections", "make_app", "run_app"]
 
@@ -57,6 +58,7 @@ def help_sections() -> list[tuple[str, list[type[DOMNode]]]]:
     """The screens (and their main widget) whose keys the help screen lists."""
     from gpulab.tui.screens import (
         ExerciseScreen,
+        FiguresScreen,
         GpuScreen,
         HelpScreen,
         LessonScreen,
@@ -69,6 +71,7 @@ def help_sections() -> list[tuple[str, list[type[DOMNode]]]]:
         ("Course map", [CourseMapScreen, CourseTree]),
         ("Lesson", [LessonScreen, MindmapTree]),
         ("Exercise", [ExerciseScreen]),
+        ("Figures", [FiguresScreen]),
         ("GPU", [GpuScreen]),
         ("Predicting a claim", [PredictionScreen]),
         ("Search", [SearchScreen]),
@@ -77,13 +80,14 @@ def help_sections() -> list[tuple[str, list[type[DOMNode]]]]:
     ]
 
 
-class GpulabApp(LearnerApp):
-    """The course map, lessons, exercises, the GPU, search and help, over one course."""
+class GpulabApp(ClaimsApp):
+    """The course map, lessons, exercises, figures, the GPU, search and help, over one
+    course."""
 
     CSS_PATH = "gpulab.tcss"
     TITLE = "gpulab"
-    COMMANDS = App.COMMANDS | {LessonCommands, DayCommands, ExerciseCommands, GpuCommands,
-                               ThemeCommands}
+    COMMANDS = App.COMMANDS | {LessonCommands, DayCommands, ExerciseCommands, FigureCommands,
+                               GpuCommands, ThemeCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (96, "-wide")]  # noqa: RUF012 - App's type
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help"),
@@ -91,165 +95,93 @@ class GpulabApp(LearnerApp):
         Binding("q", "quit", "Quit", show=False),
     ]
 
-    class ClaimMeasured(Message):
-        """A claim's probe finished (posted from the probe's thread)."""
-
-        def __init__(self, claim: Claim, result: ProbeResult, predicted: float | None,
-                     at: str) -> None:
-            super().__init__()
-            self.claim = claim
-            self.result = result
-            self.predicted = predicted
-            self.at = at
-
-    class ProbeReadiness(Message):
-        """Whether a claim's probe can run here (`result` None) or why not (its result)."""
-
-        def __init__(self, probe: str, result: ProbeResult | None) -> None:
-            super().__init__()
-            self.probe = probe
-            self.result = result
-
     def __init__(
         self,
         course: Course | None,
         keeper: Keeper,
         *,
         error: CourseError | None = None,
-        gpu: object | None = None,
         nvml_backend: Any = None,
         has_gpu: bool | None = None,
         workspace: Workspace | None = None,
     ) -> None:
         super().__init__(course, keeper, workspace, has_gpu, nvml_backend)
         self.error = error
-        self.gpu = gpu
-        """The GPU to probe; kept for the probes issue, not shown yet."""
-        self._board: ClaimBoard | None = None
-        self._asked: set[str] = set()    # what each kind of probe needs, asked of this machine
-
-    @property
-    def board(self) -> ClaimBoard:
-        """This session's claim measurements (made on first use)."""
-        if self._board is None:
-            from gpulab.tui.measure import ClaimBoard
-
-            self._board = ClaimBoard()
-        return self._board
+        """Why the course cannot be read, when it cannot (`course` is None then)."""
 
     def get_default_screen(self) -> Screen[None]:
         if self.course is None:
             assert self.error is not None
             return FatalScreen(self.error)
-        return CourseMapScreen(self.course, self.keeper)
+        return CourseMapScreen(self.course, first_run=self.keeper.first_run)
 
     def on_mount(self) -> None:
-        theme = self.keeper.progress.theme
+        theme = self.progress.theme
         if theme in self.available_themes:
             self.theme = theme
         self.theme_changed_signal.subscribe(self, self._remember_theme)
         if self.keeper.warning:
             self.notify(self.keeper.warning, title="Progress", severity="warning", timeout=10)
-        last = self.keeper.progress.last_lesson
+        last = self.progress.last_lesson
         if self.course is not None and last in {e.id for e in self.course.entries}:
             self.open_lesson(last)
         self.call_after_refresh(self.sync_workspace)
 
-    def on_app_focus(self, event: events.AppFocus) -> None:
-        # `gpulab init`, or a check in the notebook or the shell, while we were away
-        self.find_workspace()
-        if self.keeper.sync():
-            self.exercises_changed()
-
-    def on_claim_card_shown(self, event: ClaimCard.Shown) -> None:
-        claim = event.card.claim
-        event.card.state = self.board.state(claim, self.keeper.progress.predictions)
-        self._ask_readiness(claim.probe)
-
-    def _ask_readiness(self, probe: str) -> None:
-        """Find out once, in a thread, whether this kind of probe can run here, so that a card
-        says why not (and shows the H200's reading) before the learner presses m."""
-        from gpulab.tui.measure import probe_needs
-
-        needs = probe_needs(probe)
-        if needs in ("", "host") or needs in self._asked:
-            return
-        self._asked.add(needs)
-
-        def ask() -> None:
-            from gpulab.tui.measure import find_out
-
-            try:
-                found = find_out(probe, self.nvml_backend)
-            except Exception:  # not knowing is an answer: the card waits for m
-                found = None
-            self.post_message(self.ProbeReadiness(probe, found))
-
-        self.run_worker(ask, thread=True, group="readiness", exit_on_error=False,
-                        description=f"can {probe} run here")
-
-    def on_gpulab_app_probe_readiness(self, event: ProbeReadiness) -> None:
-        if event.result is None:
-            return
-        self.board.note(event.result)
-        if self.course is not None:
-            for claim in self.course.claims.values():
-                if claim.probe == event.probe or self.board.missing(claim):
-                    self._refresh_cards(claim)
-
-    def on_gpulab_app_claim_measured(self, event: ClaimMeasured) -> None:
-        claim, predicted = event.claim, event.predicted
-        outcome = self.board.finish(claim, event.result, predicted)
-        if predicted is not None:
-            self.keeper.progress.predictions.append(
-                self.board.prediction(claim, predicted, event.at))
-            self.post_message(ProgressChanged(now=True))
-        self._refresh_cards(claim)
-        if outcome.verdict is not None:
-            self.notify(outcome.verdict.text, title=f"Measured {claim.id}", timeout=5,
-                        severity="warning" if outcome.verdict.kind == "differs" else "information")
-        else:
-            self.notify(outcome.problem, title=f"{claim.id}: not measured", timeout=5,
-                        severity="warning", markup=False)
-
-    def _refresh_cards(self, claim: Claim) -> None:
-        from gpulab.tui.widgets import ClaimCard
-
-        state = self.board.state(claim, self.keeper.progress.predictions)
-        for screen in self.screen_stack:
-            for card in screen.query(ClaimCard):
-                if card.claim.id == claim.id:
-                    card.state = state
-
     def _remember_theme(self, theme: Theme) -> None:
-        if self.keeper.progress.theme != theme.name:
-            self.keeper.progress.theme = theme.name
-            self.post_message(ProgressChanged(now=True))
+        if self.progress.theme != theme.name:
+            self.progress.theme = theme.name
+            self.progress_changed(now=True)
 
-    # -- measuring claims ------------------------------------------------------
-    def measure(self, claim: Claim, predicted: float | None) -> None:
-        """Run a claim's probe in a thread; its card shows "measuring…" until it is done.
+    # -- checks --------------------------------------------------------------------------------
+    def on_learner_app_exercise_checked(self, event: LearnerApp.ExerciseChecked) -> None:
+        from gpulab.tui.screens import ExerciseScreen
 
-        `predicted` is the learner's prediction in the claim's unit (None: no
-        prediction); with one, the outcome is saved to the progress.
-        """
-        if self.board.is_measuring(claim.id):
-            self.notify(f"{claim.id} is being measured already.", timeout=3)
+        exercise, report = event.exercise, event.report
+        self.record_check(exercise, report, event.at)
+        shown = False
+        for screen in self.screen_stack:
+            if isinstance(screen, ExerciseScreen) and screen.exercise.name == exercise.name:
+                screen.show_report(report)
+                shown = shown or screen is self.screen
+        if not shown:
+            self.notify(f"{exercise.name}: {self.exercise_states[exercise.name].plain}",
+                        title="Checked", timeout=5)
+
+    # -- where the screens and the palette go ----------------------------------------------------
+    def on_open_lesson(self, event: OpenLesson) -> None:
+        self.open_lesson(event.lesson_id, event.node_key)
+
+    def on_open_exercise(self, event: OpenExercise) -> None:
+        self.open_exercise(event.name, above=event.above)
+
+    def on_open_next_exercise(self, event: OpenNextExercise) -> None:
+        self.open_next_exercise(event.after)
+
+    def on_show_map(self, event: ShowMap) -> None:
+        self.show_map(day=event.day, lesson=event.lesson, exercise=event.exercise)
+
+    def on_open_search(self, event: OpenSearch) -> None:
+        self.open_search(event.lesson_id)
+
+    def on_open_gpu(self, event: OpenGpu) -> None:
+        self.open_gpu()
+
+    def on_open_figures(self, event: OpenFigures) -> None:
+        self.open_figures(event.figure_id)
+
+    def open_figures(self, figure_id: str | None = None) -> None:
+        """Show the figures above the current screen, at a figure if given (the one shown
+        already is moved to it)."""
+        from gpulab.tui.screens import FiguresScreen
+
+        if self.course is None:
             return
-        at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        self.board.start(claim.id)
-        self._refresh_cards(claim)
-        self.run_worker(partial(self._run_claim_probe, claim, predicted, at), thread=True,
-                        group="measure", exit_on_error=False,
-                        description=f"measure {claim.id} with {claim.probe}")
+        if isinstance(self.screen, FiguresScreen):
+            if figure_id is not None:
+                self.screen.select(figure_id)
+            return
+        self.push_screen(FiguresScreen(self.course, figure_id))
 
-    def _run_claim_probe(self, claim: Claim, predicted: float | None, at: str) -> None:
-        from gpulab.tui.measure import run_probe_for
-
-        result = run_probe_for(claim.probe, self.nvml_backend)
-        self.post_message(self.ClaimMeasured(claim, result, predicted, at))
-
-    # -- navigation, used by screens and the command palette -----------------
     def open_gpu(self) -> None:
         """Show the GPU screen above the current one."""
         from gpulab.tui.screens import GpuScreen
@@ -272,7 +204,8 @@ class GpulabApp(LearnerApp):
                 if key is not None:
                     screen.reveal(key)
                 return
-        self._show(LessonScreen(self.course, self.keeper, lesson_id, key))
+        self._show(LessonScreen(self.course, lesson_id, key,
+                                tree_width=self.keeper.tree_width))
 
     def open_exercise(self, name: str, *, above: bool = False) -> None:
         """Show an exercise above the course map, or `above` the current screen (escape
@@ -283,7 +216,7 @@ class GpulabApp(LearnerApp):
             return
         for exercise in self.course.exercises():
             if exercise.name == name:
-                screen = ExerciseScreen(self.course, self.keeper, exercise)
+                screen = ExerciseScreen(self.course, exercise)
                 if above:
                     self.push_screen(screen)
                 else:
@@ -346,7 +279,7 @@ class GpulabApp(LearnerApp):
         else:
             self.push_screen(screen)
 
-    # -- actions --------------------------------------------------------------
+    # -- actions -------------------------------------------------------------------------------
     def action_help(self) -> None:
         """Show every key of every screen."""
         from gpulab.tui.screens import HelpScreen
@@ -362,7 +295,6 @@ class GpulabApp(LearnerApp):
 def make_app(
     course: Course | None = None,
     store: ProgressStore | None = None,
-    gpu: object | None = None,
     nvml_backend: Any = None,
     has_gpu: bool | None = None,
     workspace: Workspace | None = None,
@@ -388,7 +320,7 @@ def make_app(
             workspace = current_workspace()
         except WorkspaceError:
             workspace = None        # the exercise screens say how to make one
-    return GpulabApp(course, Keeper(store or ProgressStore()), error=error, gpu=gpu,
+    return GpulabApp(course, Keeper(store or ProgressStore()), error=error,
                      nvml_backend=nvml_backend, has_gpu=has_gpu, workspace=workspace)
 
 

@@ -1,17 +1,25 @@
-"""Command palette (ctrl+p) providers: lessons, days, exercises, the GPU and the theme."""
+"""Command palette (ctrl+p) providers: lessons, days, exercises, figures, the GPU and the
+theme.
+
+A command reads the course and the exercise states from the app (`LearnerApp`,
+typed) and, when chosen, posts the app the same message a screen would
+(`OpenLesson`, `ShowMap`, `OpenExercise`, `OpenFigures`, `OpenGpu`), or runs an
+app action.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.message import Message
 
-if TYPE_CHECKING:
-    from gpulab.tui.app import GpulabApp
+from gpulab.tui.learner import LearnerApp
+from gpulab.tui.messages import OpenExercise, OpenFigures, OpenGpu, OpenLesson, ShowMap
 
-__all__ = ["DayCommands", "ExerciseCommands", "GpuCommands", "LessonCommands", "ThemeCommands"]
+__all__ = ["DayCommands", "ExerciseCommands", "FigureCommands", "GpuCommands", "LessonCommands",
+           "ThemeCommands"]
 
 Command = tuple[str, str, Callable[[], object]]
 """A palette entry: its text, its help line, and what it does."""
@@ -21,8 +29,16 @@ class _LabProvider(Provider):
     """A provider whose commands are a plain list, matched fuzzily."""
 
     @property
-    def lab(self) -> GpulabApp:
-        return cast("GpulabApp", self.app)
+    def learner(self) -> LearnerApp:
+        """The running app's learner state, typed (a provider is no DOM node, so
+        `textual.getters.app` does not apply: this is its check, written out)."""
+        app = self.app
+        assert isinstance(app, LearnerApp)
+        return app
+
+    def send(self, message: Message) -> Callable[[], object]:
+        """A command that posts `message` to the app."""
+        return partial(self.app.post_message, message)
 
     def commands(self) -> Iterator[Command]:
         raise NotImplementedError
@@ -43,53 +59,69 @@ class LessonCommands(_LabProvider):
     """Go to a lesson."""
 
     def commands(self) -> Iterator[Command]:
-        lab = self.lab
-        if lab.course is None:
+        course = self.learner.course
+        if course is None:
             return
-        for entry in lab.course.entries:
+        for entry in course.entries:
             yield (f"Go to lesson: {entry.title}", f"day {entry.day} · {entry.id}",
-                   partial(lab.open_lesson, entry.id))
+                   self.send(OpenLesson(entry.id)))
 
 
 class DayCommands(_LabProvider):
     """Go to day N on the course map."""
 
     def commands(self) -> Iterator[Command]:
-        lab = self.lab
-        if lab.course is None:
+        course = self.learner.course
+        if course is None:
             return
-        for day, entries in lab.course.days():
+        for day, entries in course.days():
             titles = ", ".join(e.title for e in entries)
-            yield f"Go to day {day}", titles, partial(lab.show_map, day=day)
+            yield f"Go to day {day}", titles, self.send(ShowMap(day=day))
 
 
 class ExerciseCommands(_LabProvider):
     """Open an exercise."""
 
     def commands(self) -> Iterator[Command]:
-        lab = self.lab
-        if lab.course is None:
+        learner = self.learner
+        if learner.course is None:
             return
-        for exercise in lab.course.exercises():
+        states = learner.exercise_states
+        for exercise in learner.course.exercises():
             where = "needs GPU" if exercise.gpu else "CPU"
-            state = lab.exercise_state(exercise).plain
+            state = states[exercise.name].plain if exercise.name in states else ""
             yield (f"Open exercise: {exercise.name}", f"{exercise.lesson} · {where} · {state}",
-                   partial(lab.open_exercise, exercise.name))
+                   self.send(OpenExercise(exercise.name)))
+
+
+class FigureCommands(_LabProvider):
+    """Open the figures, or one figure."""
+
+    async def startup(self) -> None:
+        from gpulab.figures import FIGURES  # when the palette opens, not before first paint
+
+        self._titles = {figure.id: figure.title for figure in FIGURES.values()}
+
+    def commands(self) -> Iterator[Command]:
+        if self.learner.course is None:
+            return
+        yield ("Figures", "every figure of the course, drawn from probe data (key f in a "
+               "lesson)", self.send(OpenFigures()))
+        for figure_id, title in self._titles.items():
+            yield f"Figure: {title}", figure_id, self.send(OpenFigures(figure_id))
 
 
 class GpuCommands(_LabProvider):
     """Open the GPU screen."""
 
     def commands(self) -> Iterator[Command]:
-        lab = self.lab
         yield ("GPU", "the GPU's inventory and its clocks, power and load, live (key g)",
-               lab.open_gpu)
+               self.send(OpenGpu()))
 
 
 class ThemeCommands(_LabProvider):
     """Switch between the dark and the light theme."""
 
     def commands(self) -> Iterator[Command]:
-        lab = self.lab
-        yield ("Toggle theme (dark/light)", f"now {lab.theme}; remembered for next time",
-               lab.action_toggle_theme)
+        yield ("Toggle theme (dark/light)", f"now {self.app.theme}; remembered for next time",
+               partial(self.app.run_action, "toggle_theme"))

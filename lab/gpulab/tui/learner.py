@@ -1,31 +1,61 @@
-"""The app's learner half: progress, workspace, checks, states, and what to do next.
+"""The app's learner half: the state the screens show, and the work that changes it.
 
-`LearnerApp` is the layer of `GpulabApp` that keeps the learner's progress
-(saved a second after the last change, at once when a screen asks, and on
-exit) and knows their workspace (their notebooks, made by ``gpulab init``).
+`LearnerApp` is the layer of `GpulabApp` that owns what every screen shows of
+the learner: their progress, their workspace (their notebooks, made by
+``gpulab init``), whether this machine has an NVIDIA GPU, which exercises are
+being checked, and, from those, where they stand on each exercise.
+Each is a reactive attribute; screens read them through their typed `app`
+and `watch` the ones they draw. Screens never change them: they post the
+messages of `gpulab.tui.messages`, and the handlers here change the state
+(`LessonOpened`, `NodeVisited`, `FoldsChanged`, `HintRevealed`,
+`TreeWidthChanged`, `CheckExercise`, `FindGpu`).
+
+The progress is saved a second after the last change, at once where a change
+must not be lost (a hint, a check, a prediction), whenever the screen changes,
+and on exit. What ``gpulab check`` and the notebook's check save meanwhile is
+taken in when the screen changes, when the terminal gets the focus back, and
+about once a second (one ``stat`` when nothing changed).
+
 Checks run in a thread worker of the app, never two of one exercise at once;
-the result is recorded in the progress (per workspace) and every screen that
-lists exercises is told (`LabScreen.exercises_changed`). When the app starts
+the result is recorded in the progress (per workspace). When the app starts
 with a workspace, the workspace is brought up to date with the course in a
-thread, after first paint, and the learner hears what changed. Whether this machine has an NVIDIA
-GPU (`gpu_here`) is found out once, in a thread, when a screen first lists a
+thread, after first paint, and the learner hears what changed. Whether this
+machine has a GPU is found out once, in a thread, when a screen first lists a
 GPU exercise.
+
+The learner's own probe results of this session (`measured`) are kept too, so
+that figures (`figure`) are drawn from their GPU once it has measured what a
+figure needs, and from gpulab's recording of its H200 until then.
+
+Nothing here imports a screen, so screens can name this class (`textual.getters.app`)
+without an import cycle.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+from textual import events
 from textual.app import App
 from textual.message import Message
+from textual.reactive import var
+from textual.screen import Screen
 from textual.timer import Timer
 
-from gpulab.course.workspace import WorkspaceError
-from gpulab.tui.messages import ProgressChanged
-from gpulab.tui.screens.base import LabScreen
+from gpulab.course.progress import Progress
+from gpulab.course.workspace import Workspace, WorkspaceError
+from gpulab.timestamps import utc_now
+from gpulab.tui.messages import (
+    CheckExercise,
+    FindGpu,
+    FoldsChanged,
+    HintRevealed,
+    LessonOpened,
+    NodeVisited,
+    TreeWidthChanged,
+)
 from gpulab.tui.text import exercise_state as state_of
 
 if TYPE_CHECKING:
@@ -33,23 +63,49 @@ if TYPE_CHECKING:
 
     from gpulab.course import Course, ExerciseEntry
     from gpulab.course.progress import ExerciseRecord
-    from gpulab.course.workspace import SyncReport, Workspace
+    from gpulab.course.workspace import SyncReport
+    from gpulab.figures import FigureData
     from gpulab.grading.runner import CheckReport
+    from gpulab.probes import ProbeResult
+    from gpulab.tui.figures import FigureSource, Measured
     from gpulab.tui.state import Keeper
 
-__all__ = ["NO_WORKSPACE", "SAVE_DELAY", "LearnerApp"]
+__all__ = ["NO_WORKSPACE", "POLL_INTERVAL", "SAVE_DELAY", "ExerciseStates", "LearnerApp"]
 
 SAVE_DELAY = 1.0
 """Seconds after the last change before the progress is written."""
+
+POLL_INTERVAL = 1.0
+"""Seconds between two looks for progress saved by others (``gpulab check``)."""
 
 NO_WORKSPACE = ("You have no workspace yet: in a shell, `gpulab init` copies the exercises "
                 "into ./gpulab-exercises (or `gpulab init DIR` into a folder you choose); "
                 "gpulab then finds it by itself.")
 """What to do before an exercise can be opened, checked or watched."""
 
+ExerciseStates = dict[str, Text]
+"""Where the learner stands on each exercise, by name (see `gpulab.tui.text.exercise_state`)."""
+
 
 class LearnerApp(App[None]):
-    """Workspace, checks and exercise states for the screens (see the module's docstring)."""
+    """The learner's state for the screens, and the handlers that change it (see the module's
+    docstring)."""
+
+    progress: var[Progress] = var(Progress, init=False)
+    """The learner's progress, as the keeper loaded it. Only the app's own handlers change
+    it (screens ask by message), in place, and then call `progress_changed`."""
+    workspace: var[Workspace | None] = var(None, init=False)
+    """The learner's workspace (their notebooks), or None before ``gpulab init``."""
+    gpu_here: var[bool | None] = var(None, init=False)
+    """Whether this machine has an NVIDIA GPU: None until known (see `FindGpu`)."""
+    checking: var[frozenset[str]] = var(frozenset(), init=False)
+    """The names of the exercises whose checks are running now."""
+    exercise_states: var[ExerciseStates] = var(dict, init=False)
+    """Where the learner stands on each exercise, as every list of exercises shows it
+    ("checking…" while its checks run); set from the four above whenever one changes."""
+    measured: var[Measured] = var(dict, init=False)
+    """The learner's own probe results of this session, by probe (those that ran, never a
+    recording); replaced, never changed in place, when one comes in (`keep_result`)."""
 
     class GpuFound(Message):
         """Whether this machine has an NVIDIA GPU is known (None: it could not be told)."""
@@ -79,61 +135,74 @@ class LearnerApp(App[None]):
                  has_gpu: bool | None, nvml_backend: Any) -> None:
         super().__init__()
         self.course = course
+        """The course, or None when it cannot be read (the app then shows why)."""
         self.keeper = keeper
-        self.workspace = workspace
-        """The learner's workspace (their notebooks), or None before `gpulab init`."""
+        """Loads and saves the progress, and keeps the app's look (the tree's width)."""
         self.nvml_backend = nvml_backend
         """What NVML calls go through: None for the real library, or a stand-in with
-        pynvml's functions (a `gpulab.probes.nvml_record.Replay` in tests)."""
-        self.gpu_here = has_gpu
-        """Whether this machine has an NVIDIA GPU: None until known (see `find_gpu`)."""
+        pynvml's functions (a `gpulab.probes.nvml.Replay` in tests)."""
+        self.set_reactive(LearnerApp.progress, keeper.progress)
+        self.set_reactive(LearnerApp.workspace, workspace)
+        self.set_reactive(LearnerApp.gpu_here, has_gpu)
+        self.set_reactive(LearnerApp.exercise_states, self._states())
         self._finding_gpu = False
-        self._checking: set[str] = set()
         self._save_timer: Timer | None = None
+        self._figures: FigureSource | None = None
+
+    # A computed reactive (`compute_exercise_states`) would call its watchers on every
+    # read, so a screen that reads the states while drawing them would loop: the states
+    # are set instead, and their watchers run only when they differ.
+    def watch_progress(self) -> None:
+        self.exercise_states = self._states()
+
+    def watch_workspace(self) -> None:
+        self.exercise_states = self._states()
+
+    def watch_gpu_here(self) -> None:
+        self.exercise_states = self._states()
+
+    def watch_checking(self) -> None:
+        self.exercise_states = self._states()
+
+    def _states(self) -> ExerciseStates:
+        if self.course is None:
+            return {}
+        return {exercise.name: Text("checking…", style="italic")
+                if exercise.name in self.checking
+                else state_of(exercise, self.exercise_record(exercise), self.gpu_here)
+                for exercise in self.course.exercises()}
+
+    def on_mount(self) -> None:
+        self.screen_change_signal.subscribe(self, self._screen_changed)
+        self.set_interval(POLL_INTERVAL, self._look_for_saved, name="look for saved progress")
 
     def on_unmount(self) -> None:
         self.save_progress()
 
-    def on_progress_changed(self, event: ProgressChanged) -> None:
+    def on_app_focus(self, event: events.AppFocus) -> None:
+        # `gpulab init`, or a check in the notebook or the shell, while we were away
+        self.find_workspace()
+        self._take_in_saved()
+
+    def _screen_changed(self, screen: Screen[Any]) -> None:
+        """A screen was opened, left or returned to: save what was read there, take in
+        what was saved elsewhere, and look for a workspace made meanwhile."""
+        self.find_workspace()
+        self._take_in_saved()
+        self.save_progress()
+
+    # -- the progress ----------------------------------------------------------------------
+    def progress_changed(self, *, now: bool = False) -> None:
+        """The progress was changed (in place): tell its watchers, and save it a second
+        after the last change, or `now`."""
         self.keeper.changed()
-        if event.now:
+        self.mutate_reactive(LearnerApp.progress)
+        if now:
             self.save_progress()
         elif self._save_timer is None:
             self._save_timer = self.set_timer(SAVE_DELAY, self.save_progress)
         else:
             self._save_timer.reset()
-
-    def on_learner_app_exercise_checked(self, event: ExerciseChecked) -> None:
-        from gpulab.grading.record import record_report
-        from gpulab.tui.screens.exercise import ExerciseScreen
-
-        exercise, report = event.exercise, event.report
-        self._checking.discard(exercise.name)
-        if record_report(report, exercise, self.workspace, self.keeper.progress,
-                         event.at) is not None:
-            self.keeper.changed()
-            self.save_progress()
-        shown = False
-        for screen in self.screen_stack:
-            if isinstance(screen, ExerciseScreen) and screen.exercise.name == exercise.name:
-                screen.show_report(report)
-                shown = shown or screen is self.screen
-        self.exercises_changed()
-        if not shown:
-            self.notify(f"{exercise.name}: {self.exercise_state(exercise).plain}",
-                        title="Checked", timeout=5)
-
-    def on_learner_app_gpu_found(self, event: GpuFound) -> None:
-        self.gpu_here = event.present
-        self.exercises_changed()
-
-    def on_learner_app_workspace_synced(self, event: WorkspaceSynced) -> None:
-        if event.problem:
-            self.notify(event.problem, title="Your workspace", severity="error", timeout=15)
-            return
-        if event.report is not None and event.report.anything:
-            self.notify("\n".join(event.report.lines()), title="Your workspace", timeout=15)
-            self.exercises_changed()
 
     def save_progress(self) -> None:
         """Write the progress now, if it changed; a failure is shown, not raised."""
@@ -144,7 +213,36 @@ class LearnerApp(App[None]):
         if problem is not None and self.is_running:
             self.notify(problem, title="Progress", severity="error", timeout=10)
 
-    # -- the workspace -----------------------------------------------------------
+    def _take_in_saved(self) -> None:
+        """Take in exercise results and hints that others saved (``gpulab check``)."""
+        if self.keeper.sync():
+            self.mutate_reactive(LearnerApp.progress)
+
+    def _look_for_saved(self) -> None:
+        if self.keeper.file_changed() and self.keeper.sync():
+            self.mutate_reactive(LearnerApp.progress)
+
+    def on_lesson_opened(self, event: LessonOpened) -> None:
+        self.progress.last_lesson = event.lesson_id
+        self.progress_changed()
+
+    def on_node_visited(self, event: NodeVisited) -> None:
+        self.progress.lesson(event.lesson_id).selected = event.key
+        self.progress.visit(event.lesson_id, event.key)
+        self.progress_changed()
+
+    def on_folds_changed(self, event: FoldsChanged) -> None:
+        self.progress.lesson(event.lesson_id).expanded = event.expanded
+        self.progress_changed()
+
+    def on_hint_revealed(self, event: HintRevealed) -> None:
+        self.progress.hints[event.exercise] = event.revealed
+        self.progress_changed(now=True)
+
+    def on_tree_width_changed(self, event: TreeWidthChanged) -> None:
+        self.keeper.tree_width = event.percent
+
+    # -- the workspace -----------------------------------------------------------------------
     def sync_workspace(self) -> None:
         """Bring the workspace up to date with the course, in a thread (nothing without one)."""
         if self.workspace is None or self.course is None:
@@ -161,47 +259,39 @@ class LearnerApp(App[None]):
             return
         self.post_message(self.WorkspaceSynced(report))
 
+    def on_learner_app_workspace_synced(self, event: WorkspaceSynced) -> None:
+        if event.problem:
+            self.notify(event.problem, title="Your workspace", severity="error", timeout=15)
+            return
+        if event.report is not None and event.report.anything:
+            self.notify("\n".join(event.report.lines()), title="Your workspace", timeout=15)
+            # notebooks came or went: whatever lists exercises draws them again
+            self.mutate_reactive(LearnerApp.exercise_states)
+
     def find_workspace(self) -> bool:
-        """Take up a workspace made since the app started (``gpulab init`` in a shell) and
-        tell every screen; True when one was found now."""
+        """Take up a workspace made since the app started (``gpulab init`` in a shell); True
+        when one was found now."""
         if self.workspace is not None:
             return False
         from gpulab.course.workspace import current_workspace
 
         try:
-            self.workspace = current_workspace()
+            found = current_workspace()
         except WorkspaceError:
             return False
-        if self.workspace is None:
-            return False
-        for screen in self.screen_stack:
-            if isinstance(screen, LabScreen):
-                screen.workspace_changed()
-        self.exercises_changed()
-        return True
+        self.workspace = found
+        return found is not None
 
     def notebook_of(self, exercise: ExerciseEntry) -> Path | None:
         """The learner's notebook of an exercise, in the workspace; None without one."""
         return self.workspace.notebook(exercise) if self.workspace is not None else None
 
-    # -- where the learner stands ------------------------------------------------
+    # -- where the learner stands ------------------------------------------------------------
     def exercise_record(self, exercise: ExerciseEntry) -> ExerciseRecord | None:
         """The last check of the exercise in the learner's workspace, if any."""
         if self.workspace is None:
             return None
-        return self.keeper.progress.exercises(self.workspace.key).get(exercise.name)
-
-    def exercise_state(self, exercise: ExerciseEntry) -> Text:
-        """Where the learner stands on an exercise, as every list of exercises shows it."""
-        if exercise.name in self._checking:
-            return Text("checking…", style="italic")
-        return state_of(exercise, self.exercise_record(exercise), self.gpu_here)
-
-    def exercises_changed(self) -> None:
-        """Tell every screen that lists exercises to show their states again."""
-        for screen in self.screen_stack:
-            if isinstance(screen, LabScreen):
-                screen.exercises_changed()
+        return self.progress.exercises(self.workspace.key).get(exercise.name)
 
     def next_unfinished(self, after: str | None = None) -> ExerciseEntry | None:
         """The first exercise not passed yet, in teaching order (the lessons'), after `after`
@@ -222,6 +312,26 @@ class LearnerApp(App[None]):
                 return exercise
         return None
 
+    # -- the learner's own results, and the figures drawn from them ---------------------------
+    def keep_result(self, result: ProbeResult) -> None:
+        """Keep a probe result measured here this session (one that ran: ok or partial) for
+        the figures it feeds."""
+        if result.status in ("ok", "partial") and result.recorded is None:
+            self.measured = {**self.measured, result.probe: result}
+
+    def figure(self, figure_id: str) -> FigureData:
+        """The figure drawn from the learner's results where they cover it, else from gpulab's
+        recording; its `source` says which, its `missing` why nothing can be drawn."""
+        if self._figures is None:
+            from gpulab.tui.figures import FigureSource
+
+            self._figures = FigureSource(self.course)
+        return self._figures.data(figure_id, self.measured)
+
+    # -- the GPU -------------------------------------------------------------------------------
+    def on_find_gpu(self, event: FindGpu) -> None:
+        self.find_gpu()
+
     def find_gpu(self) -> None:
         """Find out, once and in a thread, whether this machine has an NVIDIA GPU."""
         if self.gpu_here is not None or self._finding_gpu:
@@ -239,17 +349,23 @@ class LearnerApp(App[None]):
             present = None
         self.post_message(self.GpuFound(present))
 
-    # -- checks ------------------------------------------------------------------
+    def on_learner_app_gpu_found(self, event: GpuFound) -> None:
+        self.gpu_here = event.present
+
+    # -- checks --------------------------------------------------------------------------------
     def is_checking(self, name: str) -> bool:
-        return name in self._checking
+        """Whether the checks of exercise `name` are running now."""
+        return name in self.checking
+
+    def on_check_exercise(self, event: CheckExercise) -> None:
+        self.check_exercise(event.exercise)
 
     def check_exercise(self, exercise: ExerciseEntry) -> bool:
         """Run an exercise's checks on the learner's notebook in a thread and record the
         result; False (and nothing started) while a check of it is still running."""
-        if exercise.name in self._checking:
+        if exercise.name in self.checking:
             return False
-        self._checking.add(exercise.name)
-        self.exercises_changed()
+        self.checking = self.checking | {exercise.name}
         self.run_worker(partial(self._run_checks, exercise), thread=True, group="check",
                         exit_on_error=False, description=f"check {exercise.name}")
         return True
@@ -266,5 +382,14 @@ class LearnerApp(App[None]):
             message = str(exc) if isinstance(exc, WorkspaceError) else \
                 f"the checks failed: {type(exc).__name__}: {exc}"
             report = CheckReport(exercise.name, notebook or exercise.notebook, "error", message)
-        at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        at = utc_now()
         self.post_message(self.ExerciseChecked(exercise, report, at))
+
+    def record_check(self, exercise: ExerciseEntry, report: CheckReport, at: str) -> None:
+        """Keep a finished check's outcome in the progress (if it judged the workspace's own
+        notebook), and mark the exercise as checked no more."""
+        from gpulab.grading.record import record_report
+
+        if record_report(report, exercise, self.workspace, self.progress, at) is not None:
+            self.progress_changed(now=True)
+        self.checking = self.checking - {exercise.name}

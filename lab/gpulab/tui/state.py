@@ -1,12 +1,14 @@
 """The learner's progress as the app holds it: loaded once, saved promptly.
 
-`Keeper` wraps a `ProgressStore` and its `Progress`. Screens change the
-progress and call `changed()`; the app saves soon after (debounced), when a
-screen is left, and on exit, so a killed app loses at most a second of reading.
+`Keeper` wraps a `ProgressStore` and its `Progress`. The app changes the
+progress (screens ask it to, by message) and calls `changed()`; it saves soon
+after (debounced), when the screen changes, and on exit, so a killed app loses
+at most a second of reading.
 
 ``gpulab check`` and the check in an exercise notebook write the same file
 while the app runs: `sync` takes in the exercise results they wrote, and every
-save does so first, so the app never overwrites a newer result with an older one.
+save does so first, so the app never overwrites a newer result with an older one;
+`file_changed` tells cheaply (one ``stat``) whether the file changed since the last look.
 
 The app's own look (how wide the lesson's tree is) is not progress: it is kept
 in ``app.json`` beside the progress file, read once and written when it changes.
@@ -37,6 +39,7 @@ class Keeper:
         """No progress was saved before: the learner has never used gpulab here."""
         self.progress: Progress = store.load()
         self.dirty = False
+        self._seen: tuple[int, int] | None = None   # the file's (mtime in ns, size) last looked at
         self._look_file = store.path.with_name("app.json")
         self._look = _read_json(self._look_file)
 
@@ -64,6 +67,19 @@ class Keeper:
     def changed(self) -> None:
         """Mark the progress as needing a save."""
         self.dirty = True
+
+    def file_changed(self) -> bool:
+        """Whether the progress file changed since the last call (or this is the first);
+        then `sync` may have something to take in."""
+        try:
+            info = self.store.path.stat()
+        except OSError:
+            return False
+        stamp = (info.st_mtime_ns, info.st_size)
+        if stamp == self._seen:
+            return False
+        self._seen = stamp
+        return True
 
     def sync(self) -> bool:
         """Take in newer exercise results and hints saved by others (``gpulab check``,

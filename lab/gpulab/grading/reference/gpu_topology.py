@@ -68,7 +68,7 @@ def own_topology(pm: Any = None) -> dict[str, Any]:
     """Every GPU ("GPU<i>" for NVML's index i), each pair's label, and each GPU's PCI
     address ("buses", as `bus_id` writes it), read through `pm` (default: pynvml)."""
     if pm is None:
-        from gpulab.probes.nvml_session import pynvml_module
+        from gpulab.probes.nvml import pynvml_module
 
         pm = pynvml_module()
     pm.nvmlInit()

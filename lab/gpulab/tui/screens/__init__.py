@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from gpulab.tui.screens.course_map import CourseMapScreen
     from gpulab.tui.screens.exercise import ExerciseScreen
     from gpulab.tui.screens.fatal import FatalScreen
+    from gpulab.tui.screens.figures import FiguresScreen
     from gpulab.tui.screens.gpu import GpuScreen
     from gpulab.tui.screens.help import HelpScreen
     from gpulab.tui.screens.lesson import LessonScreen
@@ -19,6 +20,7 @@ __all__ = [
     "CourseMapScreen",
     "ExerciseScreen",
     "FatalScreen",
+    "FiguresScreen",
     "GpuScreen",
     "HelpScreen",
     "LessonScreen",
@@ -30,6 +32,7 @@ _MODULES = {
     "CourseMapScreen": "course_map",
     "ExerciseScreen": "exercise",
     "FatalScreen": "fatal",
+    "FiguresScreen": "figures",
     "GpuScreen": "gpu",
     "HelpScreen": "help",
     "LessonScreen": "lesson",

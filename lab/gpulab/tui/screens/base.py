@@ -1,29 +1,26 @@
-"""What every screen of the app shares: a typed handle on the app, and the exercise hook."""
+"""What every full screen of the app shares: the app, typed, and its place in the help."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
+from textual import getters
 from textual.screen import Screen
 
-if TYPE_CHECKING:
-    from gpulab.tui.app import GpulabApp
+from gpulab.tui.learner import LearnerApp
 
 __all__ = ["LabScreen"]
 
 
 class LabScreen(Screen[None]):
-    """A full screen of gpulab; `HELP_GROUP` names it in the help screen."""
+    """A full screen of gpulab; `HELP_GROUP` names it in the help screen.
+
+    A screen reads the learner's state from `app` (and watches what it draws);
+    it changes nothing there: it posts a message of `gpulab.tui.messages`, which
+    bubbles up to the app.
+    """
 
     HELP_GROUP: ClassVar[str] = ""
 
-    @property
-    def lab(self) -> GpulabApp:
-        """The running app, typed."""
-        return cast("GpulabApp", self.app)
-
-    def exercises_changed(self) -> None:
-        """An exercise's state changed (a check, the GPU found): screens that list them redraw."""
-
-    def workspace_changed(self) -> None:
-        """The app has a workspace now (made by ``gpulab init`` while it ran)."""
+    app = getters.app(LearnerApp)
+    """The running app, typed: the learner's state (`LearnerApp`), never the navigation."""

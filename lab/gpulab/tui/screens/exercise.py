@@ -9,6 +9,10 @@ progress as ``gpulab check`` keeps it. `o` opens the notebook in the
 workspace's JupyterLab and shows its address (with the token, `y` copies it)
 and the ``ssh -L`` line. Hints are revealed one at a time (`h`); the
 solution's answer cells (`s`) only once the checks have passed.
+
+The screen asks the app for the checks (`CheckExercise`) and tells it of each
+hint revealed (`HintRevealed`); it watches the app's `workspace`, `checking`
+and `exercise_states`, and the app hands it each finished report (`show_report`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from rich.table import Table
 from rich.text import Text
-from textual import work
+from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -28,9 +32,15 @@ from textual.widgets import Footer, Header, Markdown, Static
 
 from gpulab.course import Course, ExerciseEntry
 from gpulab.tui.learner import NO_WORKSPACE
-from gpulab.tui.messages import ProgressChanged
+from gpulab.tui.messages import (
+    CheckExercise,
+    FindGpu,
+    HintRevealed,
+    OpenLesson,
+    OpenNextExercise,
+    ShowMap,
+)
 from gpulab.tui.screens.base import LabScreen
-from gpulab.tui.state import Keeper
 from gpulab.tui.text import inline_markdown
 from gpulab.tui.watch import NotebookWatch
 from gpulab.tui.widgets import CheckReportPanel, HintList, JupyterPanel, TaskPanel
@@ -38,6 +48,7 @@ from gpulab.tui.widgets import CheckReportPanel, HintList, JupyterPanel, TaskPan
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from gpulab.course.workspace import Workspace
     from gpulab.grading.runner import CheckReport
     from gpulab.tui.task import Task
 
@@ -67,6 +78,14 @@ class ExerciseScreen(LabScreen):
         Binding("l", "lesson", "Open its lesson", show=False),
     ]
 
+    facts = getters.query_one("#exercise-facts", Static)
+    no_workspace = getters.query_one("#no-workspace", Static)
+    jupyter = getters.query_one(JupyterPanel)
+    checks = getters.query_one(CheckReportPanel)
+    hints = getters.query_one(HintList)
+    task_panel = getters.query_one(TaskPanel)
+    notes = getters.query_one("#exercise-notes", Markdown)
+
     class SolutionRead(Message):
         """The solution's answer cells were read (as Markdown), or why they could not be."""
 
@@ -90,19 +109,22 @@ class ExerciseScreen(LabScreen):
             self.text = text
             self.ssh = ssh
 
-    def __init__(self, course: Course, keeper: Keeper, exercise: ExerciseEntry) -> None:
+    def __init__(self, course: Course, exercise: ExerciseEntry) -> None:
         super().__init__()
         self.course = course
-        self.keeper = keeper
         self.exercise = exercise
         self.title = f"Exercise {exercise.name}"
         self.sub_title = self._lesson_title()
         self.exercise_task: Task | None = None
+        self.notebook: Path | None = None
+        """The learner's notebook in their workspace; None without a workspace."""
         self.notebook_watch: NotebookWatch | None = None
         self.watching = True
         """Whether saving the notebook runs the checks (`w` switches it)."""
         self._watch_timer: Timer | None = None
         self._check_again = False
+        self._why = ""                  # why the checks asked for last were run
+        self._running_shown = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -111,43 +133,38 @@ class ExerciseScreen(LabScreen):
             yield Static(inline_markdown(NO_WORKSPACE), id="no-workspace")
             yield JupyterPanel(id="jupyter")
             yield CheckReportPanel(id="exercise-checks")
-            seen = self.keeper.progress.hints.get(self.exercise.name, 0)
+            seen = self.app.progress.hints.get(self.exercise.name, 0)
             yield HintList(self.exercise.hints, seen, id="hints")
             yield TaskPanel("*Reading the task…*", id="task")
             yield Markdown(self._guide(), id="exercise-notes")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#exercise-facts", Static).border_title = "✎ exercise"
-        self.query_one("#no-workspace", Static).border_title = "no workspace yet"
-        self.query_one(HintList).border_title = "hints"
-        checks = self.query_one(CheckReportPanel)
-        checks.border_title = "checks"
-        checks.display = False
-        self.query_one(TaskPanel).border_title = "the task"
-        self.query_one("#exercise-notes").border_title = "how to work on it"
-        self.workspace_changed()
+        self.facts.border_title = "✎ exercise"
+        self.no_workspace.border_title = "no workspace yet"
+        self.hints.border_title = "hints"
+        self.checks.border_title = "checks"
+        self.checks.display = False
+        self.task_panel.border_title = "the task"
+        self.notes.border_title = "how to work on it"
+        self.watch(self.app, "workspace", self._workspace_changed)
+        self.watch(self.app, "exercise_states", self._show_facts)
+        self.watch(self.app, "checking", self._checking_changed)
         self._read_task()
         self._watch_timer = self.set_interval(WATCH_INTERVAL, self._look_at_notebook)
         if self.exercise.gpu:
-            self.lab.find_gpu()
-
-    def on_screen_resume(self) -> None:
-        self.lab.find_workspace()
-        if self.keeper.sync():
-            self.lab.exercises_changed()
+            self.post_message(FindGpu())
 
     def on_exercise_screen_task_read(self, event: TaskRead) -> None:
         self.exercise_task = event.task
-        self.query_one(TaskPanel).show_task(event.task)
+        self.task_panel.show_task(event.task)
 
     def on_exercise_screen_solution_read(self, event: SolutionRead) -> None:
-        notes = self.query_one("#exercise-notes", Markdown)
-        notes.border_title = "solution"
-        notes.update(event.markdown)
+        self.notes.border_title = "solution"
+        self.notes.update(event.markdown)
 
     def on_exercise_screen_jupyter_lab_opened(self, event: JupyterLabOpened) -> None:
-        panel = self.query_one(JupyterPanel)
+        panel = self.jupyter
         if not event.url:
             panel.show_failed(event.text)
             self.notify("See the panel for the end of its log.", title="JupyterLab did not "
@@ -156,15 +173,22 @@ class ExerciseScreen(LabScreen):
             panel.show_opened(event.url, event.ssh, event.text.splitlines())
         panel.scroll_visible(animate=False)
 
-    def exercises_changed(self) -> None:
-        """Show the exercise's state (and that its checks are running, while they are)."""
-        self.query_one("#exercise-facts", Static).update(self._facts())
-        if self.lab.is_checking(self.exercise.name):
-            self.query_one(CheckReportPanel).show_running(self._notebook_shown())
+    def _show_facts(self) -> None:
+        """Show the exercise's facts and where the learner stands on it."""
+        self.facts.update(self._facts())
+
+    def _checking_changed(self, checking: frozenset[str]) -> None:
+        """Say that the checks run, once they do (and why: "you saved the notebook")."""
+        running = self.exercise.name in checking
+        if running and not self._running_shown:
+            self.checks.show_running(self._notebook_shown(), self._why)
+        self._running_shown = running
+        if not running:
+            self._why = ""
 
     def show_report(self, report: CheckReport) -> None:
         """Show each check of a finished run with its points and what it says."""
-        panel = self.query_one(CheckReportPanel)
+        panel = self.checks
         panel.show_report(report, passed_hint="Well done: press s to compare your answers "
                                               "with the solution, or n for the next exercise.")
         panel.scroll_visible(animate=False)
@@ -172,26 +196,28 @@ class ExerciseScreen(LabScreen):
             self._check_again = False
             self._run_checks("you saved the notebook")
 
-    def workspace_changed(self) -> None:
+    def _workspace_changed(self, workspace: Workspace | None) -> None:
         """Show the facts, the no-workspace box or not, and watch the workspace's notebook."""
-        notebook = self.lab.notebook_of(self.exercise)
-        self.query_one("#no-workspace").display = notebook is None
-        self.notebook_watch = NotebookWatch(notebook) if notebook is not None else None
-        self.query_one("#exercise-notes", Markdown).update(self._guide())
-        self.exercises_changed()
+        self.notebook = workspace.notebook(self.exercise) if workspace is not None else None
+        self.no_workspace.display = self.notebook is None
+        self.notebook_watch = NotebookWatch(self.notebook) if self.notebook is not None \
+            else None
+        self.notes.update(self._guide())
+        self._show_facts()
 
     def _look_at_notebook(self) -> None:
         """The watch timer: a saved notebook runs the checks (later, if they are running)."""
         if self.notebook_watch is None or not self.watching or not self.notebook_watch.poll():
             return
-        if self.lab.is_checking(self.exercise.name):
+        if self.exercise.name in self.app.checking:
             self._check_again = True
         else:
             self._run_checks("you saved the notebook")
 
     def _run_checks(self, why: str = "") -> None:
-        if self.lab.check_exercise(self.exercise):
-            self.query_one(CheckReportPanel).show_running(self._notebook_shown(), why)
+        """Ask the app to run the checks; the panel says so once they run."""
+        self._why = why
+        self.post_message(CheckExercise(self.exercise))
 
     @work(thread=True, exclusive=True, group="task", exit_on_error=False)
     def _read_task(self) -> None:
@@ -207,8 +233,8 @@ class ExerciseScreen(LabScreen):
 
     def _notebook_shown(self) -> str:
         """The learner's notebook, as a path in the workspace (or why there is none)."""
-        notebook = self.lab.notebook_of(self.exercise)
-        return str(notebook) if notebook is not None else "(no workspace yet: gpulab init)"
+        return str(self.notebook) if self.notebook is not None \
+            else "(no workspace yet: gpulab init)"
 
     def _facts(self) -> Table:
         exercise = self.exercise
@@ -221,12 +247,12 @@ class ExerciseScreen(LabScreen):
             "runs on the CPU", style="green")
         grid.add_row("runs on", gpu)
         grid.add_row("time limit", f"{exercise.time_limit} s")
-        path = self.lab.notebook_of(exercise)
+        path = self.notebook
         notebook = Text(self._notebook_shown())
         if path is not None and not path.is_file():
             notebook.append("  (not found: gpulab reset brings it back)", style="red")
         grid.add_row("notebook", notebook)
-        grid.add_row("status", self.lab.exercise_state(exercise))
+        grid.add_row("status", self.app.exercise_states.get(exercise.name, Text("")))
         if path is not None:
             watching = Text("saving the notebook runs the checks (w stops)", style="green") \
                 if self.watching else Text("not watching: press w to run the checks on "
@@ -236,7 +262,7 @@ class ExerciseScreen(LabScreen):
 
     def _guide(self) -> str:
         name = self.exercise.name
-        if self.lab.notebook_of(self.exercise) is None:
+        if self.notebook is None:
             return ("1. In a shell, run `gpulab init`: it copies the exercises into a folder "
                     "of your own (`./gpulab-exercises`, or the folder you name).\n"
                     "2. Come back here: gpulab finds the workspace by itself.\n\n"
@@ -260,29 +286,28 @@ class ExerciseScreen(LabScreen):
         if len(stack) > 2 and isinstance(stack[-2], LessonScreen) and stack[-1] is self:
             self.app.pop_screen()
             return
-        self.lab.show_map(exercise=self.exercise.name)
+        self.post_message(ShowMap(exercise=self.exercise.name))
 
     def action_lesson(self) -> None:
-        self.lab.open_lesson(self.exercise.lesson)
+        self.post_message(OpenLesson(self.exercise.lesson))
 
     def action_next_exercise(self) -> None:
-        self.lab.open_next_exercise(self.exercise.name)
+        self.post_message(OpenNextExercise(self.exercise.name))
 
     def action_hint(self) -> None:
-        hints = self.query_one(HintList)
+        hints = self.hints
         if hints.revealed >= len(self.exercise.hints):
             self.notify("No more hints for this exercise.", timeout=3)
             return
         hints.revealed += 1
-        self.keeper.progress.hints[self.exercise.name] = hints.revealed
-        self.post_message(ProgressChanged(now=True))
+        self.post_message(HintRevealed(self.exercise.name, hints.revealed))
         self.call_after_refresh(hints.scroll_visible, animate=False)
 
     def action_check(self) -> None:
-        """Run the checks on the saved notebook (in a thread of the app)."""
-        if self.lab.notebook_of(self.exercise) is None:
+        """Have the checks run on the saved notebook (in a thread of the app)."""
+        if self.notebook is None:
             self.notify(NO_WORKSPACE, title="No workspace", severity="error", timeout=10)
-        elif self.lab.is_checking(self.exercise.name):
+        elif self.exercise.name in self.app.checking:
             self.notify(f"{self.exercise.name} is being checked already.", timeout=3)
         else:
             self._run_checks()
@@ -292,28 +317,27 @@ class ExerciseScreen(LabScreen):
         self.watching = not self.watching
         if self.notebook_watch is not None:   # what is saved now is not news
             self.notebook_watch = NotebookWatch(self.notebook_watch.path)
-        self.exercises_changed()
+        self._show_facts()
 
     def action_open_notebook(self) -> None:
         """Open the learner's notebook in the workspace's JupyterLab (started or reused)."""
-        notebook = self.lab.notebook_of(self.exercise)
-        if notebook is None or self.lab.workspace is None:
+        notebook, workspace = self.notebook, self.app.workspace
+        if notebook is None or workspace is None:
             self.notify(NO_WORKSPACE, title="No workspace", severity="error", timeout=10)
             return
         if not notebook.is_file():
             self.notify(f"{notebook} is missing: `gpulab reset {self.exercise.name}` brings "
                         "it back.", title="No notebook", severity="error", timeout=10)
             return
-        self.query_one(JupyterPanel).show_starting(notebook.name)
-        self._open_in_jupyterlab(notebook)
+        self.jupyter.show_starting(notebook.name)
+        self._open_in_jupyterlab(workspace, notebook)
 
     @work(thread=True, exclusive=True, group="jupyterlab", exit_on_error=False)
-    def _open_in_jupyterlab(self, notebook: Path) -> None:
+    def _open_in_jupyterlab(self, workspace: Workspace, notebook: Path) -> None:
         from gpulab.grading.jupyter import JupyterError, open_notebook
 
-        assert self.lab.workspace is not None
         try:
-            opened = open_notebook(self.lab.workspace, notebook)
+            opened = open_notebook(workspace, notebook)
         except JupyterError as exc:
             self.post_message(self.JupyterLabOpened("", str(exc)))
             return
@@ -322,7 +346,7 @@ class ExerciseScreen(LabScreen):
 
     def action_copy_address(self) -> None:
         """Put JupyterLab's address (with its token) on the clipboard."""
-        url = self.query_one(JupyterPanel).url
+        url = self.jupyter.url
         if not url:
             self.notify("Press o first: JupyterLab's address shows once it runs.", timeout=4)
             return
@@ -332,9 +356,8 @@ class ExerciseScreen(LabScreen):
 
     def action_solution(self) -> None:
         """Show the solution's answer cells, once the checks have passed."""
-        self.keeper.sync()
-        record = self.lab.exercise_record(self.exercise)
-        notes = self.query_one("#exercise-notes", Markdown)
+        record = self.app.exercise_record(self.exercise)
+        notes = self.notes
         if record is None or not record.passed:
             notes.border_title = "solution"
             notes.update(f"*{LOCKED}* Press **c** to run them; **h** gives a hint.")

@@ -5,7 +5,8 @@ second and posts each sample to the screen, which feeds four sparklines (SM
 clock, power, GPU busy, memory used). Leaving the screen stops the worker
 before its next sample. Without a GPU the screen says why, and shows the
 readings recorded on gpulab's own H200 as a static, labelled table: recorded
-numbers never move like live ones.
+numbers never move like live ones. The inventory's result goes on up to the
+app (`Inventoried` bubbles), which learns from it whether GPU probes can run here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
-from textual import work
+from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, VerticalScroll
@@ -62,6 +63,12 @@ class GpuScreen(LabScreen):
         Binding("escape,g", "back", "Back"),
     ]
 
+    inventory = getters.query_one("#gpu-inventory", Static)
+    live = getters.query_one("#gpu-live", Grid)
+    conditions = getters.query_one("#gpu-conditions", Static)
+    missing = getters.query_one("#gpu-missing", Static)
+    recorded = getters.query_one("#gpu-recorded", Static)
+
     class Inventoried(Message):
         """The inventory was read (or not); `recorded` holds recorded results if not."""
 
@@ -70,7 +77,7 @@ class GpuScreen(LabScreen):
             self.result = result
             self.recorded = recorded
 
-    class Sampled(Message):
+    class Sampled(Message, bubble=False):
         """One live sample was read."""
 
         def __init__(self, result: ProbeResult) -> None:
@@ -101,9 +108,9 @@ class GpuScreen(LabScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#gpu-inventory").border_title = "inventory"
-        for name in ("#gpu-live", "#gpu-conditions", "#gpu-missing", "#gpu-recorded"):
-            self.query_one(name).display = False
+        self.inventory.border_title = "inventory"
+        for widget in (self.live, self.conditions, self.missing, self.recorded):
+            widget.display = False
         self._sample()
 
     def on_unmount(self) -> None:
@@ -134,9 +141,8 @@ class GpuScreen(LabScreen):
             self.sampler_done.set()
 
     def on_gpu_screen_inventoried(self, event: Inventoried) -> None:
-        result = event.result
-        self.lab.board.note(result)
-        panel = self.query_one("#gpu-inventory", Static)
+        result = event.result   # not stopped: the app notes it too
+        panel = self.inventory
         if result.status in CANNOT_RUN:
             panel.display = False
             self.sub_title = "no GPU here"
@@ -158,13 +164,13 @@ class GpuScreen(LabScreen):
             self.sensor("power_draw").limit = power.shown
         if memory is not None and memory.status == "ok":
             self.sensor("memory_used_mib").limit = memory.shown
-        self.query_one("#gpu-live").display = True
-        self.query_one("#gpu-conditions").display = True
+        self.live.display = True
+        self.conditions.display = True
 
     def on_gpu_screen_sampled(self, event: Sampled) -> None:
         result = event.result
         self.samples += 1
-        conditions = self.query_one("#gpu-conditions", Static)
+        conditions = self.conditions
         if result.status not in ("ok", "partial"):
             conditions.update(Text(f"sample {self.samples}: {result.message}", style="yellow"))
             return
@@ -187,7 +193,7 @@ class GpuScreen(LabScreen):
         self.app.pop_screen()
 
     def _show_missing(self, result: ProbeResult, recorded: dict[str, ProbeResult]) -> None:
-        missing = self.query_one("#gpu-missing", Static)
+        missing = self.missing
         headline = ("No NVIDIA GPU found" if result.status == "no_gpu"
                     else "The GPU cannot be read: NVML is not available")
         text = Text(headline, style="bold")
@@ -197,7 +203,7 @@ class GpuScreen(LabScreen):
         missing.update(text)
         missing.border_title = "no GPU"
         missing.display = True
-        panel = self.query_one("#gpu-recorded", Static)
+        panel = self.recorded
         panel.display = True
         shown = [recorded[name] for name in ("nvml_inventory", "nvml_sample") if name in recorded]
         if not shown:

@@ -1,4 +1,8 @@
-"""`?` / F1 help: every key of every screen, generated from their bindings.
+"""`?` / F1 help: how to study with gpulab, then every key of every screen, generated from
+their bindings.
+
+The first part is `gpulab/tui/manual.md` (the app's manual, once a third of the
+roadmap lesson).
 
 Only gpulab's own bindings are listed, each with its longer words (the
 binding's tooltip) where the footer shows a short one; the keys every list and
@@ -9,18 +13,23 @@ internal action names.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
+from textual import getters
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.dom import DOMNode
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Markdown, Static
 
-__all__ = ["HelpScreen", "bindings_of", "help_groups"]
+__all__ = ["MANUAL", "HelpScreen", "bindings_of", "help_groups"]
+
+MANUAL = Path(__file__).resolve().parents[1] / "manual.md"
+"""How to study with gpulab: the help screen shows it above the keys."""
 
 MOVING = Binding("up,down,pageup,pagedown,home,end", "move",
                  "Move in a list, a tree or a page (home, end: to the top, the bottom)",
@@ -70,20 +79,23 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark,f1", "dismiss(None)", "Close help"),
     ]
 
+    box = getters.query_one("#help-box", Vertical)
+    scroll = getters.query_one("#help-scroll", VerticalScroll)
+
     def __init__(self, groups: list[tuple[str, list[type[DOMNode]]]]) -> None:
         super().__init__()
         self.groups = groups
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help-box"), VerticalScroll(id="help-scroll"):
+            yield Markdown(MANUAL.read_text(encoding="utf-8"), id="help-manual")
             for title, bindings in help_groups(self.app, self.groups):
                 yield Static(self._table(title, bindings), classes="help-group")
 
     def on_mount(self) -> None:
-        box = self.query_one("#help-box")
-        box.border_title = "Keys"
-        box.border_subtitle = "esc, q or ? closes"
-        self.query_one("#help-scroll").focus()
+        self.box.border_title = "Help"
+        self.box.border_subtitle = "esc, q or ? closes"
+        self.scroll.focus()
 
     def _table(self, title: str, bindings: list[Binding]) -> Table:
         table = Table(title=Text(title, style="bold"), title_justify="left", show_header=False,

@@ -8,7 +8,9 @@ typed.
 Where the claim's probe cannot run on this machine (no GPU, no driver, no
 CuPy: found out in a thread as the dialog opens, unless the app knows
 already), the question is what gpulab's own H200 measured: the card then
-compares the prediction with that recording, labelled as such.
+compares the prediction with that recording, labelled as such. What the
+dialog finds out bubbles on to the app (`FoundOut`), so every claim card of
+that kind of probe can say so too.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import math
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
+from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -25,7 +28,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from gpulab.course import Claim
-from gpulab.tui.measure import ClaimBoard, find_out, probe_needs
+from gpulab.tui.measure import find_out, probe_needs
 
 if TYPE_CHECKING:
     from gpulab.probes.model import ProbeResult
@@ -72,9 +75,16 @@ class PredictionScreen(ModalScreen[float | None]):
             self.cannot = cannot
             self.recorded = recorded   # the recording's machine ("" when none ships)
 
-    def __init__(self, claim: Claim) -> None:
+    box = getters.query_one("#prediction-box", Vertical)
+    question = getters.query_one("#prediction-question", Static)
+    prediction_input = getters.query_one("#prediction-input", Input)
+    problem = getters.query_one("#prediction-error", Static)
+
+    def __init__(self, claim: Claim, nvml_backend: Any = None) -> None:
         super().__init__()
         self.claim = claim
+        self.nvml_backend = nvml_backend
+        """What NVML calls go through (see `gpulab.tui.measure.run_probe_for`)."""
         self.here: bool | None = None
         """Whether the probe can run on this machine: None until known."""
 
@@ -86,21 +96,19 @@ class PredictionScreen(ModalScreen[float | None]):
             yield Static(id="prediction-error")
 
     def on_mount(self) -> None:
-        box = self.query_one("#prediction-box")
+        box = self.box
         box.border_title = f"Predict · {self.claim.id}"
         box.border_subtitle = "enter measure · esc measure without predicting"
-        self.query_one(Input).focus()
+        self.prediction_input.focus()
         if probe_needs(self.claim.probe) in ("", "host"):
             self.here = True
-            self.query_one("#prediction-question", Static).update(self._question())
+            self.question.update(self._question())
             return
         self.run_worker(self._find_out, thread=True, group="find-out", exit_on_error=False,
                         description=f"can {self.claim.probe} run here?")
 
     def on_prediction_screen_found_out(self, event: FoundOut) -> None:
-        board = getattr(self.app, "board", None)
-        if event.cannot is not None and isinstance(board, ClaimBoard):
-            board.note(event.cannot)
+        # not stopped: it bubbles on to the app, which notes what this machine lacks
         self.here = event.cannot is None
         question = self._question(event.cannot.message if event.cannot else "",
                                   event.recorded)
@@ -108,19 +116,19 @@ class PredictionScreen(ModalScreen[float | None]):
             field.update(question)
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        self.query_one("#prediction-error", Static).update("")
-        self.query_one(Input).remove_class("-invalid")
+        self.problem.update("")
+        self.prediction_input.remove_class("-invalid")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.action_predict()
 
     def action_predict(self) -> None:
-        field = self.query_one(Input)
+        field = self.prediction_input
         try:
             value = parse_prediction(field.value, self.claim.unit)
         except ValueError as exc:
-            self.query_one("#prediction-error", Static).update(Text(str(exc), style="bold red"))
+            self.problem.update(Text(str(exc), style="bold red"))
             field.add_class("-invalid")
             field.focus()
             return
@@ -133,8 +141,7 @@ class PredictionScreen(ModalScreen[float | None]):
         """In a thread: can the claim's probe run here, and what recording ships for it."""
         from gpulab.probes.recorded import recorded_results
 
-        backend: Any = getattr(self.app, "nvml_backend", None)
-        cannot = find_out(self.claim.probe, backend)
+        cannot = find_out(self.claim.probe, self.nvml_backend)
         found = recorded_results().get(self.claim.probe)
         machine = ""
         if found is not None and found.recorded is not None:

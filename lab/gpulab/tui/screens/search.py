@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
+from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -30,6 +31,10 @@ class SearchScreen(ModalScreen[SearchHit | None]):
         Binding("enter", "jump", "Jump to the result", show=False),
     ]
 
+    box = getters.query_one("#search-box", Vertical)
+    results = getters.query_one("#search-results", OptionList)
+    status = getters.query_one("#search-status", Static)
+
     def __init__(self, course: Course, lesson_id: str | None, query: str = "") -> None:
         super().__init__()
         self.course = course
@@ -44,10 +49,9 @@ class SearchScreen(ModalScreen[SearchHit | None]):
             yield OptionList(id="search-results")
 
     def on_mount(self) -> None:
-        box = self.query_one("#search-box")
-        box.border_title = "Search"
-        box.border_subtitle = "enter jump · ↑↓ choose · esc close"
-        self.query_one("#search-results", OptionList).can_focus = False
+        self.box.border_title = "Search"
+        self.box.border_subtitle = "enter jump · ↑↓ choose · esc close"
+        self.results.can_focus = False
         self._search(self.query_text)
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -67,12 +71,12 @@ class SearchScreen(ModalScreen[SearchHit | None]):
             here = self.course.search(query, self.lesson_id)
         elsewhere = [h for h in self.course.search(query) if h.lesson != self.lesson_id]
         self.hits = (here + elsewhere)[:LIMIT]
-        results = self.query_one(OptionList)
+        results = self.results
         results.clear_options()
         results.add_options(self._option(hit) for hit in self.hits)
         if self.hits:
             results.highlighted = 0
-        self.query_one("#search-status", Static).update(self._status(query, here, elsewhere))
+        self.status.update(self._status(query, here, elsewhere))
 
     def _status(self, query: str, here: list[SearchHit], elsewhere: list[SearchHit]) -> Text:
         if not query.strip():
@@ -100,13 +104,13 @@ class SearchScreen(ModalScreen[SearchHit | None]):
         return Option(text)
 
     def action_move(self, step: int) -> None:
-        results = self.query_one(OptionList)
+        results = self.results
         if step > 0:
             results.action_cursor_down()
         else:
             results.action_cursor_up()
 
     def action_jump(self) -> None:
-        index = self.query_one(OptionList).highlighted
+        index = self.results.highlighted
         if index is not None and 0 <= index < len(self.hits):
             self.dismiss(self.hits[index])

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from gpulab.tui.widgets.claim_card import ClaimCard
     from gpulab.tui.widgets.course_tree import CourseTree
     from gpulab.tui.widgets.error_panel import ErrorPanel
+    from gpulab.tui.widgets.figure_view import FigureView
     from gpulab.tui.widgets.hint_list import HintList
     from gpulab.tui.widgets.item_summary import ItemSummary
     from gpulab.tui.widgets.jupyter_panel import JupyterPanel
@@ -28,6 +29,7 @@ __all__ = [
     "ClaimCard",
     "CourseTree",
     "ErrorPanel",
+    "FigureView",
     "HintList",
     "ItemSummary",
     "JupyterPanel",
@@ -42,6 +44,7 @@ _MODULES = {
     "ClaimCard": "claim_card",
     "CourseTree": "course_tree",
     "ErrorPanel": "error_panel",
+    "FigureView": "figure_view",
     "HintList": "hint_list",
     "ItemSummary": "item_summary",
     "JupyterPanel": "jupyter_panel",

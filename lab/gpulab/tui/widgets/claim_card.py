@@ -1,4 +1,5 @@
-"""A card for one claim: what it states, the spec, what was measured, and the verdict."""
+"""A card for one claim: what it states, the spec, what was measured, and the verdict; and
+the figures its probe feeds (f on the lesson draws them)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from textual.widgets import Static
 
 from gpulab.course import Claim
 from gpulab.course.verdict import Verdict, judge
+from gpulab.tui.figures import FIGURE_BADGE, fed_by
 from gpulab.tui.measure import ClaimState, Outcome, distance_text
 from gpulab.tui.text import CLAIM_BADGE
 
@@ -35,6 +37,8 @@ class ClaimCard(Static):
     """
 
     state: reactive[ClaimState] = reactive(ClaimState, always_update=True, layout=True)
+    """What the card shows beyond the claim: measuring, this session's outcome, the last
+    saved measurement, why it cannot be measured here. The app sets it."""
 
     class Shown(Message):
         """A card was mounted and wants its state (the app answers)."""
@@ -67,6 +71,11 @@ class ClaimCard(Static):
         grid.add_row(Text("source"),
                      Text(claim.source, style=Style(underline=True, link=claim.source)))
         grid.add_row(Text("probe"), Text(claim.probe, style="bold"))
+        figures = fed_by(claim.probe)
+        if figures:
+            drawn = Text(f"{FIGURE_BADGE} " + "; ".join(f.title for f in figures))
+            drawn.append("  (f opens the figures)", style="dim")
+            grid.add_row(Text("figure" if len(figures) == 1 else "figures"), drawn)
         for label, text in self._rows(state):
             grid.add_row(Text(label), text)
         return grid

@@ -14,6 +14,7 @@ class HintList(Static):
     """The hints revealed so far, and how many remain; it grows as hints are revealed."""
 
     revealed: reactive[int] = reactive(0, layout=True)
+    """How many hints are shown, gentlest first."""
 
     def __init__(self, hints: tuple[str, ...], revealed: int = 0, *, id: str | None = None) -> None:
         super().__init__(id=id)

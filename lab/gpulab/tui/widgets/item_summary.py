@@ -8,6 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.widgets import Static
 
+from gpulab.course.paths import CoursePaths
 from gpulab.tui.text import problem_text, progress_bar
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ class ItemSummary(Static):
         parts: list[RenderableType] = [head]
         if problems:
             broken = Text("✗ this lesson cannot be opened\n\n", style="bold red")
-            broken.append_text(problem_text(problems, entry.path.parent.parent))
+            broken.append_text(problem_text(problems, CoursePaths.of_lesson(entry.path).root))
             parts.append(broken)
         elif lesson is not None:
             body = Text()

@@ -1,9 +1,16 @@
-"""The lesson screen's right pane: the selected node's claims and notes.
+"""The lesson screen's right pane: the selected node's claims, notes and figures.
 
 A "Check yourself" question keeps its answer (the notes from the one that
 starts with "Answer") folded until the learner asks for it, and the claim
-cards of such a node come after the answer, never before it: a measured value
-would give the answer away.
+cards and figures of such a node come after the answer, never before it: a
+measured value would give the answer away.
+
+The figures a lesson places on the node (``<!-- figure: id -->``) follow its
+notes, each drawn as a terminal plot (`FigureView`) from the learner's own
+results of this session where they cover it, else from gpulab's recording;
+they are drawn again when a result comes in (the app's `measured`). The plot's
+module, and plotext with it, is imported only when a node with a figure is
+first shown.
 """
 
 from __future__ import annotations
@@ -13,11 +20,13 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual import getters
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Markdown, Static
 
+from gpulab.tui.learner import LearnerApp
 from gpulab.tui.text import inline_markdown
 from gpulab.tui.widgets.claim_card import ClaimCard
 from gpulab.tui.widgets.mindmap import exercise_of
@@ -44,8 +53,20 @@ class NodePane(VerticalScroll):
     """Breadcrumbs, the node's title, a card per claim, then its notes as Markdown."""
 
     node: reactive[Node | None] = reactive(None, init=False)
+    """The node shown (the tree's cursor)."""
     unfolded: reactive[bool] = reactive(False, init=False)
     """Whether the node is unfolded in the tree (says where to read on)."""
+
+    breadcrumbs = getters.query_one("#node-path", Static)
+    node_title = getters.query_one("#node-title", Static)
+    exercise_hint = getters.query_one("#node-exercise", Static)
+    claim_cards = getters.query_one("#claim-cards", Vertical)
+    notes = getters.query_one("#notes", Markdown)
+    folded_note = getters.query_one("#answer-folded", Static)
+    answer_notes = getters.query_one("#answer", Markdown)
+    answer_claims = getters.query_one("#answer-claims", Vertical)
+    figures = getters.query_one("#node-figures", Vertical)
+    app = getters.app(LearnerApp)
 
     def __init__(
         self, lesson: Lesson, claims: Mapping[str, Claim], *,
@@ -57,20 +78,24 @@ class NodePane(VerticalScroll):
         self.exercises = frozenset(exercises)
         self.answers_shown: set[str] = set()
         """Keys of the nodes whose answer the learner asked for (this session)."""
+        self._figure_ids: list[str] = []
 
     def watch_node(self, node: Node | None) -> None:
         self.scroll_home(animate=False)
-        self.query_one("#node-path", Static).update(self._breadcrumbs(node))
+        self.breadcrumbs.update(self._breadcrumbs(node))
         title = Text("")
         if node is not None:
             title = Text(f"{node.ordinal}. " if node.ordinal is not None else "")
             title.append_text(inline_markdown(node.label))
         title.stylize("bold")
-        self.query_one("#node-title", Static).update(title)
+        self.node_title.update(title)
         self._show_notes()
 
     def watch_unfolded(self) -> None:
         self._show_notes()
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "measured", self._redraw_figures, init=False)
 
     def compose(self) -> ComposeResult:
         yield Static(id="node-path")
@@ -81,6 +106,7 @@ class NodePane(VerticalScroll):
         yield Static(ANSWER_FOLDED, id="answer-folded")
         yield Markdown(id="answer", open_links=True)
         yield Vertical(id="answer-claims")
+        yield Vertical(id="node-figures")
 
     @property
     def has_answer(self) -> bool:
@@ -104,22 +130,52 @@ class NodePane(VerticalScroll):
         question, answer = split_answer(node.notes) if node is not None else ([], [])
         folded = bool(answer) and node is not None and node.key not in self.answers_shown
         name = exercise_of(node, self.exercises) if node is not None else None
-        hint = self.query_one("#node-exercise", Static)
+        hint = self.exercise_hint
         hint.display = name is not None
         if name is not None:
             hint.update(Text(f"✎ The exercise {name}: press enter to open it "
                              "(escape brings you back here).", style="bold yellow"))
         known = [self.claims[c] for c in node.claims if c in self.claims] if node else []
-        self._mount_cards("#claim-cards", [] if answer else known)
-        self._mount_cards("#answer-claims", known if answer and not folded else [])
-        self.query_one("#notes", Markdown).update(self._notes(node, question))
-        self.query_one("#answer-folded").display = folded
-        shown = self.query_one("#answer", Markdown)
+        self._mount_cards(self.claim_cards, [] if answer else known)
+        self._mount_cards(self.answer_claims, known if answer and not folded else [])
+        self.notes.update(self._notes(node, question))
+        self.folded_note.display = folded
+        shown = self.answer_notes
         shown.display = bool(answer) and not folded
         shown.update("\n\n".join(note.markdown for note in answer) if shown.display else "")
+        self._mount_figures([] if folded or node is None
+                            else list(dict.fromkeys(mark.id for mark in node.figures)))
 
-    def _mount_cards(self, where: str, claims: list[Claim]) -> None:
-        cards = self.query_one(where, Vertical)
+    def figure_ids(self) -> list[str]:
+        """The ids of the figures shown, in order."""
+        return list(self._figure_ids)
+
+    def _mount_figures(self, ids: list[str]) -> None:
+        if ids == self._figure_ids:
+            return
+        self._figure_ids = ids
+        figures = self.figures
+        figures.remove_children()
+        figures.display = bool(ids)
+        if ids:
+            from gpulab.figures import FIGURE_IDS
+            from gpulab.tui.widgets.figure_view import FigureView
+
+            hint = "f draws it full-size"
+            figures.mount_all(FigureView(self.app.figure(i), hint=hint)
+                              for i in ids if i in FIGURE_IDS)
+
+    def _redraw_figures(self) -> None:
+        """The learner's own results changed: draw the figures shown from them."""
+        if not self._figure_ids:
+            return
+        from gpulab.tui.widgets.figure_view import FigureView
+
+        for view in self.figures.query(FigureView):
+            if view.data is not None:
+                view.data = self.app.figure(view.data.id)
+
+    def _mount_cards(self, cards: Vertical, claims: list[Claim]) -> None:
         if [card.claim.id for card in cards.query(ClaimCard)] == [c.id for c in claims]:
             return
         cards.remove_children()

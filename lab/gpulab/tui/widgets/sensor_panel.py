@@ -6,6 +6,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual import getters
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
@@ -27,6 +28,9 @@ class SensorPanel(Vertical):
     holds, so the label says what that span is: a flat-looking line can still
     be a change of a few watts.
     """
+
+    reading = getters.query_one(".sensor-value", Static)
+    sparkline = getters.query_one(Sparkline)
 
     def __init__(self, title: str, *, limit: str = "", id: str | None = None) -> None:
         super().__init__(id=id)
@@ -57,5 +61,5 @@ class SensorPanel(Vertical):
             unit = reading.unit if reading is not None else ""
             low, high = min(self.values), max(self.values)
             text.append(f"   range {low:.4g}–{high:.4g} {unit}".rstrip(), style="dim")
-        self.query_one(".sensor-value", Static).update(text)
-        self.query_one(Sparkline).data = list(self.values)
+        self.reading.update(text)
+        self.sparkline.data = list(self.values)

@@ -1,0 +1,182 @@
+"""The commands that measure this machine: probe list/run/schema, image check, doctor."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["add_commands"]
+
+BAD_INPUT = 2
+
+
+def add_commands(commands: Any) -> None:
+    """Add the measuring commands to the `gpulab` parser's subcommands."""
+    probe = commands.add_parser(
+        "probe", help="measure this machine: system, NVML, CUDA, microbenchmarks",
+        description="Run the probes that measure the lessons' claims on this machine.",
+    )
+    probe_commands = probe.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    probe_list = probe_commands.add_parser("list", help="the probes, what each needs and does",
+                                           description="List the probes.")
+    probe_list.set_defaults(handler=_probe_list)
+    probe_run = probe_commands.add_parser(
+        "run", help="run probes by name",
+        description="Run probes and print their results as tables, or as JSON with --json "
+                    "(the format is `gpulab probe schema`).",
+    )
+    probe_run.add_argument("names", metavar="NAME", nargs="*",
+                           help="probe names from `gpulab probe list`")
+    probe_run.add_argument("--all", action="store_true", help="run every probe")
+    probe_run.add_argument("--json", action="store_true", help="print JSON for scripts")
+    probe_run.add_argument("--recorded", action="store_true",
+                           help="show the readings recorded on gpulab's H200 instead of "
+                                "measuring this machine (labelled as such)")
+    probe_run.set_defaults(handler=_probe_run)
+    probe_schema = probe_commands.add_parser(
+        "schema", help="print the JSON schema of `probe run --json`",
+        description="Print the JSON schema that `gpulab probe run --json` output follows.")
+    probe_schema.set_defaults(handler=_probe_schema)
+
+    image = commands.add_parser(
+        "image", help="check a container image you built for this machine",
+        description="Check a container image you built (docker or podman): run it with the "
+                    "GPUs passed in and see that the GPU is visible inside and that the "
+                    "driver, the image's CUDA, its nvcc and PyTorch's CUDA agree. Nothing is "
+                    "pulled. Exit status 1 if they do not, or the check cannot run.")
+    image_commands = image.add_subparsers(dest="image_command", metavar="COMMAND",
+                                          required=True)
+    image_check = image_commands.add_parser(
+        "check", help="run IMAGE with the GPUs and check its versions",
+        description="Run IMAGE (on this machine already: docker build -t IMAGE .) with the "
+                    "GPUs passed in, and check what it holds against the driver.")
+    image_check.add_argument("image", metavar="IMAGE", help="the image's name or id")
+    image_check.add_argument("--json", action="store_true", help="print JSON for scripts")
+    image_check.set_defaults(handler=_image_check)
+
+    doctor = commands.add_parser(
+        "doctor", help="check this machine for the course: driver, CUDA, CuPy, cgroups, NUMA, "
+                       "and gpulab's own tools",
+        description="The environment check of days 1 and 2 as a checklist, then what the "
+                    "course tools need (pytest, JupyterLab, your workspace, bubblewrap for "
+                    "grading), with a fix for each item that fails. Exit status 1 if a check "
+                    "fails.",
+    )
+    doctor.add_argument("--json", action="store_true", help="print JSON for scripts")
+    doctor.set_defaults(handler=_doctor)
+
+
+def _probe_list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from gpulab.probes.registry import cannot_run_here
+    from gpulab.probes.render import render_probe_list
+
+    Console().print(render_probe_list(cannot_run_here()))
+    return 0
+
+
+def _probe_run(args: argparse.Namespace) -> int:
+    import json
+
+    from gpulab import __version__
+    from gpulab.probes import PROBES, ProbeResult, get_probe, run_probe
+    from gpulab.probes.registry import exit_status
+
+    if args.all == bool(args.names):
+        print("gpulab: name the probes to run, or give --all", file=sys.stderr)
+        return BAD_INPUT
+    names = [p.name for p in PROBES] if args.all else args.names
+    for name in names:
+        get_probe(name)  # an unknown name fails before anything runs
+    measure: Callable[[str], ProbeResult] = run_probe
+    if args.recorded:
+        from gpulab.probes.recorded import recorded_results
+
+        recorded = recorded_results()
+        missing = [name for name in names if name not in recorded]
+        if missing:
+            print(f"gpulab: no recorded readings for {', '.join(missing)}", file=sys.stderr)
+            return BAD_INPUT
+        measure = recorded.__getitem__
+    if args.json:
+        results = [measure(name).to_dict() for name in names]
+        print(json.dumps({"gpulab": __version__, "schema": 1, "results": results}, indent=2))
+        return exit_status((r["status"] for r in results), every=args.all)
+    from rich.console import Console
+    from rich.rule import Rule
+
+    from gpulab.probes.render import render_result
+
+    console = Console()
+    statuses: list[str] = []
+    for name in names:
+        with console.status(f"running {name}…"):
+            result = measure(name)
+        console.print(Rule(style="dim"))
+        console.print(render_result(result))
+        statuses.append(result.status)
+    return exit_status(statuses, every=args.all)
+
+
+def _image_check(args: argparse.Namespace) -> int:
+    import json
+
+    from gpulab.probes.container_image import image_check
+
+    result = image_check(args.image)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        from rich.console import Console
+
+        from gpulab.probes.render import render_result
+
+        Console().print(render_result(result))
+    return 0 if result.status == "ok" else 1
+
+
+def _probe_schema(args: argparse.Namespace) -> int:
+    from importlib.resources import files
+
+    sys.stdout.write(files("gpulab.probes").joinpath("result.schema.json").read_text())
+    return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    import json
+
+    from gpulab.grading.readiness import learner_checks
+    from gpulab.probes.doctor import doctor
+
+    if args.json:
+        checks = doctor() + learner_checks()
+        print(json.dumps([c.to_dict() for c in checks], indent=2))
+        return 1 if any(c.status == "fail" for c in checks) else 0
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console()
+    with console.status("checking this machine…"):
+        checks = doctor() + learner_checks()
+    marks = {"pass": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "bold red"),
+             "skip": ("–", "dim")}
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(width=1)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for check in checks:
+        mark, style = marks[check.status]
+        found = Text(check.found)
+        if check.fix:
+            found.append(f"\nfix: {check.fix}", style="italic")
+        table.add_row(Text(mark, style=style), check.name, found)
+    console.print(table)
+    counts = {status: sum(c.status == status for c in checks) for status in marks}
+    console.print(f"\n{counts['pass']} fine, {counts['warn']} to look at, "
+                  f"{counts['fail']} failed, {counts['skip']} skipped")
+    failed = counts["fail"]
+    return 1 if failed else 0

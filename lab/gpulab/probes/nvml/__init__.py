@@ -1,0 +1,81 @@
+"""NVML: what the NVIDIA driver says about each GPU, recorded and replayable.
+
+- `inventory()` and `sample()` are the NVML probes: what changes rarely (name,
+  UUID, versions, memory, PCIe, modes, ECC, power limits) and what changes
+  all the time (utilisation, clocks, power, temperature, clock-event reasons,
+  processes) (`_probes`).
+- `Sampler` polls one GPU on a background thread while a benchmark runs and
+  gives its `Telemetry` (`_telemetry`).
+- `nvml_session(backend)` starts NVML and yields a `Session` that calls it and
+  turns answers into readings; `NvmlUnavailable` says why NVML cannot be used
+  here (`_session`). `pynvml_module()` is the one place gpulab imports
+  pynvml, the recorder aside.
+- `decode_clock_event_reasons`, `compute_mode_name`, `cuda_version_text` and
+  `pstate_name` word NVML's numbers as nvidia-smi does (`_decode`).
+- `Recorder` wraps pynvml and writes every answer down; `Replay` serves such a
+  recording as a pynvml stand-in, so the same code runs on a machine without
+  a GPU against a real GPU's answers; `main` is the command that records a
+  machine (`_record`).
+
+Every NVML call goes through a *backend*: an object with pynvml's functions,
+by default the real `pynvml` module, imported only when a session starts
+(never when this package is imported). To record a machine:
+
+    python -m gpulab.probes.nvml OUT.json
+"""
+
+from gpulab.probes.nvml._decode import (
+    COMPUTE_MODES,
+    compute_mode_name,
+    cuda_version_text,
+    decode_clock_event_reasons,
+    pstate_name,
+)
+from gpulab.probes.nvml._probes import inventory, process_name, sample
+from gpulab.probes.nvml._record import (
+    FORMAT,
+    Handle,
+    Recorder,
+    Replay,
+    ReplayMismatch,
+    from_plain,
+    main,
+    record,
+    to_plain,
+)
+from gpulab.probes.nvml._session import (
+    MissingFunction,
+    NvmlUnavailable,
+    Session,
+    no_gpu_text,
+    nvml_session,
+    pynvml_module,
+)
+from gpulab.probes.nvml._telemetry import Sampler
+
+__all__ = [
+    "COMPUTE_MODES",
+    "FORMAT",
+    "Handle",
+    "MissingFunction",
+    "NvmlUnavailable",
+    "Recorder",
+    "Replay",
+    "ReplayMismatch",
+    "Sampler",
+    "Session",
+    "compute_mode_name",
+    "cuda_version_text",
+    "decode_clock_event_reasons",
+    "from_plain",
+    "inventory",
+    "main",
+    "no_gpu_text",
+    "nvml_session",
+    "process_name",
+    "pstate_name",
+    "pynvml_module",
+    "record",
+    "sample",
+    "to_plain",
+]

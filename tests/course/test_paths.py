@@ -1,0 +1,40 @@
+"""Course paths are derived in one place (`gpulab.course.paths.CoursePaths`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpulab.course import load_course
+from gpulab.course.paths import CoursePaths
+from gpulab.grading.build import solution_path
+from gpulab.grading.runner import check_files
+
+
+def test_the_layout() -> None:
+    paths = CoursePaths(Path("/c"))
+    assert paths.manifest == Path("/c/lessons/course.toml")
+    assert paths.notebook("numa", "gpu-topology") == Path("/c/exercises/numa/gpu-topology.ipynb")
+    assert paths.visible_checks("numa", "gpu-topology") == \
+        Path("/c/exercises/numa/test_gpu_topology.py")
+    assert paths.solution("numa", "gpu-topology") == Path("/c/solutions/numa/gpu-topology.ipynb")
+    assert paths.hidden_checks("numa", "gpu-topology") == \
+        Path("/c/solutions/numa/test_gpu_topology_hidden.py")
+    for found in (CoursePaths.of_manifest(paths.manifest),
+                  CoursePaths.of_lesson(paths.lessons / "numa.md"),
+                  CoursePaths.of_notebook(paths.notebook("numa", "x")),
+                  CoursePaths.of_hidden_checks(paths.hidden_checks("numa", "x"))):
+        assert found == paths
+
+
+def test_every_exercise_of_the_course_is_where_its_paths_say() -> None:
+    course = load_course()
+    paths = CoursePaths.of_manifest(course.manifest.path)
+    exercises = course.exercises()
+    assert exercises
+    for entry in exercises:
+        assert entry.notebook == paths.notebook(entry.lesson, entry.name)
+        assert check_files(entry, hidden=True) == [paths.visible_checks(entry.lesson, entry.name),
+                                                   paths.hidden_checks(entry.lesson, entry.name)]
+        assert solution_path(entry) == paths.solution(entry.lesson, entry.name)
+        for path in (entry.notebook, *check_files(entry, hidden=True), solution_path(entry)):
+            assert path.is_file(), path
