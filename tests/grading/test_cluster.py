@@ -39,7 +39,7 @@ from gpulab.grading.grade import GradeOptions, GradeSummary, checks_hash, grade_
 from gpulab.grading.gradebook import Gradebook
 from gpulab.grading.run import Done, GpuEvent, Job
 from gpulab.grading.verdict import ExerciseGrade
-from run_attacks import _raises_in_a_check, sha, tagged_processes
+from run_attacks import _raises_in_a_check, graded_count, sha, tagged_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_REPORT = ROOT / "solutions" / "landscape" / "env-report.ipynb"
@@ -465,19 +465,6 @@ def test_slurm_pilot_jobs_each_run_gpulab_worker(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "go with --cluster slurm" in bad.stderr
 
 
-def _graded_count(out: Path) -> int:
-    """How many grades the gradebook under `out` holds now (-1 before it exists)."""
-    import contextlib
-    import sqlite3
-
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{out / 'gradebook.sqlite'}?mode=ro",
-                                                uri=True, timeout=1)) as book:
-            return int(book.execute("SELECT count(*) FROM grades").fetchone()[0])
-    except sqlite3.Error:
-        return -1
-
-
 def _contents(out: Path) -> dict[str, list[tuple[object, ...]]]:
     """The gradebook's grades and checks, the run's own folder written as OUT."""
     with Gradebook(out / "gradebook.sqlite") as book:
@@ -509,7 +496,7 @@ def test_the_coordinator_killed_mid_run_resumes(cluster: str, tmp_path: Path,
                                    start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        while process.poll() is None and _graded_count(out) < kill_at:
+        while process.poll() is None and graded_count(out) < kill_at:
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.02)
         assert process.poll() is None, f"it finished first:\n{log.read_text()}"
@@ -519,7 +506,7 @@ def test_the_coordinator_killed_mid_run_resumes(cluster: str, tmp_path: Path,
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    kept = _graded_count(out)
+    kept = graded_count(out)
     assert kill_at <= kept < 7
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
