@@ -33,6 +33,7 @@ import pytest
 
 from adversarial_class import SOLUTION as ROOFLINE
 from adversarial_class import _answer, _write
+from gpulab.course.catalog import Course
 from gpulab.grading import sandbox
 from gpulab.grading.cluster import Target, run_on_cluster, slurm_cluster
 from gpulab.grading.grade import GradeOptions, GradeSummary, checks_hash, grade_class
@@ -194,13 +195,7 @@ def test_no_two_jobs_overlap_on_one_gpu(cluster: str, tmp_path: Path) -> None:
     from gpulab.course import load_course
 
     course = load_course()
-    entry = next(e for e in course.exercises() if e.name == "env-report")
-    jobs = []
-    for n in range(6):
-        notebook = tmp_path / f"l{n}" / "env-report.ipynb"
-        _write(nbformat.read(ENV_REPORT, as_version=4), notebook)
-        jobs.append(Job(f"l{n}", replace(entry, gpu=True), notebook, sha(notebook),
-                        checks_hash(entry), 15.0, ()))
+    jobs = _gpu_jobs(course, tmp_path, 6)
     timeline: list[tuple[str, str, float, float]] = []
     policy = sandbox.Policy(tag=uuid.uuid4().hex[:12])
     results = list(run_on_cluster(_target(cluster), jobs, course=course,
@@ -217,6 +212,18 @@ def test_no_two_jobs_overlap_on_one_gpu(cluster: str, tmp_path: Path) -> None:
         spans = sorted((start, end) for g, _, start, end in timeline if g == gpu)
         for (_, end), (start, _) in itertools.pairwise(spans):
             assert end <= start, f"two jobs at once on GPU {gpu}: {spans}"
+
+
+def _gpu_jobs(course: Course, folder: Path, count: int) -> list[Job]:
+    """`count` learners' right env-report notebooks, sent as GPU jobs (l0, l1, ...)."""
+    entry = next(e for e in course.exercises() if e.name == "env-report")
+    jobs = []
+    for n in range(count):
+        notebook = folder / f"l{n}" / "env-report.ipynb"
+        _write(nbformat.read(ENV_REPORT, as_version=4), notebook)
+        jobs.append(Job(f"l{n}", replace(entry, gpu=True), notebook, sha(notebook),
+                        checks_hash(entry), 15.0, ()))
+    return jobs
 
 
 class _Stuck:
@@ -256,13 +263,7 @@ def test_a_gpu_that_does_not_recover_retires_its_worker(processes: Processes,
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     assert len(stuck) == 2
     course = load_course()
-    entry = next(e for e in course.exercises() if e.name == "env-report")
-    jobs = []
-    for n in range(4):
-        notebook = tmp_path / f"l{n}" / "env-report.ipynb"
-        _write(nbformat.read(ENV_REPORT, as_version=4), notebook)
-        jobs.append(Job(f"l{n}", replace(entry, gpu=True), notebook, sha(notebook),
-                        checks_hash(entry), 15.0, ()))
+    jobs = _gpu_jobs(course, tmp_path, 4)
     timeline: list[tuple[str, str, float, float]] = []
     notes: list[str] = []
     results = list(run_on_cluster(_target(address), jobs, course=course,
