@@ -96,6 +96,17 @@ def gradebook_rows(out: Path, sql: str, *args: object) -> list[tuple[object, ...
         return []
 
 
+def graded_count(out: Path) -> int:
+    """How many grades the gradebook under `out` holds now (-1 before it exists): a point in
+    a run chosen by its progress, to kill it at."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{out / 'gradebook.sqlite'}?mode=ro",
+                                                uri=True, timeout=1)) as book:
+            return int(book.execute("SELECT count(*) FROM grades").fetchone()[0])
+    except sqlite3.Error:
+        return -1
+
+
 def tagged_processes(tag: str) -> list[int]:
     """Processes of the run named `tag`: learner code carries GPULAB_JOB=<tag>, a checks
     process the sandbox policy naming it."""

@@ -33,13 +33,14 @@ import pytest
 
 from adversarial_class import SOLUTION as ROOFLINE
 from adversarial_class import _answer, _write
+from gpulab.course.catalog import Course
 from gpulab.grading import sandbox
 from gpulab.grading.cluster import Target, run_on_cluster, slurm_cluster
 from gpulab.grading.grade import GradeOptions, GradeSummary, checks_hash, grade_class
 from gpulab.grading.gradebook import Gradebook
 from gpulab.grading.run import Done, GpuEvent, Job
 from gpulab.grading.verdict import ExerciseGrade
-from run_attacks import _raises_in_a_check, sha, tagged_processes
+from run_attacks import _raises_in_a_check, graded_count, sha, tagged_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_REPORT = ROOT / "solutions" / "landscape" / "env-report.ipynb"
@@ -194,13 +195,7 @@ def test_no_two_jobs_overlap_on_one_gpu(cluster: str, tmp_path: Path) -> None:
     from gpulab.course import load_course
 
     course = load_course()
-    entry = next(e for e in course.exercises() if e.name == "env-report")
-    jobs = []
-    for n in range(6):
-        notebook = tmp_path / f"l{n}" / "env-report.ipynb"
-        _write(nbformat.read(ENV_REPORT, as_version=4), notebook)
-        jobs.append(Job(f"l{n}", replace(entry, gpu=True), notebook, sha(notebook),
-                        checks_hash(entry), 15.0, ()))
+    jobs = _gpu_jobs(course, tmp_path, 6)
     timeline: list[tuple[str, str, float, float]] = []
     policy = sandbox.Policy(tag=uuid.uuid4().hex[:12])
     results = list(run_on_cluster(_target(cluster), jobs, course=course,
@@ -217,6 +212,18 @@ def test_no_two_jobs_overlap_on_one_gpu(cluster: str, tmp_path: Path) -> None:
         spans = sorted((start, end) for g, _, start, end in timeline if g == gpu)
         for (_, end), (start, _) in itertools.pairwise(spans):
             assert end <= start, f"two jobs at once on GPU {gpu}: {spans}"
+
+
+def _gpu_jobs(course: Course, folder: Path, count: int) -> list[Job]:
+    """`count` learners' right env-report notebooks, sent as GPU jobs (l0, l1, ...)."""
+    entry = next(e for e in course.exercises() if e.name == "env-report")
+    jobs = []
+    for n in range(count):
+        notebook = folder / f"l{n}" / "env-report.ipynb"
+        _write(nbformat.read(ENV_REPORT, as_version=4), notebook)
+        jobs.append(Job(f"l{n}", replace(entry, gpu=True), notebook, sha(notebook),
+                        checks_hash(entry), 15.0, ()))
+    return jobs
 
 
 class _Stuck:
@@ -256,13 +263,7 @@ def test_a_gpu_that_does_not_recover_retires_its_worker(processes: Processes,
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     assert len(stuck) == 2
     course = load_course()
-    entry = next(e for e in course.exercises() if e.name == "env-report")
-    jobs = []
-    for n in range(4):
-        notebook = tmp_path / f"l{n}" / "env-report.ipynb"
-        _write(nbformat.read(ENV_REPORT, as_version=4), notebook)
-        jobs.append(Job(f"l{n}", replace(entry, gpu=True), notebook, sha(notebook),
-                        checks_hash(entry), 15.0, ()))
+    jobs = _gpu_jobs(course, tmp_path, 4)
     timeline: list[tuple[str, str, float, float]] = []
     notes: list[str] = []
     results = list(run_on_cluster(_target(address), jobs, course=course,
@@ -465,19 +466,6 @@ def test_slurm_pilot_jobs_each_run_gpulab_worker(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "go with --cluster slurm" in bad.stderr
 
 
-def _graded_count(out: Path) -> int:
-    """How many grades the gradebook under `out` holds now (-1 before it exists)."""
-    import contextlib
-    import sqlite3
-
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{out / 'gradebook.sqlite'}?mode=ro",
-                                                uri=True, timeout=1)) as book:
-            return int(book.execute("SELECT count(*) FROM grades").fetchone()[0])
-    except sqlite3.Error:
-        return -1
-
-
 def _contents(out: Path) -> dict[str, list[tuple[object, ...]]]:
     """The gradebook's grades and checks, the run's own folder written as OUT."""
     with Gradebook(out / "gradebook.sqlite") as book:
@@ -509,7 +497,7 @@ def test_the_coordinator_killed_mid_run_resumes(cluster: str, tmp_path: Path,
                                    start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        while process.poll() is None and _graded_count(out) < kill_at:
+        while process.poll() is None and graded_count(out) < kill_at:
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.02)
         assert process.poll() is None, f"it finished first:\n{log.read_text()}"
@@ -519,7 +507,7 @@ def test_the_coordinator_killed_mid_run_resumes(cluster: str, tmp_path: Path,
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    kept = _graded_count(out)
+    kept = graded_count(out)
     assert kill_at <= kept < 7
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

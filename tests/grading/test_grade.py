@@ -27,6 +27,7 @@ from gpulab.grading import sandbox
 from gpulab.grading.grade import GradeError, GradeOptions, grade_class
 from gpulab.grading.gradebook import SCHEMA_VERSION, Gradebook, GradebookError
 from gpulab.grading.verdict import CheckRow, ExerciseGrade
+from run_attacks import graded_count
 
 needs_bwrap = pytest.mark.skipif(not sandbox.available().bubblewrap,
                                  reason="bubblewrap cannot make a sandbox on this machine: "
@@ -163,16 +164,6 @@ def _subset(dump, slugs, out: Path):
             for table, rows in dump.items() if table in ("grades", "checks")}
 
 
-def _graded(out: Path) -> int:
-    """How many grades the gradebook under `out` holds now (-1 before it exists)."""
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{out / 'gradebook.sqlite'}?mode=ro",
-                                                uri=True, timeout=1)) as book:
-            return int(book.execute("SELECT count(*) FROM grades").fetchone()[0])
-    except sqlite3.Error:
-        return -1
-
-
 @needs_bwrap
 def test_killed_run_resumes_to_the_same_gradebook(tmp_path):
     """kill -9 the grader at random points; the same command finishes the job identically."""
@@ -193,13 +184,13 @@ def test_killed_run_resumes_to_the_same_gradebook(tmp_path):
         logs.append(tmp_path / f"attempt-{attempt}.log")
         # killed once the gradebook holds 0 to 2 grades more than the last attempt left:
         # a point in the run chosen by its progress, not by a guess of how long it takes
-        target = _graded(out) + rng.randrange(3)
+        target = graded_count(out) + rng.randrange(3)
         with logs[-1].open("wb") as log:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                        start_new_session=True)
         deadline = time.monotonic() + 120
         while process.poll() is None and time.monotonic() < deadline and (
-                _graded(out) < max(target, 0)):
+                graded_count(out) < max(target, 0)):
             time.sleep(0.02)
         time.sleep(rng.uniform(0.0, 0.3))           # and somewhere inside the next job
         if process.poll() is not None:

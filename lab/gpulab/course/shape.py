@@ -9,15 +9,12 @@ until asked for) may run longer.
 
 from __future__ import annotations
 
-import re
-
 from gpulab.course.problems import Problem
-from gpulab.course.tree import Lesson
+from gpulab.course.tree import Lesson, split_answer
 
 __all__ = ["MAX_NOTE_LINES", "check_shape"]
 
 MAX_NOTE_LINES = 8
-_ANSWER = re.compile(r"\s*(\*\*|__)?answer\b", re.IGNORECASE)
 
 
 def check_shape(lesson: Lesson) -> list[Problem]:
@@ -27,10 +24,9 @@ def check_shape(lesson: Lesson) -> list[Problem]:
     for node in lesson.nodes:
         if node is lesson.root:
             continue
-        prose = [note for note in node.notes if note.kind == "paragraph"]
-        answer = next((i for i, note in enumerate(prose) if _ANSWER.match(note.markdown)),
-                      len(prose))
-        lines = sum(len(note.markdown.strip().splitlines()) for note in prose[:answer])
+        question, _ = split_answer(node.notes)
+        lines = sum(len(note.markdown.strip().splitlines()) for note in question
+                    if note.kind == "paragraph")
         if lines > MAX_NOTE_LINES:
             problems.append(Problem(
                 lesson.path, node.line, f"the notes of {node.text[:50]!r} run to {lines} "

@@ -3,6 +3,7 @@ parses a file into it)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Literal
 from gpulab.course.frontmatter import FrontMatter
 from gpulab.course.problems import Problem
 
-__all__ = ["FigureMark", "Lesson", "Node", "Note"]
+__all__ = ["FigureMark", "Lesson", "Node", "Note", "split_answer"]
 
 
 @dataclass(frozen=True)
@@ -86,3 +87,15 @@ class Lesson:
     @property
     def title(self) -> str:
         return self.front.title
+
+
+_ANSWER = re.compile(r"\s*(\*\*|__)?answer\b", re.IGNORECASE)
+
+
+def split_answer(notes: list[Note]) -> tuple[list[Note], list[Note]]:
+    """A node's notes as (the question's, the answer's): the answer starts at the first
+    note that begins with "Answer"; without one, every note is the question's."""
+    for index, note in enumerate(notes):
+        if note.kind == "paragraph" and _ANSWER.match(note.markdown):
+            return notes[:index], notes[index:]
+    return notes, []

@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STAGE", "main", "staged"]
+__all__ = ["STAGE", "die_with", "main", "staged"]
 
 STAGE = "/dev/shm/gpulab-view"
 """Where, in the launcher's own mount namespace, the folders to show are staged."""
@@ -86,10 +86,19 @@ def _setup(spec: dict[str, Any]) -> None:
             raise OSError("the job's privileges could not be dropped")
     _libc_call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     parent = spec.get("parent")
-    if parent is not None:
-        _libc_call("prctl", _PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != int(parent):
-            raise OSError(f"the process that started this job ({parent}) has ended")
+    if parent is not None and not die_with(int(parent)):
+        raise OSError(f"the process that started this job ({parent}) has ended")
+
+
+def die_with(parent: int) -> bool:
+    """Be killed (SIGKILL) when the process that started this one ends, and say whether it
+    still lives: False means it ended before that took hold, and the caller must end too.
+
+    The one place gpulab asks for a parent-death signal: this launcher, the checks
+    process (`gpulab.grading.pytest_plugin`) and the learner's worker outside bubblewrap.
+    Set it after any change of uid, which clears it."""
+    _libc_call("prctl", _PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    return os.getppid() == parent
 
 
 def _stage(folders: list[tuple[str, int]]) -> None:

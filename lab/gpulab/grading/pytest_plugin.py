@@ -71,12 +71,9 @@ def die_with_parent(parent: int | None) -> None:
     SIGKILL): its learner workers then end with it, bubblewrap's --die-with-parent."""
     if not parent or not sys.platform.startswith("linux"):
         return
-    import ctypes
-    import signal
+    from gpulab.grading.jail import die_with
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)         # PR_SET_PDEATHSIG
-    if os.getppid() != parent:                           # it ended before that took hold
+    if not die_with(parent):                             # it ended before that took hold
         os._exit(1)
 
 

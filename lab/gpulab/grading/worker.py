@@ -117,11 +117,9 @@ def _die_with_spawner() -> None:
     parent = os.environ.pop("GPULAB_SPAWNER", "")
     if not parent.isdigit() or not sys.platform.startswith("linux"):
         return
-    import ctypes
-    import signal
+    from gpulab.grading.jail import die_with
 
-    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PDEATHSIG
-    if os.getppid() != int(parent):                      # it ended before that took hold
+    if not die_with(int(parent)):                        # it ended before that took hold
         os._exit(1)
 
 

@@ -15,7 +15,6 @@ first shown.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
@@ -26,6 +25,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Markdown, Static
 
+from gpulab.course.tree import split_answer
 from gpulab.tui.learner import LearnerApp
 from gpulab.tui.text import inline_markdown
 from gpulab.tui.widgets.claim_card import ClaimCard
@@ -37,18 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["ANSWER_FOLDED", "NodePane", "split_answer"]
 
 ANSWER_FOLDED = "Answer folded: think it through, then press a to read it."
-_ANSWER = re.compile(r"\s*(\*\*|__)?answer\b", re.IGNORECASE)
-
-
-def split_answer(notes: list[Note]) -> tuple[list[Note], list[Note]]:
-    """A node's notes as (the question's, the answer's): the answer starts at the first
-    note that begins with "Answer"; without one, every note is the question's."""
-    for index, note in enumerate(notes):
-        if note.kind == "paragraph" and _ANSWER.match(note.markdown):
-            return notes[:index], notes[index:]
-    return notes, []
-
-
 class NodePane(VerticalScroll):
     """Breadcrumbs, the node's title, a card per claim, then its notes as Markdown."""
 
