@@ -20,6 +20,7 @@ from gpulab.grading.gpupool import GpuPool, GpuPoolError, visible_gpus
 from gpulab.grading.machines import changed, nvml_recording
 from gpulab.probes import device
 from gpulab.probes.nvml import Replay
+from gpulab.probes.system import system
 
 HANDLE = {"__handle__": 0}
 BASE_USED = 644_939_776            # the H200 recording's memory in use (v1 MemoryInfo)
@@ -139,6 +140,9 @@ def test_the_pci_bus_tells_whether_a_gpu_is_here(tmp_path: Path) -> None:
     (bus / "0000:18:00.0" / "class").write_text("0x030200\n")       # a 3D controller
     assert device.present(root=tmp_path) is True
     assert device.present(root=tmp_path / "nowhere") is None
+    # the system probe counts GPUs on the bus by the same rule: the 3D controller alone
+    counted = system(root=tmp_path).reading("gpus_in_sysfs")
+    assert counted is not None and counted.value == 1
 
 
 def _imports_pynvml(path: Path) -> bool:

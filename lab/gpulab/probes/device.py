@@ -9,7 +9,8 @@ the driver and the same code is tested on a machine without a GPU.
 
 - `gpus(backend)`: the indices NVML lists, none where NVML cannot start;
 - `open_gpus(backend)`: one session kept open, asked `state(gpu)` as often as
-  needed (the pool polls it after every job);
+  needed (the pool polls it after every job), or `identity(gpu)` (which GPU it
+  is: the learner's saved results are used only on the GPUs that made them);
 - `present(backend)`: whether this machine has an NVIDIA GPU, from NVML when a
   backend is given, else from the PCI bus in sysfs (no driver needed).
 """
@@ -23,10 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.probes.nvml import NvmlUnavailable, nvml_session
+from gpulab.probes.system import is_nvidia_gpu
 
 __all__ = ["GpuState", "Gpus", "gpus", "open_gpus", "present"]
-
-_NVIDIA_VENDOR = 0x10DE
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,19 @@ class Gpus:
         except Exception:  # NVML's errors are many classes (and a stand-in's); any: cannot tell
             return None
 
+    def identity(self, gpu: str) -> tuple[str, str]:
+        """GPU `gpu`'s name and NVML UUID; "" for either one NVML cannot read."""
+        found: list[str] = []
+        for call in ("nvmlDeviceGetName", "nvmlDeviceGetUUID"):
+            try:
+                answer = self._session.call(call, self._session.call(
+                    "nvmlDeviceGetHandleByIndex", int(gpu)))
+            except Exception:  # as in `state`: NVML's errors are many classes; cannot tell
+                answer = ""
+            text = answer.decode(errors="replace") if isinstance(answer, bytes) else answer
+            found.append(str(text or "").strip())
+        return found[0], found[1]
+
 
 @contextmanager
 def open_gpus(backend: Any = None) -> Iterator[Gpus]:
@@ -82,8 +95,8 @@ def present(backend: Any = None, *, root: Path = Path("/")) -> bool | None:
     """Whether this machine has an NVIDIA GPU; None when it cannot tell.
 
     With an NVML backend, NVML's answer. Otherwise the PCI bus under `root`'s
-    /sys (vendor 0x10de, a display-class device), which needs no driver and is
-    cheap enough to ask from the app at start."""
+    /sys by the system probe's rule (`gpulab.probes.system.is_nvidia_gpu`), which
+    needs no driver and is cheap enough to ask from the app at start."""
     if backend is not None:
         try:
             with open_gpus(backend) as here:
@@ -98,8 +111,7 @@ def present(backend: Any = None, *, root: Path = Path("/")) -> bool | None:
     for device in devices:
         try:
             vendor = int((device / "vendor").read_text().strip(), 16)
-            if vendor == _NVIDIA_VENDOR and \
-                    int((device / "class").read_text().strip(), 16) >> 16 == 0x03:
+            if is_nvidia_gpu(vendor, int((device / "class").read_text().strip(), 16)):
                 return True
         except (OSError, ValueError):
             continue

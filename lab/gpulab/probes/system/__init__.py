@@ -14,9 +14,11 @@ sections in `_namespaces` (containers and namespaces), `_cgroup` (cgroup
 version and limits) and `_devices` (NUMA, GPUs in sysfs, NVIDIA files);
 reading files under the root in `_files`. The small parsers exported here
 (CPU lists, cgroup files, os-release, meminfo, namespace links) are pure
-functions of text (`_parse`).
+functions of text (`_parse`); `is_nvidia_gpu` is the one rule for telling a GPU
+on the PCI bus.
 """
 
+from gpulab.probes.system._devices import NVIDIA_VENDOR, is_nvidia_gpu
 from gpulab.probes.system._parse import (
     compact_cpu_list,
     parse_cgroup_file,
@@ -29,7 +31,9 @@ from gpulab.probes.system._parse import (
 from gpulab.probes.system._probe import system
 
 __all__ = [
+    "NVIDIA_VENDOR",
     "compact_cpu_list",
+    "is_nvidia_gpu",
     "parse_cgroup_file",
     "parse_cpu_list",
     "parse_cpu_max",

@@ -17,9 +17,19 @@ from gpulab.probes.system._parse import (
     parse_meminfo,
 )
 
-__all__: list[str] = []
+__all__ = ["NVIDIA_VENDOR", "is_nvidia_gpu"]
 
-_NVIDIA_VENDOR = 0x10DE
+NVIDIA_VENDOR = 0x10DE
+"""NVIDIA's PCI vendor id."""
+
+
+def is_nvidia_gpu(vendor: int, pci_class: int) -> bool:
+    """Whether a PCI device with this vendor id and 24-bit class code is an NVIDIA GPU: a
+    display controller (base class 0x03), not the audio function or a switch beside it.
+
+    The one rule for "a GPU on the PCI bus", used by the system probe and by
+    `gpulab.probes.device.present`."""
+    return vendor == NVIDIA_VENDOR and pci_class >> 16 == 0x03
 
 
 # ---- NUMA and GPUs in sysfs -----------------------------------------------------------------
@@ -114,11 +124,11 @@ def read_gpus(files: Files, out: Collector) -> None:
     for device in devices:
         try:
             vendor = int(files.read(device / "vendor"), 16)
-            pci_class = int(files.read(device / "class"), 16) if vendor == _NVIDIA_VENDOR else 0
+            pci_class = int(files.read(device / "class"), 16) if vendor == NVIDIA_VENDOR else 0
         except (OSError, ValueError) as exc:
             problems.append(f"{files.show(device)}: vendor or class {why(exc)}")
             continue
-        if vendor != _NVIDIA_VENDOR or pci_class >> 16 != 0x03:
+        if not is_nvidia_gpu(vendor, pci_class):
             continue
         numa_text = optional(device, "numa_node")
         numa = int(numa_text) if numa_text and numa_text.lstrip("-").isdigit() else None
