@@ -432,7 +432,8 @@ def test_the_book_never_replaces_a_folder_that_is_not_a_book(
 
 def test_search_never_gives_a_check_yourself_answer_away(book: Built) -> None:
     from gpulab.book.index import plain_text
-    from gpulab.book.lesson_page import ANSWER, node_anchor
+    from gpulab.book.lesson_page import node_anchor
+    from gpulab.course.tree import answer_index
 
     search = (book.out / "search.html").read_text(encoding="utf-8")
     found = re.search(r'<script type="application/json" id="search-index">(.*?)</script>',
@@ -442,11 +443,11 @@ def test_search_never_gives_a_check_yourself_answer_away(book: Built) -> None:
     course, asked = load_course(), 0
     for entry in course.entries:
         for node in course.lesson(entry.id).nodes:
-            answers = [plain_text(n.markdown) for n in node.notes
-                       if n.markdown.lstrip().startswith(ANSWER)]
-            if not answers:
+            at = answer_index(node.notes)
+            if at is None:
                 continue
             asked += 1
+            answer = plain_text(node.notes[at].markdown)
             text = index[f"lessons/{entry.id}.html#{node_anchor(node.key)}"]
-            assert ANSWER not in text and answers[0][len(ANSWER):].strip()[:40] not in text
+            assert "Answer:" not in text and answer[len("Answer:"):].strip()[:40] not in text
     assert asked > 50

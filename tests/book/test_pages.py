@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.book.lesson_page import ANSWER, node_anchor
+from gpulab.book.lesson_page import node_anchor
 from gpulab.book.markdown import MarkdownRenderer
 from gpulab.cli import main
 from gpulab.course import load_course
+from gpulab.course.tree import answer_index
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,11 +102,11 @@ def test_check_yourself_answers_are_folded(book: Path) -> None:
     for entry in course.entries:
         page = (book / "lessons" / f"{entry.id}.html").read_text(encoding="utf-8")
         for node in course.lesson(entry.id).nodes:
-            if not any(n.markdown.startswith(ANSWER) for n in node.notes):
+            if answer_index(node.notes) is None:
                 continue
             part = _node_html(page, node_anchor(node.key))
             fold = part.find('<details class="answer"><summary>Show the answer</summary>')
-            answer = part.find(f"<p>{ANSWER}")
+            answer = part.find("Answer", fold)
             assert 0 <= fold < answer < part.index("</details>"), \
                 f"{entry.id}: the answer of {node.title!r} is not folded"
             folded += 1

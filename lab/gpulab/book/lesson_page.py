@@ -6,7 +6,7 @@ drawn by a callable the builder passes in (`gpulab.book.figures`). The mindmap's
 markmap's format (``content`` as HTML, ``children``, ``payload``), so the
 vendored markmap view draws it as it is; the outline is the no-JavaScript
 reading of it, with each node's notes under it. A "Check yourself" question
-keeps its answer (the notes from the one that starts with ``Answer:``) in a
+keeps its answer (from the note that starts with "Answer", by the app's rule) in a
 folded ``<details>``, as the exercise pages keep their hints.
 """
 
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpulab.book.markdown import MarkdownRenderer
 from gpulab.course.claims import Claim
+from gpulab.course.tree import answer_index
 from gpulab.course.verdict import judge
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from gpulab.probes.model import ProbeResult
 
 __all__ = [
-    "ANSWER",
     "ClaimCard",
     "OutlineNode",
     "answer_at",
@@ -36,10 +36,6 @@ __all__ = [
     "node_anchor",
     "outline",
 ]
-
-
-ANSWER = "Answer:"
-"""How a lesson starts the note that answers its node's question."""
 
 
 def node_anchor(key: str) -> str:
@@ -104,10 +100,9 @@ def outline(lesson: Lesson, renderer: MarkdownRenderer,
 
 
 def answer_at(node: Node) -> int | None:
-    """The index of the note that starts the node's answer ("Check yourself"), if any."""
-    return next((i for i, note in enumerate(node.notes)
-                 if note.kind == "paragraph" and note.markdown.lstrip().startswith(ANSWER)),
-                None)
+    """The index of the note that starts the node's answer ("Check yourself"), if any, by
+    the rule the app folds answers with (`gpulab.course.tree.answer_index`)."""
+    return answer_index(node.notes)
 
 
 def _notes_html(node: Node, renderer: MarkdownRenderer,

@@ -4,7 +4,7 @@ parses a file into it)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -12,7 +12,7 @@ from typing import Literal
 from gpulab.course.frontmatter import FrontMatter
 from gpulab.course.problems import Problem
 
-__all__ = ["FigureMark", "Lesson", "Node", "Note", "split_answer"]
+__all__ = ["FigureMark", "Lesson", "Node", "Note", "answer_index", "split_answer"]
 
 
 @dataclass(frozen=True)
@@ -92,10 +92,16 @@ class Lesson:
 _ANSWER = re.compile(r"\s*(\*\*|__)?answer\b", re.IGNORECASE)
 
 
+def answer_index(notes: Sequence[Note]) -> int | None:
+    """Where a node's answer ("Check yourself") starts: the index of the first paragraph
+    that begins with "Answer" (plain or bold), or None. The one rule for the app's
+    folded answers, the book's and the note-length lint."""
+    return next((index for index, note in enumerate(notes)
+                 if note.kind == "paragraph" and _ANSWER.match(note.markdown)), None)
+
+
 def split_answer(notes: list[Note]) -> tuple[list[Note], list[Note]]:
-    """A node's notes as (the question's, the answer's): the answer starts at the first
-    note that begins with "Answer"; without one, every note is the question's."""
-    for index, note in enumerate(notes):
-        if note.kind == "paragraph" and _ANSWER.match(note.markdown):
-            return notes[:index], notes[index:]
-    return notes, []
+    """A node's notes as (the question's, the answer's), split at `answer_index`; without
+    an answer, every note is the question's."""
+    index = answer_index(notes)
+    return (notes, []) if index is None else (notes[:index], notes[index:])
