@@ -90,7 +90,7 @@ def test_duplicate_ids_are_reported_on_the_second(tmp_path: Path) -> None:
     [
         ('[[lessons]]\nid = "a"\nday = "x"\ntitle = "T"\n', 2, "lesson 'a': day must be"),
         ('[[lessons]]\nid = "Bad Id"\nday = 1\ntitle = "T"\n', 2, "lesson id 'Bad Id' is not"),
-        ('[[lessons]]\nday = 1\ntitle = "T"\n', None, "lesson 1 has no id"),
+        ('[[lessons]]\nday = 1\ntitle = "T"\n', 1, "lesson 1 has no id"),   # its header
         ('[[lessons]]\nid = "a"\nday = 1\ntitle = ""\n', 2, "lesson 'a': title must be"),
     ],
 )

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpulab.course.positions import toml_error, toml_lines
 from gpulab.course.problems import CourseError, Problem
 from gpulab.course.source import read_text
-from gpulab.course.tomlutil import line_of_key, toml_error
 
 __all__ = ["CLAIM_ID", "Claim", "load_claims"]
 
@@ -106,8 +106,9 @@ def _load_file(path: Path) -> dict[str, Claim]:
         raise toml_error(path, exc) from None
     claims: dict[str, Claim] = {}
     problems: list[Problem] = []
+    lines = toml_lines(text)
     for claim_id, entry in data.items():
-        line = line_of_key(text, claim_id)
+        line = lines.get((claim_id,))
         claim = _claim(path, line, claim_id, entry, problems)
         if claim is not None:
             claims[claim_id] = claim

@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from gpulab.course.positions import yaml_lines
 from gpulab.course.problems import Problem
 
 __all__ = ["FrontMatter", "parse_front_matter"]
@@ -51,11 +52,10 @@ def parse_front_matter(
         bad("must be a mapping of fields", hint="write `title: ...`, `day: N`, `objectives:`")
         return None, problems
 
+    lines = yaml_lines(content, first_line)
+
     def line_of(key: str) -> int:
-        for n, text in enumerate(content.split("\n")):
-            if text.startswith(f"{key}:"):
-                return first_line + n
-        return first_line
+        return lines.get((key,), first_line)
 
     for key in sorted(set(data) - set(_KNOWN), key=str):
         bad(f"unknown field {key!r}", line_of(str(key)), f"known fields: {', '.join(_KNOWN)}")

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.course.paths import CoursePaths
+from gpulab.course.positions import KeyPath, line_at, toml_error, toml_lines
 from gpulab.course.problems import CourseError, Problem
 from gpulab.course.source import read_text
-from gpulab.course.tomlutil import line_of_key, line_of_value, toml_error
 
 __all__ = ["ExerciseEntry", "LessonEntry", "Manifest", "load_manifest"]
 
@@ -100,6 +100,7 @@ def load_manifest(path: Path) -> Manifest:
     except tomllib.TOMLDecodeError as exc:
         raise toml_error(path, exc) from None
     root = CoursePaths.of_manifest(path).root
+    lines = toml_lines(text)
     problems: list[Problem] = []
     course = data.get("course", {})
     if not isinstance(course, dict):
@@ -108,40 +109,38 @@ def load_manifest(path: Path) -> Manifest:
     plan_days = course.get("plan_days", 60)
     version = course.get("format_version", FORMAT_VERSION)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise CourseError.at(path, line_of_key(text, "course"),
+        raise CourseError.at(path, lines.get(("course",)),
                              "[course] format_version must be a whole number from 1")
     if version > FORMAT_VERSION:
-        raise CourseError.at(path, line_of_key(text, "course"),
+        raise CourseError.at(path, lines.get(("course",)),
                              f"this course is written in course format {version}; this gpulab "
                              f"reads format {FORMAT_VERSION} and older",
                              "upgrade gpulab (pip install -U gpulab)")
     if not isinstance(title, str) or isinstance(plan_days, bool) or not isinstance(plan_days, int):
-        raise CourseError.at(path, line_of_key(text, "course"),
+        raise CourseError.at(path, lines.get(("course",)),
                              "[course] needs title as text and plan_days as a whole number")
     raw_lessons = data.get("lessons")
     if not isinstance(raw_lessons, list) or not raw_lessons:
         raise CourseError.at(path, None, "the manifest lists no lessons",
                              'add [[lessons]] tables with id, day and title')
-    lessons = _lessons(text, path, raw_lessons)
+    lessons = _lessons(lines, path, raw_lessons)
     known = {entry.id for entry in lessons}
-    exercises = _exercises(text, path, root, data.get("exercises", []), known, problems)
+    exercises = _exercises(lines, path, root, data.get("exercises", []), known, problems)
     for key in sorted(set(data) - {"course", "lessons", "exercises"}):
-        problems.append(Problem(path, None, f"unknown table [{key}]",
+        problems.append(Problem(path, lines.get((key,)), f"unknown table [{key}]",
                                 "the manifest has [course], [[lessons]] and [[exercises]]"))
     return Manifest(path, title, plan_days, tuple(lessons), tuple(exercises),
                     tuple(problems), version)
 
 
-def _lessons(text: str, path: Path, raw: list[Any]) -> list[LessonEntry]:
+def _lessons(lines: dict[KeyPath, int], path: Path, raw: list[Any]) -> list[LessonEntry]:
     entries: list[LessonEntry] = []
     seen: dict[str, int | None] = {}
-    counts: dict[str, int] = {}
     for index, item in enumerate(raw, start=1):
         if not isinstance(item, dict):
             item = {}
         lesson_id = str(item.get("id", f"<lesson {index}>"))
-        counts[lesson_id] = counts.get(lesson_id, 0) + 1
-        line = line_of_value(text, "id", lesson_id, counts[lesson_id])
+        line = line_at(lines, ("lessons", index - 1, "id"))
         found: list[tuple[str, str]] = []
         bad = _collector(found)
 
@@ -173,21 +172,21 @@ def _lessons(text: str, path: Path, raw: list[Any]) -> list[LessonEntry]:
 
 
 def _exercises(
-    text: str, path: Path, root: Path, raw: Any, known: set[str], problems: list[Problem]
+    lines: dict[KeyPath, int], path: Path, root: Path, raw: Any, known: set[str],
+    problems: list[Problem],
 ) -> list[ExerciseEntry]:
     if not isinstance(raw, list):
         problems.append(Problem(path, None, "exercises must be [[exercises]] tables"))
         return []
     entries: list[ExerciseEntry] = []
     names: set[str] = set()
-    counts: dict[str, int] = {}
     for index, item in enumerate(raw, start=1):
         if not isinstance(item, dict):
-            problems.append(Problem(path, None, f"exercise {index} must be a table"))
+            problems.append(Problem(path, lines.get(("exercises", index - 1)),
+                                    f"exercise {index} must be a table"))
             continue
         name = str(item.get("name", f"<exercise {index}>"))
-        counts[name] = counts.get(name, 0) + 1
-        line = line_of_value(text, "name", name, counts[name])
+        line = line_at(lines, ("exercises", index - 1, "name"))
         found: list[tuple[str, str]] = []
         bad = _collector(found)
 

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from gpulab.course.positions import line_at, toml_error, toml_lines
 from gpulab.course.problems import CourseError, Problem
 from gpulab.course.source import read_text
-from gpulab.course.tomlutil import toml_error
 
 __all__ = ["Source", "SpecTable", "SpecValue", "Specs", "load_specs", "url_problem"]
 
@@ -43,8 +43,6 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _VALUE_FIELDS = {"value", "min", "max", "text", "unit", "source", "note", "recorded"}
 _GPU_META = {"name", "architecture", "compute_capability", "source", "note"}
 _TOPIC_META = {"title", "source", "note"}
-_HEADER = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]\s*(?:#.*)?$")
-_KEY = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*=")
 
 
 @dataclass(frozen=True)
@@ -164,10 +162,10 @@ class _Loader:
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
         self.problems: list[Problem] = []
-        self.lines = _key_lines(text)
+        self.lines = toml_lines(text)
 
     def bad(self, where: tuple[str, ...], message: str, hint: str = "") -> None:
-        line = self.lines.get(where) or self.lines.get(where[:-1]) or next(
+        line = line_at(self.lines, where) or next(
             (n for key, n in self.lines.items() if key[:1] == where[:1]), None)
         self.problems.append(Problem(self.path, line, message, hint))
 
@@ -348,19 +346,3 @@ class _Loader:
             text=str(item.get("text", "")), unit=str(item.get("unit", "")),
             note=str(item.get("note", "")), recorded=tuple(recorded),
         )
-
-
-def _key_lines(text: str) -> dict[tuple[str, ...], int]:
-    """Line numbers of tables and their keys: ("gpus", "h200", "sms") -> 1-based line."""
-    lines: dict[tuple[str, ...], int] = {}
-    table: tuple[str, ...] = ()
-    for number, line in enumerate(text.splitlines(), start=1):
-        header = _HEADER.match(line)
-        if header:
-            table = tuple(part.strip().strip('"') for part in header.group(1).split("."))
-            lines.setdefault(table, number)
-            continue
-        key = _KEY.match(line)
-        if key and table:
-            lines.setdefault((*table, key.group(1)), number)
-    return lines
