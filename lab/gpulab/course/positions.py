@@ -25,10 +25,12 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-
-import yaml
+from typing import TYPE_CHECKING
 
 from gpulab.course.problems import CourseError
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = ["KeyPath", "line_at", "toml_error", "toml_lines", "yaml_lines"]
 
@@ -105,7 +107,10 @@ def toml_lines(text: str) -> dict[KeyPath, int]:
 
 def yaml_lines(text: str, first_line: int = 1) -> dict[KeyPath, int]:
     """Every key and list item of a YAML text, by key path, with its line (the text's first
-    line is `first_line`). Empty for text PyYAML cannot compose."""
+    line is `first_line`). Empty for text PyYAML cannot compose. PyYAML is imported here,
+    when front matter is read, not when the course's TOML files are."""
+    import yaml
+
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError:
