@@ -328,10 +328,12 @@ def test_the_solution_runs_top_to_bottom_in_a_real_kernel(course_root: Path) -> 
                    resources={"metadata": {"path": str(path.parent)}}).execute(env=env)
     explore = [c for c in notebook.cells if c.metadata.get("gpulab", {}).get("role") == "explore"]
     assert explore[0].outputs[0]["text"] == "9\n"
-    panel = notebook.cells[-1].outputs[0]
+    (panel,) = notebook.cells[-1].outputs          # the check cell shows one result
     data = panel["data"]
-    assert "application/vnd.jupyter.widget-view+json" in data
-    assert "passed</span> — 3 of 3 poin" in data["text/plain"]  # the repr is cut there
+    assert data["text/plain"].startswith("squares: passed (3 of 3 points)")
+    shown = data["text/html"]
+    assert 'class="gpulab-result-panel"' in shown and "passed</span> — 3 of 3 points" in shown
+    assert shown.count("✓") == 3 and "save (Ctrl+S)" in shown
     # the notebook's check keeps the result for the app, like `gpulab check`
     record = ProgressStore(state / "progress.json").load().exercises(workspace.key)["squares"]
     assert (record.status, record.earned, record.possible) == ("passed", 3, 3)

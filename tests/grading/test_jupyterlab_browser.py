@@ -1,7 +1,8 @@
 """An exercise notebook in real JupyterLab, in headless Chromium: run it, see the result panel.
 
-`check(name)` at the end of an exercise notebook returns an ipywidgets panel,
-and only a browser running JupyterLab's widget manager shows it. So this test
+`check(name)` at the end of an exercise notebook returns a result whose HTML
+(`_repr_html_`) JupyterLab renders as the panel, and only a browser shows what
+JupyterLab made of it (its HTML sanitizer, its theme's colours). So this test
 starts the JupyterLab of gpulab's environment on a folder of its own, opens the
 roofline notebook in Debian's Chromium driven by Playwright, runs it from the
 menu or the keyboard, and reads the panel as the learner sees it: the solution
@@ -186,13 +187,13 @@ _KERNEL_IDLE = """() => {
 
 
 def _result_panel(page: Page, lab: LabServer, screenshot: Path) -> Locator:
-    """The check cell's panel, rendered by the widget manager (not a text fallback).
+    """The check cell's panel, rendered as HTML (not the text fallback).
 
     The page is saved to `screenshot` either way: the panel, or what came instead.
     """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    panel = page.locator(".jp-OutputArea-output .jupyter-widgets.gpulab-result-panel")
+    panel = page.locator(".jp-OutputArea-output .gpulab-result-panel")
     try:
         panel.wait_for()
     except PlaywrightTimeout as exc:

@@ -36,7 +36,7 @@ import jinja2
 from gpulab.errors import GpulabError
 from gpulab.grading.verdict import UNGRADED, CheckRow, ExerciseGrade, Kind, LearnerGrades
 
-__all__ = ["NOT_RUN_NOTE", "FeedbackError", "feedback_markdown", "write_feedback",
+__all__ = ["NOT_RUN_NOTE", "FeedbackError", "environment", "feedback_markdown", "write_feedback",
            "write_grades_csv"]
 
 TEMPLATE = "feedback.html.j2"
@@ -119,7 +119,7 @@ def write_feedback(grades: LearnerGrades, folder: Path, *, title: str, run_at: s
     """
     page = _page(grades, title=title, run_at=run_at, maxima=maxima)
     name = _file_name(grades)
-    html = _environment().get_template(TEMPLATE).render(page=page)
+    html = environment().get_template(TEMPLATE).render(page=page)
     html_path, md_path = folder / f"{name}.html", folder / f"{name}.md"
     _write(html_path, html)
     _write(md_path, _markdown(page))
@@ -282,7 +282,9 @@ def _md_block(text: str) -> str:
 
 
 @functools.cache
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
+    """The one Jinja2 environment of grading's HTML (the feedback page, the notebook's result
+    panel): templates from the package, autoescape on, undefined names an error."""
     return jinja2.Environment(
         loader=jinja2.PackageLoader("gpulab.grading", "templates"),
         autoescape=True, undefined=jinja2.StrictUndefined,

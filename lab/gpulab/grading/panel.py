@@ -1,18 +1,45 @@
-"""Check results for people: a table in the terminal, a panel in the notebook."""
+"""Check results for people: text in the terminal, a panel in the notebook.
+
+`check(name)` returns a `CheckedNotebook`, which speaks IPython's display
+protocol: a notebook shows its `_repr_html_` (the template ``panel.html.j2``,
+rendered by the Jinja2 environment the feedback pages use), a Python prompt
+its `__repr__` (the text `gpulab check` prints). Nothing here asks whether it
+runs in a kernel.
+"""
 
 from __future__ import annotations
 
-import html
-import importlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpulab.grading.record import save_report
 from gpulab.grading.runner import CheckReport, run_checks
 
-__all__ = ["check", "find_exercise", "report_html", "report_text"]
+__all__ = ["CheckedNotebook", "check", "find_exercise", "report_text"]
 
 _MARK = {"passed": "✓", "failed": "✗", "skipped": "–"}
+PANEL = "panel.html.j2"
+
+
+@dataclass(frozen=True)
+class CheckedNotebook:
+    """The checks' report on a notebook, as a notebook or a prompt shows it.
+
+    `problem` says why the result could not be kept in the learner's progress
+    (empty when it was kept, or when there was nothing to keep).
+    """
+
+    report: CheckReport
+    problem: str = ""
+
+    def __repr__(self) -> str:
+        return report_text(self.report) + (f"\n  ({self.problem})" if self.problem else "")
+
+    def _repr_html_(self) -> str:
+        from gpulab.grading.feedback import environment
+
+        return environment().get_template(PANEL).render(checked=self)
 
 
 def find_exercise(name: str) -> Any:
@@ -42,27 +69,9 @@ def report_text(report: CheckReport) -> str:
     return "\n".join(lines)
 
 
-def report_html(report: CheckReport) -> str:
-    """The report as a small HTML table for the notebook's result panel."""
-    colour = {"passed": "#1a7f37", "failed": "#cf222e", "skipped": "#6e7781"}
-    head = (f"<b>{html.escape(report.exercise)}</b>: "
-            f"<span style='color:{colour.get(report.status, '#cf222e')}'>{report.status}</span>")
-    if report.results:
-        head += f" — {report.earned:g} of {report.possible:g} points"
-    rows = []
-    for result in report.results:
-        message = html.escape(result.message).replace("\n", "<br>") \
-            if result.outcome != "passed" else ""
-        rows.append(f"<tr><td style='color:{colour[result.outcome]}'>{_MARK[result.outcome]}</td>"
-                    f"<td>{html.escape(result.title or result.check)}</td>"
-                    f"<td>{result.earned:g}/{result.points:g}</td><td>{message}</td></tr>")
-    body = f"<p>{html.escape(report.message)}</p>" if report.message else ""
-    table = f"<table class='gpulab-checks'>{''.join(rows)}</table>" if rows else ""
-    return f"<div class='gpulab-result'>{head}{body}{table}</div>"
-
-
-def check(name: str, notebook: str | None = None) -> Any:
-    """Run the checks on the saved notebook; show a panel in Jupyter, text elsewhere.
+def check(name: str, notebook: str | None = None) -> CheckedNotebook:
+    """Run the checks on the saved notebook; the result shows as a panel in a notebook and
+    as text at a Python prompt (`print` it in a script).
 
     The notebook is `notebook`, else ``<name>.ipynb`` in the working folder (where
     JupyterLab runs a notebook's kernel), else the workspace's. A pass or a failure
@@ -80,18 +89,4 @@ def check(name: str, notebook: str | None = None) -> Any:
         path = require_workspace().notebook(entry)
     report = run_checks(entry, path)
     problem = save_report(report, entry, workspace)  # the app's exercise list shows it
-    try:
-        in_kernel = importlib.import_module("IPython").get_ipython() is not None
-    except ImportError:
-        in_kernel = False
-    if not in_kernel:
-        print(report_text(report) + (f"\n  ({problem})" if problem else ""))
-        return report
-    ipywidgets = importlib.import_module("ipywidgets")
-    note = ("<p style='color:#6e7781'>The checks read the saved notebook: save (Ctrl+S) "
-            "before you check.</p>")
-    if problem:
-        note += f"<p style='color:#9a6700'>{html.escape(problem)}</p>"
-    panel = ipywidgets.HTML(value=report_html(report) + note)
-    panel.add_class("gpulab-result-panel")
-    return panel
+    return CheckedNotebook(report, problem or "")
