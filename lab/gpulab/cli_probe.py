@@ -1,11 +1,20 @@
-"""The commands that measure this machine: probe list/run/schema, image check, doctor."""
+"""The commands that measure this machine: probe list/run/schema/saved/forget, image check,
+doctor.
+
+`probe run` saves every result that ran (ok or partial) in the learner's state
+folder (`gpulab.probes.saved`), where the app finds it; `probe saved` lists
+what is kept, and on which machine it was measured; `probe forget` removes it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpulab.probes import ProbeResult
 
 __all__ = ["add_commands"]
 
@@ -25,7 +34,9 @@ def add_commands(commands: Any) -> None:
     probe_run = probe_commands.add_parser(
         "run", help="run probes by name",
         description="Run probes and print their results as tables, or as JSON with --json "
-                    "(the format is `gpulab probe schema`).",
+                    "(the format is `gpulab probe schema`). Each result that ran is saved for "
+                    "this machine, over the probe's last one: the app draws your figures "
+                    "from them (`gpulab probe saved` lists them).",
     )
     probe_run.add_argument("names", metavar="NAME", nargs="*",
                            help="probe names from `gpulab probe list`")
@@ -39,6 +50,21 @@ def add_commands(commands: Any) -> None:
         "schema", help="print the JSON schema of `probe run --json`",
         description="Print the JSON schema that `gpulab probe run --json` output follows.")
     probe_schema.set_defaults(handler=_probe_schema)
+    probe_saved = probe_commands.add_parser(
+        "saved", help="list the results `probe run` and the app saved, and their machines",
+        description="List the probe results saved on this machine (the latest of each probe): "
+                    "when each was measured, and on which machine. Only this machine's are "
+                    "used, by the app's figures; files that cannot be read are named.")
+    probe_saved.set_defaults(handler=_probe_saved)
+    probe_forget = probe_commands.add_parser(
+        "forget", help="remove saved results by name, or all of them",
+        description="Remove saved probe results (`gpulab probe saved` lists them), whichever "
+                    "machine measured them; the app then draws those figures from gpulab's "
+                    "recording until you measure again.")
+    probe_forget.add_argument("names", metavar="NAME", nargs="*",
+                              help="probe names from `gpulab probe saved`")
+    probe_forget.add_argument("--all", action="store_true", help="remove every saved result")
+    probe_forget.set_defaults(handler=_probe_forget)
 
     image = commands.add_parser(
         "image", help="check a container image you built for this machine",
@@ -81,9 +107,9 @@ def _probe_list(args: argparse.Namespace) -> int:
 def _probe_run(args: argparse.Namespace) -> int:
     import json
 
-    from gpulab import __version__
-    from gpulab.probes import PROBES, ProbeResult, get_probe, run_probe
+    from gpulab.probes import PROBES, get_probe, run_probe
     from gpulab.probes.registry import exit_status
+    from gpulab.probes.saved import run_document
 
     if args.all == bool(args.names):
         print("gpulab: name the probes to run, or give --all", file=sys.stderr)
@@ -92,6 +118,7 @@ def _probe_run(args: argparse.Namespace) -> int:
     for name in names:
         get_probe(name)  # an unknown name fails before anything runs
     measure: Callable[[str], ProbeResult] = run_probe
+    keeper = None
     if args.recorded:
         from gpulab.probes.recorded import recorded_results
 
@@ -101,10 +128,16 @@ def _probe_run(args: argparse.Namespace) -> int:
             print(f"gpulab: no recorded readings for {', '.join(missing)}", file=sys.stderr)
             return BAD_INPUT
         measure = recorded.__getitem__
+    else:
+        keeper = _Keeper()
     if args.json:
-        results = [measure(name).to_dict() for name in names]
-        print(json.dumps({"gpulab": __version__, "schema": 1, "results": results}, indent=2))
-        return exit_status((r["status"] for r in results), every=args.all)
+        results = [measure(name) for name in names]
+        for result in results:
+            if keeper is not None:
+                keeper.keep(result)
+        machine = keeper.machine if keeper is not None else None
+        print(json.dumps(run_document(results, machine), indent=2))
+        return exit_status((r.status for r in results), every=args.all)
     from rich.console import Console
     from rich.rule import Rule
 
@@ -118,7 +151,96 @@ def _probe_run(args: argparse.Namespace) -> int:
         console.print(Rule(style="dim"))
         console.print(render_result(result))
         statuses.append(result.status)
+        if keeper is not None:
+            keeper.keep(result)
+    if keeper is not None and keeper.kept:
+        console.print(Rule(style="dim"))
+        console.print(f"Saved for this machine ({keeper.machine.label}): "
+                      f"{', '.join(keeper.kept)}, in {keeper.store.folder}. "
+                      "`gpulab probe saved` lists them.", style="dim", markup=False,
+                      highlight=False)
     return exit_status(statuses, every=args.all)
+
+
+class _Keeper:
+    """Saves the results of one `probe run` for this machine; a result that cannot be saved
+    is said on stderr, and the run goes on."""
+
+    def __init__(self) -> None:
+        from gpulab.course.progress import state_dir
+        from gpulab.probes.saved import ResultStore, this_machine
+
+        self.store = ResultStore.under(state_dir())
+        self.machine = this_machine()
+        self.kept: list[str] = []
+
+    def keep(self, result: ProbeResult) -> None:
+        try:
+            if self.store.save(result, self.machine) is not None:
+                self.kept.append(result.probe)
+        except OSError as exc:
+            print(f"gpulab: the result of {result.probe} could not be saved in "
+                  f"{self.store.folder}: {exc.strerror or exc}", file=sys.stderr)
+
+
+def _probe_saved(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from gpulab.course.progress import state_dir
+    from gpulab.probes.saved import ResultStore, this_machine
+
+    store = ResultStore.under(state_dir())
+    found, skipped = store.read()
+    for note in skipped:
+        print(f"gpulab: {note}", file=sys.stderr)
+    console = Console()
+    if not found:
+        console.print(f"No saved results in {store.folder}: `gpulab probe run NAME` measures "
+                      "this machine and saves what it finds.", markup=False, highlight=False)
+        return 0
+    here = this_machine()
+    table = Table(box=None, pad_edge=False, title_justify="left",
+                  title=f"Saved results in {store.folder}")
+    for column in ("probe", "status", "measured", "machine"):
+        table.add_column(column, no_wrap=column != "machine", overflow="fold")
+    for saved in found:
+        result = saved.result
+        if saved.machine.same_as(here):
+            machine = Text(f"this machine ({saved.machine.label})")
+        else:
+            machine = Text(f"another machine ({saved.machine.label}): not used here",
+                           style="yellow")
+        when = result.started[:16].replace("T", " ") + (" UTC" if result.started else "")
+        table.add_row(result.probe, result.status, when, machine)
+    console.print(table)
+    return 0
+
+
+def _probe_forget(args: argparse.Namespace) -> int:
+    from gpulab.course.progress import state_dir
+    from gpulab.probes.saved import ResultStore
+
+    if args.all == bool(args.names):
+        print("gpulab: name the saved results to forget, or give --all", file=sys.stderr)
+        return BAD_INPUT
+    store = ResultStore.under(state_dir())
+    try:
+        removed, absent = store.forget(None if args.all else args.names)
+    except OSError as exc:
+        print(f"gpulab: could not remove {exc.filename or store.folder}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return BAD_INPUT
+    for path in removed:
+        print(f"forgot {path.stem} ({path})")
+    if args.all and not removed:
+        print(f"nothing saved in {store.folder}")
+    if absent:
+        print(f"gpulab: no saved result of {', '.join(map(repr, absent))} in {store.folder} "
+              "(`gpulab probe saved` lists them)", file=sys.stderr)
+        return BAD_INPUT
+    return 0
 
 
 def _image_check(args: argparse.Namespace) -> int:

@@ -11,8 +11,9 @@ driver's view, telemetry, recording and replay), `topology` (how the GPUs
 reach each other and the CPUs) and `micro` (the microbenchmarks). Beside
 them: `cuda` (CUDA device properties and the door to the device), `device`
 (which GPUs are here and their state), `readiness` (what can run here and
-why not), `doctor`, `container_image`, `render` and `recorded` (the H200's
-readings shipped in `recorded/`).
+why not), `doctor`, `container_image`, `render`, `recorded` (the H200's
+readings shipped in `recorded/`) and `saved` (the learner's own results, kept
+for the machine that measured them).
 """
 
 from gpulab.probes.model import ProbeResult, Reading, Recorded, Table, Telemetry

@@ -2,11 +2,12 @@
 claim's probe feeds.
 
 `FigureSource` builds a figure's `FigureData` (`gpulab.figures.build_figure`)
-from the learner's own results of this session (`LearnerApp.measured`) when
-they hold every probe the figure needs, else from gpulab's recording of its
-H200; the data says which in its `source`. What stays the same all session (the
-recording, specs.toml, the H200 baseline beside the lessons) is read once, and a
-figure is built again only when the learner's results change.
+from the learner's own results (`LearnerApp.measured`: those saved on this
+machine, and this session's) when they hold every probe the figure needs, else
+from gpulab's recording of its H200; the data says which in its `source`.
+What stays the same all session (the recording, specs.toml, the H200 baseline
+beside the lessons) is read once, and a figure is built again only when the
+learner's results change.
 
 Nothing here draws: `gpulab.tui.widgets.figure_view` draws `FigureData` with
 plotext, and only that module imports it, when a figure is first shown.
@@ -30,7 +31,8 @@ FIGURE_BADGE = "▦"
 """The mark of a figure, in the figures list, on a node pane and on a claim card."""
 
 Measured = Mapping[str, "ProbeResult"]
-"""The learner's own probe results of this session, by probe name."""
+"""The learner's own probe results on this machine (saved, and this session's), by probe
+name."""
 
 
 class FigureSource:

@@ -23,9 +23,10 @@ thread, after first paint, and the learner hears what changed. Whether this
 machine has a GPU is found out once, in a thread, when a screen first lists a
 GPU exercise.
 
-The learner's own probe results of this session (`measured`) are kept too, so
-that figures (`figure`) are drawn from their GPU once it has measured what a
-figure needs, and from gpulab's recording of its H200 until then.
+Its base, `gpulab.tui.results.ResultsApp`, keeps the learner's own probe
+results (`measured`: those saved on this machine, and this session's, which it
+saves), so that figures (`figure`) are drawn from their GPU once it has
+measured what a figure needs, and from gpulab's recording of its H200 until then.
 
 Nothing here imports a screen, so screens can name this class (`textual.getters.app`)
 without an import cycle.
@@ -38,7 +39,6 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import events
-from textual.app import App
 from textual.message import Message
 from textual.reactive import var
 from textual.screen import Screen
@@ -56,6 +56,7 @@ from gpulab.tui.messages import (
     NodeVisited,
     TreeWidthChanged,
 )
+from gpulab.tui.results import ResultsApp
 from gpulab.tui.text import exercise_state as state_of
 
 if TYPE_CHECKING:
@@ -64,10 +65,7 @@ if TYPE_CHECKING:
     from gpulab.course import Course, ExerciseEntry
     from gpulab.course.progress import ExerciseRecord
     from gpulab.course.workspace import SyncReport
-    from gpulab.figures import FigureData
     from gpulab.grading.runner import CheckReport
-    from gpulab.probes import ProbeResult
-    from gpulab.tui.figures import FigureSource, Measured
     from gpulab.tui.state import Keeper
 
 __all__ = ["NO_WORKSPACE", "POLL_INTERVAL", "SAVE_DELAY", "ExerciseStates", "LearnerApp"]
@@ -87,7 +85,7 @@ ExerciseStates = dict[str, Text]
 """Where the learner stands on each exercise, by name (see `gpulab.tui.text.exercise_state`)."""
 
 
-class LearnerApp(App[None]):
+class LearnerApp(ResultsApp):
     """The learner's state for the screens, and the handlers that change it (see the module's
     docstring)."""
 
@@ -103,9 +101,6 @@ class LearnerApp(App[None]):
     exercise_states: var[ExerciseStates] = var(dict, init=False)
     """Where the learner stands on each exercise, as every list of exercises shows it
     ("checking…" while its checks run); set from the four above whenever one changes."""
-    measured: var[Measured] = var(dict, init=False)
-    """The learner's own probe results of this session, by probe (those that ran, never a
-    recording); replaced, never changed in place, when one comes in (`keep_result`)."""
 
     class GpuFound(Message):
         """Whether this machine has an NVIDIA GPU is known (None: it could not be told)."""
@@ -147,7 +142,6 @@ class LearnerApp(App[None]):
         self.set_reactive(LearnerApp.exercise_states, self._states())
         self._finding_gpu = False
         self._save_timer: Timer | None = None
-        self._figures: FigureSource | None = None
 
     # A computed reactive (`compute_exercise_states`) would call its watchers on every
     # read, so a screen that reads the states while drawing them would loop: the states
@@ -311,22 +305,6 @@ class LearnerApp(App[None]):
             if record is None or not record.passed:
                 return exercise
         return None
-
-    # -- the learner's own results, and the figures drawn from them ---------------------------
-    def keep_result(self, result: ProbeResult) -> None:
-        """Keep a probe result measured here this session (one that ran: ok or partial) for
-        the figures it feeds."""
-        if result.status in ("ok", "partial") and result.recorded is None:
-            self.measured = {**self.measured, result.probe: result}
-
-    def figure(self, figure_id: str) -> FigureData:
-        """The figure drawn from the learner's results where they cover it, else from gpulab's
-        recording; its `source` says which, its `missing` why nothing can be drawn."""
-        if self._figures is None:
-            from gpulab.tui.figures import FigureSource
-
-            self._figures = FigureSource(self.course)
-        return self._figures.data(figure_id, self.measured)
 
     # -- the GPU -------------------------------------------------------------------------------
     def on_find_gpu(self, event: FindGpu) -> None:
