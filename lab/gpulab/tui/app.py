@@ -2,12 +2,14 @@
 
 Screens never call the app: they post the messages of `gpulab.tui.messages`
 (`OpenLesson`, `ShowMap`, `MeasureClaim`, ...), and the app's ``on_*`` handlers
-open the screens and start the work. The app is built in three layers. The
-learner half (`gpulab.tui.learner.LearnerApp`) keeps the progress, the
-workspace, the GPU flag, the exercise states and this session's probe results
-as reactive attributes that the screens watch, and runs the checks; the claim
-half (`gpulab.tui.claims.ClaimsApp`) measures claims and tells their cards;
-this top half opens the screens (the other two import none).
+open the screens and start the work. The app is built in four layers. At the
+base, `gpulab.tui.results.ResultsApp` keeps the learner's probe results (saved
+ones of this machine, loaded after first paint, and this session's) and the
+figures drawn from them; the learner layer (`gpulab.tui.learner.LearnerApp`)
+keeps the progress, the workspace, the GPU flag and the exercise states as
+reactive attributes that the screens watch, and runs the checks; the claim
+layer (`gpulab.tui.claims.ClaimsApp`) measures claims and tells their cards;
+this top layer opens the screens (the others import none).
 
 First paint comes first: only the course map's own modules are imported when
 the app is built; the other screens, the lesson parser, the probes and the
