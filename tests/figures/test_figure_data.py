@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec import structs
 
 from gpulab.course import load_course
 from gpulab.figures import FIGURES, FigureData, Inputs, build_figure, load_baseline
@@ -74,11 +75,13 @@ def test_every_figure_builds_from_the_h200_recording(figure_id: str) -> None:
     data = _built(figure_id)
     assert data.drawable, data.missing
     assert data.series and all(s.y for s in data.series)
-    date = _json()["hbm_bandwidth"]["started"][:10]
-    if FIGURES[figure_id].baseline:
+    figure = FIGURES[figure_id]
+    used = [_json()[p] for p in (*figure.probes, *figure.optional) if p in _json()]
+    dates = ", ".join(sorted({r["started"][:10] for r in used}))   # each probe's run
+    if figure.baseline:
         assert data.source == "NVIDIA H200, gpulab's baseline run of 2026-12-02"
     else:
-        assert data.source == f"NVIDIA H200, gpulab's recording of {date}"
+        assert data.source == f"NVIDIA H200, gpulab's recording of {dates}"
 
 
 def test_latency_against_footprint_is_the_recorded_sweep() -> None:
@@ -177,7 +180,7 @@ def test_a_figure_whose_probe_is_missing_says_why() -> None:
 
 def test_a_result_without_the_table_says_which_table() -> None:
     chase = recorded_results()["pointer_chase_latency"]
-    bare = replace(chase, tables=())
+    bare = structs.replace(chase, tables=())
     data = _built("latency-footprint",
                   replace(_inputs(), recorded={**recorded_results(), chase.probe: bare}))
     assert not data.drawable
@@ -185,7 +188,8 @@ def test_a_result_without_the_table_says_which_table() -> None:
 
 
 def _own(result: ProbeResult, device: str) -> ProbeResult:
-    return replace(result, recorded=None, device=device, started="2026-12-05T10:00:00+00:00")
+    return structs.replace(result, recorded=None, device=device,
+                           started="2026-12-05T10:00:00+00:00")
 
 
 def test_the_learners_own_results_win_and_say_so() -> None:
@@ -229,7 +233,7 @@ def test_a_partial_table_row_is_skipped_not_invented() -> None:
     holed = Table(table.title, table.columns,
                   (table.rows[0], (2, None, None, 2), *table.rows[2:]), table.units)
     data = _built("stride-sweep", replace(_inputs(), recorded={
-        **recorded_results(), "stride_sweep": replace(sweep, tables=(holed,))}))
+        **recorded_results(), "stride_sweep": structs.replace(sweep, tables=(holed,))}))
     measured = _series(data, "measured")
     assert 2.0 not in measured and measured[4.0] == 1110.8
 
@@ -253,3 +257,19 @@ def test_the_data_side_imports_no_plotting_library() -> None:
                           timeout=120, check=False, env=dict(os.environ))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_the_sustained_matmul_trace_is_the_recorded_windows_as_shares() -> None:
+    data = _built("sustained-matmul")
+    rows = _rows("sustained_matmul", "throughput")
+    first = rows[0]["throughput"]
+    speed = _series(data, "BF16 matmul throughput")
+    assert speed == {r["until"]: round(100 * r["throughput"] / first, 1) for r in rows}
+    clock_max = _reading("nvml_inventory", "clocks_max_sm")
+    limit = _reading("nvml_inventory", "power_limit")
+    clock, power = _series(data, "SM clock"), _series(data, "power")
+    assert clock == {r["until"]: round(100 * r["SM clock"] / clock_max, 1) for r in rows}
+    assert power == {r["until"]: round(100 * r["power"] / limit, 1) for r in rows}
+    # what the lesson says it shows: the clock held down at the power limit, the speed not
+    assert min(clock.values()) < 80 < min(speed.values()) and max(power.values()) > 95
+    assert any(str(rows[-1]["throughput"]) in note for note in data.notes)

@@ -87,6 +87,23 @@ def test_replayed_h200_telemetry_is_what_was_recorded(h200: dict[str, Any]) -> N
     assert not sampler_threads()
 
 
+def test_a_keeping_sampler_traces_every_answered_poll_in_order(h200: dict[str, Any]) -> None:
+    clocks = answers(h200, ("nvmlDeviceGetClockInfo",), [H0, pynvml.NVML_CLOCK_SM])
+    power = answers(h200, ("nvmlDeviceGetPowerUsage",), [H0])
+    with Sampler(backend=Replay(h200), interval_s=0.001, keep=True) as sampler:
+        wait_for(sampler, len(clocks) + 1)
+    trace, got = sampler.trace, sampler.telemetry
+    assert len(trace) == got.samples >= len(clocks) + 1
+    assert [s.t_s for s in trace] == sorted(s.t_s for s in trace) and trace[0].t_s >= 0
+    seen = [s.sm_clock_mhz for s in trace if s.sm_clock_mhz is not None]
+    assert (min(seen), max(seen)) == got.sm_clock_mhz
+    assert [s.sm_clock_mhz for s in trace[:len(clocks)]] == [float(c) for c in clocks]
+    assert [s.power_w for s in trace[:len(power)]] == [p / 1000 for p in power]
+    with Sampler(backend=Replay(h200), interval_s=0.001) as plain:
+        wait_for(plain, 3)
+    assert plain.trace == () and plain.telemetry.samples >= 3
+
+
 def test_the_recorded_telemetry_has_the_same_extremes(h200: dict[str, Any]) -> None:
     replay = Replay(h200)
     inventory(replay)               # as the recorder did: then the sampler gets the answers

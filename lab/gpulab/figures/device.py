@@ -1,5 +1,6 @@
-"""Figures of the GPU as a device: clocks, power and temperature under load, host
-copies over PCIe, and what NVML's utilisation does and does not count."""
+"""Figures of the GPU as a device: clocks, power and temperature under load (probe by
+probe, and over a long matmul), host copies over PCIe, and what NVML's utilisation does
+and does not count."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ __all__ = ["DEVICE_FIGURES", "LOADED_PROBES"]
 LOADED_PROBES = (
     "hbm_bandwidth", "stride_sweep", "pcie_bandwidth", "pointer_chase_latency", "smem_latency",
     "smem_bank_conflicts", "warp_divergence", "occupancy_bandwidth", "util_one_thread",
-    "fp32_peak", "matmul_throughput",
+    "fp32_peak", "matmul_throughput", "sustained_matmul",
 )
 """The probes that load the GPU and sample NVML while they run, in the order they run."""
 
@@ -128,6 +129,36 @@ def _util(d: Data) -> Plot:
     return Plot(series, tuple(lines))
 
 
+def _sustained(d: Data) -> Plot:
+    rows = d.table("sustained_matmul", "until", "throughput", "SM clock", "power",
+                   "temperature")
+    numeric = [r for r in rows if isinstance(r["until"], int | float)
+               and isinstance(r["throughput"], int | float)]
+    if not numeric:
+        raise Missing("the sustained_matmul result has no timed windows")
+    t = tuple(float(r["until"]) for r in numeric)
+    first = float(numeric[0]["throughput"])
+    series = [Series("BF16 matmul throughput, % of the first half second", t,
+                     tuple(round(100 * float(r["throughput"]) / first, 1) for r in numeric))]
+    notes = [f"throughput: {first:g} TFLOPS in the first half second, "
+             f"{float(numeric[-1]['throughput']):g} in the last"]
+    for column, key, what, unit in (("SM clock", "clocks_max_sm", "the maximum SM clock", "MHz"),
+                                    ("power", "power_limit", "the power limit in force", "W")):
+        limit = d.optional_number("nvml_inventory", key)
+        kept = [(x, float(r[column])) for x, r in zip(t, numeric, strict=True)
+                if isinstance(r[column], int | float)]
+        if limit and kept:
+            series.append(Series(f"{column}, % of {what} ({limit:g} {unit})",
+                                 tuple(x for x, _ in kept),
+                                 tuple(round(100 * v / limit, 1) for _, v in kept)))
+    temps = [float(r["temperature"]) for r in numeric
+             if isinstance(r["temperature"], int | float)]
+    if temps:
+        notes.append(f"GPU temperature: {temps[0]:g} °C in the first window, "
+                     f"{max(temps):g} °C at most")
+    return Plot(tuple(series), (Line(100.0, "100 %", role="computed"),), tuple(notes))
+
+
 DEVICE_FIGURES = (
     Figure(
         "sm-clock-by-probe", "SM clock under load, probe by probe",
@@ -152,6 +183,15 @@ DEVICE_FIGURES = (
         "own thresholds: T.Limit and the temperature at which it starts to slow down.",
         Axis("probe"), Axis("temperature", "°C"), _temperature, probes=("matmul_throughput",),
         optional=(*LOADED_PROBES, "nvml_sample"), horizontal=True),
+    Figure(
+        "sustained-matmul", "Twenty seconds of matmul: throughput, clock and power",
+        "BF16 matmuls back to back, timed every half second, with the mean SM clock and "
+        "power NVML sampled meanwhile, each as a percentage: throughput of the first half "
+        "second, clock of the GPU's maximum, power of the limit in force. A GPU that reaches "
+        "its power limit lowers its clock to stay under it; how much throughput that costs "
+        "depends on what limits the work. A short benchmark sees only the first second.",
+        Axis("time", "s"), Axis("share of the reference", "%"), _sustained,
+        probes=("sustained_matmul",), optional=("nvml_inventory",)),
     Figure(
         "pcie-copy", "Host–device copies: pinned and pageable, each direction",
         "cudaMemcpy between host and device, each byte counted once, in one direction at a "

@@ -96,6 +96,9 @@ PROBES: tuple[ProbeInfo, ...] = (
     ProbeInfo("matmul_throughput", "Matrix multiply throughput", "cuda",
               "cuBLAS through CuPy in fp16, bf16, TF32 and fp32",
               "micro:matmul_throughput"),
+    ProbeInfo("sustained_matmul", "Sustained matmul: clock, power and temperature", "cuda",
+              "BF16 matmuls back to back for 20 s, timed every half second, with the SM "
+              "clock, power and temperature NVML reports meanwhile", "micro:sustained_matmul"),
 )
 
 _BY_NAME = {probe.name: probe for probe in PROBES}

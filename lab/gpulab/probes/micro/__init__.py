@@ -6,6 +6,7 @@ The probes, by what they measure:
 - host-device copies (`_pcie`): `pcie_bandwidth`;
 - latency (`_latency`): `pointer_chase_latency`, `smem_latency`, `smem_bank_conflicts`;
 - arithmetic (`_compute`, `_matmul`): `warp_divergence`, `fp32_peak`, `matmul_throughput`;
+- the GPU held under load for many seconds (`_sustained`): `sustained_matmul`;
 - between GPUs (`_p2p`): `p2p_bandwidth`;
 - what NVML's utilisation means (`_util`): `util_one_thread`.
 
@@ -63,6 +64,7 @@ from gpulab.probes.micro._p2p import (
     p2p_table,
 )
 from gpulab.probes.micro._pcie import pcie_bandwidth, pcie_bytes, pcie_link_gb_per_s
+from gpulab.probes.micro._sustained import Window, sustained_matmul, trace_rows
 from gpulab.probes.micro._util import SETTLE_S, SPIN_S, util_one_thread
 
 __all__ = [
@@ -74,6 +76,7 @@ __all__ = [
     "KiB",
     "MiB",
     "PairFigures",
+    "Window",
     "bank_conflict_ways",
     "bank_count",
     "bf16_bits",
@@ -105,7 +108,9 @@ __all__ = [
     "smem_bank_conflicts",
     "smem_latency",
     "stride_sweep",
+    "sustained_matmul",
     "tflops",
+    "trace_rows",
     "util_one_thread",
     "warp_divergence",
 ]

@@ -5,7 +5,7 @@
   all the time (utilisation, clocks, power, temperature, clock-event reasons,
   processes) (`_probes`).
 - `Sampler` polls one GPU on a background thread while a benchmark runs and
-  gives its `Telemetry` (`_telemetry`).
+  gives its `Telemetry`, and with ``keep=True`` every `Sample` (`_telemetry`).
 - `nvml_session(backend)` starts NVML and yields a `Session` that calls it and
   turns answers into readings; `NvmlUnavailable` says why NVML cannot be used
   here (`_session`). `pynvml_module()` is the one place gpulab imports
@@ -51,7 +51,7 @@ from gpulab.probes.nvml._session import (
     nvml_session,
     pynvml_module,
 )
-from gpulab.probes.nvml._telemetry import Sampler
+from gpulab.probes.nvml._telemetry import Sample, Sampler
 
 __all__ = [
     "COMPUTE_MODES",
@@ -62,6 +62,7 @@ __all__ = [
     "Recorder",
     "Replay",
     "ReplayMismatch",
+    "Sample",
     "Sampler",
     "Session",
     "compute_mode_name",

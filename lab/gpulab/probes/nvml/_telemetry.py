@@ -10,12 +10,18 @@ to exit, plus once at each end, so even a short run has samples. The
 and temperature, and every clock-event reason seen (a benchmark that ran at
 a power cap or hot says so). Without NVML or a GPU it gives
 `Telemetry(samples=0)`; a reading the GPU does not support is left out.
+
+With ``keep=True`` it also keeps every sample as a `Sample` (seconds since
+entry, SM clock, power, temperature) in `trace`, for a probe that shows how
+the GPU changes over a long run (`sustained_matmul`).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import ExitStack
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -23,7 +29,17 @@ from gpulab.probes.model import Telemetry
 from gpulab.probes.nvml._decode import decode_clock_event_reasons
 from gpulab.probes.nvml._session import NvmlUnavailable, nvml_session
 
-__all__ = ["Sampler"]
+__all__ = ["Sample", "Sampler"]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One poll that NVML answered: when, and what it said (None where it could not read)."""
+
+    t_s: float                       # seconds since the sampler started
+    sm_clock_mhz: float | None
+    power_w: float | None
+    temperature_c: float | None
 
 
 class Sampler:
@@ -34,12 +50,14 @@ class Sampler:
     polling thread itself, which ends the sampling but never the block.
     """
 
-    def __init__(self, index: int = 0, interval_s: float = 0.05, backend: Any = None) -> None:
+    def __init__(self, index: int = 0, interval_s: float = 0.05, backend: Any = None, *,
+                 keep: bool = False) -> None:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be positive, not {interval_s}")
         self.index = index
         self.interval_s = interval_s
         self.backend = backend
+        self.keep = keep
         self.unavailable = ""
         self.error: BaseException | None = None
         self._lock = threading.Lock()
@@ -55,12 +73,20 @@ class Sampler:
         self._power: float | None = None
         self._temperature: float | None = None
         self._reasons = 0
+        self._trace: list[Sample] = []
+        self._began = time.monotonic()
 
     @property
     def polls(self) -> int:
         """How many times the thread has asked NVML so far (a sample needs an answer)."""
         with self._lock:
             return self._polls
+
+    @property
+    def trace(self) -> tuple[Sample, ...]:
+        """Every sample so far, oldest first (empty unless the sampler was made with keep)."""
+        with self._lock:
+            return tuple(self._trace)
 
     @property
     def telemetry(self) -> Telemetry:
@@ -124,6 +150,12 @@ class Sampler:
             return
         with self._lock:
             self._samples += 1
+            if self.keep:
+                self._trace.append(Sample(
+                    time.monotonic() - self._began,
+                    None if clock is None else float(clock),
+                    None if power is None else power / 1000,
+                    None if temperature is None else float(temperature)))
             if clock is not None:
                 low, high = self._clock or (float(clock), float(clock))
                 self._clock = (min(low, float(clock)), max(high, float(clock)))
