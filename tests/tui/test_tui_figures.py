@@ -5,10 +5,10 @@ the figures screen (f, the palette), and the claim card naming its probe's figur
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import OptionList, Static
@@ -23,7 +23,7 @@ from tui_helpers import (
 )
 
 from gpulab.course import ProgressStore, load_course
-from gpulab.figures import FIGURES
+from gpulab.figures import DIAGRAMS, FIGURES
 from gpulab.probes import ProbeResult
 from gpulab.tui import GpulabApp, make_app
 from gpulab.tui.figures import placements, source_line
@@ -161,7 +161,8 @@ async def test_the_figures_screen_lists_every_figure_by_lesson(
         listed = screen.query_one("#figure-list", OptionList)
         options = [listed.get_option_at_index(i) for i in range(listed.option_count)]
         ids = [o.id for o in options if o.id is not None]
-        assert len(ids) == len(FIGURES) == 16 and set(ids) == set(FIGURES)
+        assert len(ids) == len(FIGURES) + len(DIAGRAMS)
+        assert set(ids) == set(FIGURES) | set(DIAGRAMS)   # the diagrams too, none placed here
         headings = [str(o.prompt) for o in options if o.disabled]
         assert headings == ["Day 1 · Memory hierarchy", UNPLACED]
         assert ids[:2] == ["latency-footprint", "warm-cache-pitfall"]

@@ -3,7 +3,10 @@
 The book is built from gpulab's recording of its H200 (`gpulab.probes.recorded`)
 and its H200 baseline run, never from the machine that builds it, so every
 caption says whose data it shows ("NVIDIA H200, gpulab's recording of …") and
-names the probe that measures the reader's own GPU.
+names the probe that measures the reader's own GPU. A placed id may also name a
+diagram (`gpulab.figures.diagrams`: an SM, the memory ladder, a server, a
+software stack, the course's days), drawn the same way from the recording,
+specs.toml and the course, its caption saying where its facts come from.
 
 The SVG goes inline, not into a file under assets/: inline it takes the page's
 colours (the light and dark themes, print) through CSS custom properties, which
@@ -18,12 +21,14 @@ import html
 from typing import TYPE_CHECKING
 
 from gpulab.figures import FIGURES, Inputs, build_figure, load_baseline
+from gpulab.figures.diagrams import DIAGRAMS, DiagramInputs, build_diagram
 from gpulab.figures.svg import render_svg
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
     from gpulab.course.lesson import FigureMark
     from gpulab.figures import FigureData
+    from gpulab.figures.diagrams import DiagramData
     from gpulab.probes.model import ProbeResult
 
 __all__ = ["BookFigures", "figure_anchor"]
@@ -40,7 +45,10 @@ class BookFigures:
     def __init__(self, course: Course, recorded: dict[str, ProbeResult]) -> None:
         self.inputs = Inputs(recorded=recorded, specs=course.specs,
                              baseline=load_baseline(course.manifest.path.parent))
+        self.diagram_inputs = DiagramInputs(recorded=recorded, specs=course.specs,
+                                            course=course)
         self._data: dict[str, FigureData] = {}
+        self._diagrams: dict[str, DiagramData] = {}
         self._svg: dict[tuple[str, str], str] = {}
 
     def data(self, figure_id: str) -> FigureData:
@@ -52,14 +60,31 @@ class BookFigures:
         """A placer for one page, which keeps the ids of its figures apart."""
         return PagePlacer(self)
 
+    def diagram(self, diagram_id: str) -> DiagramData:
+        if diagram_id not in self._diagrams:
+            self._diagrams[diagram_id] = build_diagram(DIAGRAMS[diagram_id],
+                                                       self.diagram_inputs)
+        return self._diagrams[diagram_id]
+
     def svg(self, figure_id: str, prefix: str) -> str:
         key = (figure_id, prefix)
         if key not in self._svg:
-            self._svg[key] = render_svg(self.data(figure_id), id_prefix=prefix)
+            if figure_id in DIAGRAMS:
+                from gpulab.figures.diagram_svg import render_diagram_svg
+
+                drawn = render_diagram_svg(self.diagram(figure_id), id_prefix=prefix)
+            else:
+                drawn = render_svg(self.data(figure_id), id_prefix=prefix)
+            self._svg[key] = drawn
         return self._svg[key]
 
     def caption_text(self, figure_id: str) -> str:
-        """The title and caption as plain text, for the search index."""
+        """The title and caption as plain text, for the search index (a diagram's words
+        too)."""
+        if figure_id in DIAGRAMS:
+            diagram = self.diagram(figure_id)
+            words = diagram.text().replace("\n", " ")
+            return f"{diagram.title}. {diagram.caption} {words}".strip()
         data = self.data(figure_id)
         return f"{data.title}. {data.caption}"
 
@@ -74,8 +99,10 @@ class PagePlacer:
     def __call__(self, mark: FigureMark) -> str:
         figure_id = mark.id
         count = self.placed[figure_id] = self.placed.get(figure_id, 0) + 1
-        data = self.figures.data(figure_id)
         anchor = figure_anchor(figure_id, count)
+        if figure_id in DIAGRAMS:
+            return self._diagram(figure_id, anchor)
+        data = self.figures.data(figure_id)
         title = html.escape(data.title)
         if not data.drawable:
             return (f'<figure class="probe-figure missing" id="{anchor}">'
@@ -90,4 +117,19 @@ class PagePlacer:
                 f'<figcaption><span class="figure-title">{title}.</span> '
                 f"{html.escape(data.caption)}{notes} — "
                 f'<span class="figure-source">{html.escape(data.source)}</span>.{yours}'
+                "</figcaption></figure>\n")
+
+    def _diagram(self, diagram_id: str, anchor: str) -> str:
+        data = self.figures.diagram(diagram_id)
+        title = html.escape(data.title)
+        if not data.drawable:
+            return (f'<figure class="probe-figure diagram missing" id="{anchor}">'
+                    f'<figcaption><span class="figure-title">{title}</span>: not drawn: '
+                    f"{html.escape(data.missing)}</figcaption></figure>\n")
+        svg = self.figures.svg(diagram_id, f"{anchor}-")
+        notes = "".join(f" {html.escape(n)}." for n in data.notes)
+        return (f'<figure class="probe-figure diagram" id="{anchor}">\n{svg}'
+                f'<figcaption><span class="figure-title">{title}.</span> '
+                f"{html.escape(data.caption)}{notes} — "
+                f'<span class="figure-source">{html.escape(data.source)}</span>.'
                 "</figcaption></figure>\n")

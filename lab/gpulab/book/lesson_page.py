@@ -1,8 +1,9 @@
 """What a lesson page shows: markmap's data, the outline with notes, the claim cards.
 
 The mindmap and the outline are the same tree. A node's figures
-(``<!-- figure: id -->``) are placed among its notes where their markers stand,
-drawn by a callable the builder passes in (`gpulab.book.figures`). The mindmap's data follows
+(``<!-- figure: id -->``, a plot or a diagram) are placed among its notes where
+their markers stand, drawn by a callable the builder passes in
+(`gpulab.book.figures`). The mindmap's data follows
 markmap's format (``content`` as HTML, ``children``, ``payload``), so the
 vendored markmap view draws it as it is; the outline is the no-JavaScript
 reading of it, with each node's notes under it. A "Check yourself" question

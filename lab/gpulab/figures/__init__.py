@@ -18,6 +18,9 @@ with matplotlib, imported only there and only when called.
 Lessons place a figure with ``<!-- figure: id -->`` (lessons/README.md); the
 course parser records the ids, and ``gpulab dev lint-lessons`` hands it
 `FIGURE_IDS` to check them, since the course package may not import this one.
+The same marker places a diagram (`gpulab.figures.diagrams`: a picture of
+structure, drawn from the recording, specs.toml and the course), so
+`FIGURE_IDS` holds the diagrams' ids too.
 
 Layering: figures -> course (specs, units), probes (the result model);
 book -> figures; nothing here imports textual.
@@ -28,6 +31,7 @@ from __future__ import annotations
 from gpulab.figures.compute import COMPUTE_FIGURES
 from gpulab.figures.data import Baseline, Data, Inputs, build_figure, load_baseline
 from gpulab.figures.device import DEVICE_FIGURES
+from gpulab.figures.diagrams import DIAGRAM_IDS, DIAGRAMS
 from gpulab.figures.memory import MEMORY_FIGURES
 from gpulab.figures.model import (
     Axis,
@@ -40,6 +44,8 @@ from gpulab.figures.model import (
 )
 
 __all__ = [
+    "DIAGRAMS",
+    "DIAGRAM_IDS",
     "FIGURES",
     "FIGURE_IDS",
     "Axis",
@@ -61,7 +67,8 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (*MEMORY_FIGURES, *COMPUTE_FIGURE
                                                *DEVICE_FIGURES)}
 """Every figure, by id, in the order of the course."""
 
-FIGURE_IDS: frozenset[str] = frozenset(FIGURES)
+FIGURE_IDS: frozenset[str] = frozenset(FIGURES) | DIAGRAM_IDS
+"""Every id a lesson may place: the plots' and the diagrams' (never the same id)."""
 
 
 def figure(figure_id: str) -> Figure:

@@ -1,12 +1,14 @@
-"""The figures: every figure of the course, by lesson, and the highlighted one drawn beside
-the list; enter draws it full-size.
+"""The figures: every plot and diagram of the course, by lesson, and the highlighted one
+drawn beside the list; enter draws it full-size.
 
 A figure is listed under the first lesson that places it (the others are named
-under its title), and one no lesson places under "Not placed in a lesson". Each is
-drawn from the learner's own results of this session where they cover it, else
-from gpulab's recording (`LearnerApp.figure`), and drawn again when a result
-comes in. f on a lesson and the command palette open this screen (`OpenFigures`),
-at a figure if they name one.
+under its title), and one no lesson places under "Not placed in a lesson". A
+plot is drawn from the learner's own results of this session where they cover
+it, else from gpulab's recording (`LearnerApp.figure`), and drawn again when a
+result comes in; a diagram shows structure, drawn from gpulab's recording,
+specs.toml and the course. The list marks plots ▦ and diagrams ◇. f on a lesson
+and the command palette open this screen (`OpenFigures`), at a figure if they
+name one.
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ from textual.widgets.option_list import Option
 
 from gpulab.course import Course
 from gpulab.figures import FIGURES
+from gpulab.figures.diagrams import DIAGRAMS
+from gpulab.tui.diagrams import DIAGRAM_BADGE, diagrams_of
 from gpulab.tui.figures import FIGURE_BADGE, placements
 from gpulab.tui.screens.base import LabScreen
+from gpulab.tui.widgets.diagram_view import DiagramView
 from gpulab.tui.widgets.figure_view import FigureView
 
 __all__ = ["UNPLACED", "FiguresScreen"]
@@ -35,7 +40,8 @@ UNPLACED = "Not placed in a lesson"
 
 
 class FiguresScreen(LabScreen):
-    """Every figure by lesson; the highlighted one drawn beside the list (enter: full-size)."""
+    """Every plot and diagram by lesson; the highlighted one drawn beside the list (enter:
+    full-size)."""
 
     HELP_GROUP = "Figures"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -52,6 +58,7 @@ class FiguresScreen(LabScreen):
 
     figure_list = getters.query_one("#figure-list", OptionList)
     view = getters.query_one("#figure-view", FigureView)
+    diagram_view = getters.query_one("#diagram-view", DiagramView)
     places = getters.query_one("#figure-places", Static)
 
     def __init__(self, course: Course, figure_id: str | None = None) -> None:
@@ -61,20 +68,23 @@ class FiguresScreen(LabScreen):
         """The lessons that place each figure, by figure id."""
         self.order = self._order()
         """The figures in the order listed."""
-        self.start = figure_id if figure_id in FIGURES else self.order[0]
+        self.start = figure_id if figure_id in self.order else self.order[0]
+        self.shown = self.start
+        """The id of the figure shown."""
         self.title = "Figures"
-        self.sub_title = f"{len(FIGURES)} figures, drawn from probe data"
+        self.sub_title = (f"{len(FIGURES)} plots drawn from probe data, {len(DIAGRAMS)} "
+                          "diagrams of structure")
 
     def _order(self) -> list[str]:
-        order = [i for e in self.course.entries for i in FIGURES
+        known = [*FIGURES, *DIAGRAMS]
+        order = [i for e in self.course.entries for i in known
                  if self.lessons.get(i) and self.lessons[i][0] == e.id]
-        return order + [i for i in FIGURES if i not in order]
+        return order + [i for i in known if i not in order]
 
     @property
     def figure_id(self) -> str:
-        """The id of the figure shown."""
-        data = self.view.data
-        return data.id if data is not None else self.start
+        """The id of the figure shown (a plot's or a diagram's)."""
+        return self.shown
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -82,7 +92,9 @@ class FiguresScreen(LabScreen):
             yield OptionList(*self._options(), id="figure-list")
             with Vertical(id="figure-pane"):
                 yield Static(id="figure-places")
-                yield FigureView(self.app.figure(self.start), full=True, id="figure-view")
+                plot = self.start if self.start in FIGURES else next(iter(FIGURES))
+                yield FigureView(self.app.figure(plot), full=True, id="figure-view")
+                yield DiagramView(None, full=True, id="diagram-view")
         yield Footer()
 
     def _options(self) -> list[Option | None]:
@@ -104,6 +116,13 @@ class FiguresScreen(LabScreen):
         return f"Day {entry.day} · {entry.title}"
 
     def _entry(self, figure_id: str) -> Text:
+        if figure_id in DIAGRAMS:
+            diagram = diagrams_of(self.course).data(figure_id)
+            text = Text(f"{DIAGRAM_BADGE} ", style="bold")
+            text.append(diagram.title)
+            if not diagram.drawable:
+                text.append(" (not drawn)", style="dim")
+            return text
         data = self.app.figure(figure_id)
         text = Text(f"{FIGURE_BADGE} ", style="bold")
         text.append(FIGURES[figure_id].title)
@@ -120,12 +139,19 @@ class FiguresScreen(LabScreen):
 
     def select(self, figure_id: str) -> None:
         """Highlight a figure in the list and draw it."""
-        if figure_id in FIGURES:
+        if figure_id in self.order:
             self.figure_list.highlighted = self.figure_list.get_option_index(figure_id)
             self._show(figure_id)
 
     def _show(self, figure_id: str) -> None:
-        self.view.data = self.app.figure(figure_id)
+        self.shown = figure_id
+        diagram = figure_id in DIAGRAMS
+        self.view.display = not diagram
+        self.diagram_view.display = diagram
+        if diagram:
+            self.diagram_view.data = diagrams_of(self.course).data(figure_id)
+        else:
+            self.view.data = self.app.figure(figure_id)
         others = self.lessons.get(figure_id, [])
         where = ", ".join(self.course.entry(i).title for i in others)
         self.places.update(Text(f"In the lessons: {where}" if where else UNPLACED,
@@ -134,7 +160,8 @@ class FiguresScreen(LabScreen):
     def _redraw(self) -> None:
         """The learner's own results changed: list and draw the figures from them."""
         for figure_id in self.order:
-            self.figure_list.replace_option_prompt(figure_id, self._entry(figure_id))
+            if figure_id in FIGURES:
+                self.figure_list.replace_option_prompt(figure_id, self._entry(figure_id))
         self._show(self.figure_id)
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:

@@ -6,11 +6,12 @@ cards and figures of such a node come after the answer, never before it: a
 measured value would give the answer away.
 
 The figures a lesson places on the node (``<!-- figure: id -->``) follow its
-notes, each drawn as a terminal plot (`FigureView`) from the learner's own
-results of this session where they cover it, else from gpulab's recording;
-they are drawn again when a result comes in (the app's `measured`). The plot's
-module, and plotext with it, is imported only when a node with a figure is
-first shown.
+notes. A plot is drawn as a terminal plot (`FigureView`) from the learner's own
+results of this session where they cover it, else from gpulab's recording, and
+drawn again when a result comes in (the app's `measured`); a diagram
+(`DiagramView`) is drawn with Rich from gpulab's recording, specs.toml and the
+course. The plot's module, and plotext with it, is imported only when a node
+with a figure is first shown.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from textual import getters
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.reactive import reactive
+from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from gpulab.course.tree import split_answer
@@ -146,12 +148,25 @@ class NodePane(VerticalScroll):
         figures.remove_children()
         figures.display = bool(ids)
         if ids:
-            from gpulab.figures import FIGURE_IDS
+            figures.mount_all(self._figure_widget(i) for i in ids)
+
+    def _figure_widget(self, figure_id: str) -> Widget:
+        """The view of one placed figure: a plot or a diagram (an unknown id, which the
+        linter reports, says so)."""
+        from gpulab.figures import FIGURES
+        from gpulab.tui.diagrams import diagrams_of, is_diagram
+
+        if figure_id in FIGURES:
             from gpulab.tui.widgets.figure_view import FigureView
 
-            hint = "f draws it full-size"
-            figures.mount_all(FigureView(self.app.figure(i), hint=hint)
-                              for i in ids if i in FIGURE_IDS)
+            return FigureView(self.app.figure(figure_id), hint="f draws it full-size")
+        if is_diagram(figure_id):
+            from gpulab.tui.widgets.diagram_view import DiagramView
+
+            return DiagramView(diagrams_of(self.app.course).data(figure_id),
+                               hint="f shows it among the figures")
+        return Static(Text(f"No figure {figure_id!r}: `gpulab dev lint-lessons` says more.",
+                           style="yellow"))
 
     def _redraw_figures(self) -> None:
         """The learner's own results changed: draw the figures shown from them."""
