@@ -78,7 +78,9 @@ def test_every_figure_builds_from_the_h200_recording(figure_id: str) -> None:
     figure = FIGURES[figure_id]
     used = [_json()[p] for p in (*figure.probes, *figure.optional) if p in _json()]
     dates = ", ".join(sorted({r["started"][:10] for r in used}))   # each probe's run
-    if figure.baseline:
+    if figure.datasheets:
+        assert data.source == "NVIDIA's datasheets, as specs.toml cites them"
+    elif figure.baseline:
         assert data.source == "NVIDIA H200, gpulab's baseline run of 2026-12-02"
     else:
         assert data.source == f"NVIDIA H200, gpulab's recording of {dates}"
@@ -273,3 +275,21 @@ def test_the_sustained_matmul_trace_is_the_recorded_windows_as_shares() -> None:
     # what the lesson says it shows: the clock held down at the power limit, the speed not
     assert min(clock.values()) < 80 < min(speed.values()) and max(power.values()) > 95
     assert any(str(rows[-1]["throughput"]) in note for note in data.notes)
+
+
+def test_the_decode_ridge_divides_each_datasheet_peak_by_its_bandwidth() -> None:
+    data = _built("decode-ridge")
+    specs = load_course().specs
+    ridges = _series(data, "dense FP16")
+    expected = {}
+    for table in specs.gpus.values():
+        peak, bandwidth = table.values.get("fp16_tensor"), table.values.get("memory_bandwidth")
+        if peak is not None and bandwidth is not None:
+            assert peak.unit == "TFLOPS" and bandwidth.unit in ("TB/s", "GB/s"), table.id
+            tbs = bandwidth.value / (1000 if bandwidth.unit == "GB/s" else 1)
+            expected[table.title.split(" (")[0].removeprefix("NVIDIA ")] = round(
+                peak.value / tbs, 1)
+    assert ridges == expected and len(ridges) >= 4
+    assert ridges["H100 SXM5"] == 295.3                 # the lesson's worked example, 295
+    (decode,) = data.lines
+    assert decode.value == 1.0 and all(r > 10 * decode.value for r in ridges.values())

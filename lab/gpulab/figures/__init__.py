@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from gpulab.figures.compute import COMPUTE_FIGURES
 from gpulab.figures.data import Baseline, Data, Inputs, build_figure, load_baseline
+from gpulab.figures.datasheet import DATASHEET_FIGURES
 from gpulab.figures.device import DEVICE_FIGURES
 from gpulab.figures.diagrams import DIAGRAM_IDS, DIAGRAMS
 from gpulab.figures.memory import MEMORY_FIGURES
@@ -64,8 +65,9 @@ __all__ = [
 ]
 
 FIGURES: dict[str, Figure] = {f.id: f for f in (*MEMORY_FIGURES, *COMPUTE_FIGURES,
-                                               *DEVICE_FIGURES)}
-"""Every figure, by id, in the order of the course."""
+                                               *DEVICE_FIGURES, *DATASHEET_FIGURES)}
+"""Every figure, by id: those drawn from measurements in the order of the course, then
+those drawn from datasheets alone."""
 
 FIGURE_IDS: frozenset[str] = frozenset(FIGURES) | DIAGRAM_IDS
 """Every id a lesson may place: the plots' and the diagrams' (never the same id)."""

@@ -116,6 +116,7 @@ class Data:
     gpu: SpecTable | None = None
     baseline: Baseline | None = None
     unmatched: list[str] = field(default_factory=list)   # datasheet keys asked for in vain
+    specs: Specs | None = None                          # every GPU's datasheet (datasheet figures)
 
     def has(self, probe: str) -> bool:
         return probe in self.results
@@ -208,7 +209,10 @@ def build_figure(figure: Figure, inputs: Inputs) -> FigureData:
     """The figure drawn from the learner's results if they cover it, else the recording's."""
     empty = FigureData(figure.id, figure.title, figure.caption, figure.x, figure.y,
                        horizontal=figure.horizontal)
-    if figure.baseline:
+    if figure.datasheets:
+        data = Data({}, baseline=inputs.baseline, specs=inputs.specs)
+        source = "NVIDIA's datasheets, as specs.toml cites them" if inputs.specs else ""
+    elif figure.baseline:
         baseline = inputs.baseline
         machine = baseline.machine if baseline is not None else ""
         data = Data({}, machine, datasheet_gpu(inputs.specs, machine), baseline)

@@ -116,8 +116,9 @@ class Figure:
     `probes` must all have a result from one machine; `optional` probes add to
     the figure when that machine has them too. `baseline` marks a figure drawn
     from gpulab's H200 baseline run (`lessons/reference/h200-baseline.json`)
-    instead of probe results. `horizontal` runs a bar chart's bars sideways (for
-    long category names).
+    instead of probe results, `datasheets` one drawn from specs.toml's GPU tables
+    alone (no machine's measurement). `horizontal` runs a bar chart's bars
+    sideways (for long category names).
     """
 
     id: str
@@ -130,6 +131,7 @@ class Figure:
     optional: tuple[str, ...] = ()
     baseline: bool = False
     horizontal: bool = False
+    datasheets: bool = False
 
 
 @dataclass(frozen=True)
