@@ -203,6 +203,24 @@ async def test_the_palette_opens_a_figure(figure_app: Callable[..., GpulabApp]) 
         assert isinstance(screen, FiguresScreen) and screen.figure_id == "roofline"
 
 
+async def test_the_palette_opens_a_diagram(figure_app: Callable[..., GpulabApp]) -> None:
+    app = figure_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await on_screen(pilot, app, CommandPalette)
+        await pilot.press(*"memory ladder")
+
+        def first() -> str:
+            options = app.screen.query_one("CommandList", OptionList)
+            return str(options.get_option_at_index(0).prompt) if options.option_count else ""
+
+        await wait_for(pilot, lambda: "Diagram: The memory ladder" in first())
+        await pilot.press("enter")
+        await on_screen(pilot, app, FiguresScreen)
+        screen = app.screen
+        assert isinstance(screen, FiguresScreen) and screen.figure_id == "memory-ladder"
+
+
 async def test_a_claim_card_names_the_figures_its_probe_feeds(
         figure_app: Callable[..., GpulabApp]) -> None:
     app = figure_app(nvml_backend=None)

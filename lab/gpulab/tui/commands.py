@@ -98,17 +98,18 @@ class FigureCommands(_LabProvider):
     """Open the figures, or one figure."""
 
     async def startup(self) -> None:
-        from gpulab.figures import FIGURES  # when the palette opens, not before first paint
+        from gpulab.figures import DIAGRAMS, FIGURES  # when the palette opens, not before
 
-        self._titles = {figure.id: figure.title for figure in FIGURES.values()}
+        self._titles = {figure.id: f"Figure: {figure.title}" for figure in FIGURES.values()}
+        self._titles.update((d.id, f"Diagram: {d.title}") for d in DIAGRAMS.values())
 
     def commands(self) -> Iterator[Command]:
         if self.learner.course is None:
             return
-        yield ("Figures", "every figure of the course, drawn from probe data (key f in a "
-               "lesson)", self.send(OpenFigures()))
+        yield ("Figures", "every figure and diagram of the course, drawn from probe data and "
+               "datasheets (key f in a lesson)", self.send(OpenFigures()))
         for figure_id, title in self._titles.items():
-            yield f"Figure: {title}", figure_id, self.send(OpenFigures(figure_id))
+            yield title, figure_id, self.send(OpenFigures(figure_id))
 
 
 class GpuCommands(_LabProvider):

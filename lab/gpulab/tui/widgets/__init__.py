@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from gpulab.tui.widgets.check_report import CheckReportPanel
     from gpulab.tui.widgets.claim_card import ClaimCard
     from gpulab.tui.widgets.course_tree import CourseTree
+    from gpulab.tui.widgets.diagram_view import DiagramView
     from gpulab.tui.widgets.error_panel import ErrorPanel
     from gpulab.tui.widgets.figure_view import FigureView
     from gpulab.tui.widgets.hint_list import HintList
@@ -28,6 +29,7 @@ __all__ = [
     "CheckReportPanel",
     "ClaimCard",
     "CourseTree",
+    "DiagramView",
     "ErrorPanel",
     "FigureView",
     "HintList",
@@ -43,6 +45,7 @@ _MODULES = {
     "CheckReportPanel": "check_report",
     "ClaimCard": "claim_card",
     "CourseTree": "course_tree",
+    "DiagramView": "diagram_view",
     "ErrorPanel": "error_panel",
     "FigureView": "figure_view",
     "HintList": "hint_list",
