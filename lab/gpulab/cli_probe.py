@@ -261,9 +261,11 @@ def _image_check(args: argparse.Namespace) -> int:
 
 
 def _probe_schema(args: argparse.Namespace) -> int:
-    from importlib.resources import files
+    import json
 
-    sys.stdout.write(files("gpulab.probes").joinpath("result.schema.json").read_text())
+    from gpulab.probes.model import run_schema
+
+    print(json.dumps(run_schema(), indent=2))
     return 0
 
 

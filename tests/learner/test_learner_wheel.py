@@ -87,7 +87,7 @@ def test_the_wheel_carries_the_course_and_no_answers(built: tuple[Path, Path]) -
               f"{course}book/templates/base.html", f"{course}book/assets/book.css",
               f"{course}book/assets/vendor/markmap-view.min.js",   # vendored markmap
               f"{course}book/assets/vendor/d3.min.js",
-              "gpulab/tui/gpulab.tcss", "gpulab/probes/result.schema.json"]
+              "gpulab/tui/gpulab.tcss"]
     assert not [n for n in needed if n not in read]
     assert not [n for n in names if "__pycache__" in n or ".ipynb_checkpoints" in n]
     _no_answers(names, read, wheel.name)

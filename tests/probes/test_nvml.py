@@ -23,6 +23,7 @@ import pytest
 from probe_helpers import entries, set_answer
 
 from gpulab.probes import ProbeResult, Reading, run_probe
+from gpulab.probes.model import run_schema
 from gpulab.probes.nvml import (
     COMPUTE_MODES,
     FORMAT,
@@ -43,7 +44,6 @@ from gpulab.probes.nvml import (
 )
 
 NVML_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nvml"
-SCHEMA = Path(__file__).resolve().parents[2] / "lab" / "gpulab" / "probes" / "result.schema.json"
 H0 = {"__handle__": 0}
 
 
@@ -243,7 +243,7 @@ def test_every_not_supported_answer_becomes_a_not_supported_reading(
 
 def test_results_match_the_schema(gpu_recording: dict[str, Any]) -> None:
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not installed")
-    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    schema = run_schema()
     replay = Replay(gpu_recording)
     results = [inventory(replay).to_dict(), sample(replay).to_dict(),
                inventory(Replay(load("no-library.json"))).to_dict()]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from importlib.resources import files
 
 import jsonschema
 import pytest
@@ -24,11 +23,11 @@ from gpulab.probes.micro import (
     p2p_readings,
     p2p_table,
 )
-from gpulab.probes.model import ProbeResult, Reading, summarise
+from gpulab.probes.model import ProbeResult, Reading, run_schema, summarise
 from gpulab.probes.registry import get_probe, run_probe
 
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
-SCHEMA = json.loads(files("gpulab.probes").joinpath("result.schema.json").read_text())
+SCHEMA = run_schema()
 
 
 # ---- pure helpers ---------------------------------------------------------------------------

@@ -7,15 +7,14 @@ from __future__ import annotations
 import json
 import os
 import socket
-from dataclasses import replace
-from importlib.resources import files
 from pathlib import Path
 
 import jsonschema
 import pytest
+from msgspec.structs import replace
 from probe_helpers import H200_NVML, no_driver_here
 
-from gpulab.probes.model import ProbeResult, Reading, Recorded, Table
+from gpulab.probes.model import ProbeResult, Reading, Recorded, Table, run_schema
 from gpulab.probes.nvml import Replay
 from gpulab.probes.saved import (
     RESULTS_FOLDER,
@@ -26,7 +25,7 @@ from gpulab.probes.saved import (
     this_machine,
 )
 
-SCHEMA = json.loads(files("gpulab.probes").joinpath("result.schema.json").read_text())
+SCHEMA = run_schema()
 H200_UUID = "GPU-8dfe4d19-1004-3586-8bc1-dba3369af561"
 H200 = Machine("lab-node", (Gpu("NVIDIA H200", H200_UUID),))
 A100 = Machine("lab-node", (Gpu("NVIDIA A100-SXM4-80GB", "GPU-00000000-aaaa-bbbb-cccc"),))
@@ -38,7 +37,7 @@ def result(probe: str = "hbm_bandwidth", value: float = 4262.0, **changes: objec
         Reading("copy", "Copy", value, "GB/s"),), tables=(
         Table("sweep", ("bytes", "rate"), ((1024, 1.5), (2048, None)), ("B", "GB/s")),),
         device="NVIDIA H200", started="2026-12-24T10:00:00+00:00", seconds=1.25)
-    return replace(made, **changes)  # type: ignore[arg-type]
+    return replace(made, **changes)
 
 
 @pytest.fixture
@@ -141,24 +140,38 @@ def _bad(store: ResultStore, name: str, text: str) -> str:
 
 
 def test_a_file_that_is_not_json_is_skipped_by_name(store: ResultStore) -> None:
-    assert "it is not JSON (Expecting" in _bad(store, "hbm_bandwidth", "{half a file")
+    assert "it is not JSON (JSON is malformed" in _bad(store, "hbm_bandwidth", "{half a file")
 
 
 def test_a_foreign_format_is_skipped_by_name(store: ResultStore) -> None:
     recorded = json.dumps({"gpulab": "0.1.0", "schema": 1, "results": []})
     assert "it is not a result saved by gpulab" in _bad(store, "hbm_bandwidth", recorded)
-    assert "it is not a result saved by gpulab" in _bad(store, "hbm_bandwidth", "[1, 2]")
+    assert ("it does not follow `gpulab probe schema` (schema 1): Expected `object`, got "
+            "`array`.") in _bad(store, "hbm_bandwidth", "[1, 2]")
     newer = json.loads(json.dumps(run_document([result()], H200)))
     newer["schema"] = 2
-    assert "schema 1" in _bad(store, "hbm_bandwidth", json.dumps(newer))
+    assert "(schema 1): Invalid enum value 2 - at `$.schema`" in _bad(
+        store, "hbm_bandwidth", json.dumps(newer))
 
 
 @pytest.mark.parametrize(("change", "why"), [
     (lambda d: d["results"].append(d["results"][0]), "it does not hold exactly one result"),
-    (lambda d: d["results"][0].pop("status"), "no 'status'"),
-    (lambda d: d["results"][0]["readings"][0].update(value=[1, 2]), "plain value"),
-    (lambda d: d["results"][0]["tables"][0].update(rows="x"), "plain values"),
-    (lambda d: d.update(machine={"host": 3, "gpus": []}), "\"machine\" is not an object"),
+    (lambda d: d["results"][0].pop("status"),
+     "Object missing required field `status` - at `$.results[0]`"),
+    (lambda d: d["results"][0]["readings"][0].update(value=[1, 2]),
+     "Expected `bool | int | float | str | null`, got `array` - at "
+     "`$.results[0].readings[0].value`"),
+    (lambda d: d["results"][0]["readings"][0].update(status="not_supported"),
+     "a reading that is not_supported has no value (it has 4262.0) - at "
+     "`$.results[0].readings[0]`"),
+    (lambda d: d["results"][0]["tables"][0].update(rows="x"),
+     "Expected `array`, got `str` - at `$.results[0].tables[0].rows`"),
+    (lambda d: d["results"][0].update(seconds="1"),
+     "Expected `float`, got `str` - at `$.results[0].seconds`"),
+    (lambda d: d["results"][0].update(surprise=1),
+     "Object contains unknown field `surprise` - at `$.results[0]`"),
+    (lambda d: d.update(machine={"host": 3, "gpus": []}),
+     "Expected `str`, got `int` - at `$.machine.host`"),
     (lambda d: d["results"][0].update(probe="pcie_bandwidth"),
      "it holds a result of 'pcie_bandwidth', not of 'hbm_bandwidth'"),
     (lambda d: d["results"][0].update(status="error"), "its result is error"),

@@ -8,17 +8,16 @@ import json
 import os
 import subprocess
 import sys
-from importlib.resources import files
 from pathlib import Path
 
 import jsonschema
 import pytest
 from probe_helpers import no_driver_here
 
-from gpulab.probes.model import ProbeResult, Reading
+from gpulab.probes.model import ProbeResult, Reading, run_schema
 from gpulab.probes.saved import Gpu, Machine, ResultStore, this_machine
 
-SCHEMA = json.loads(files("gpulab.probes").joinpath("result.schema.json").read_text())
+SCHEMA = run_schema()
 ELSEWHERE = Machine("elsewhere", (Gpu("NVIDIA A100-SXM4-80GB", "GPU-00000000-aaaa-bbbb"),))
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.probes.model import ProbeResult, Reading
+from gpulab.probes.model import ProbeResult, Reading, run_schema
 from gpulab.probes.registry import run_probe
 from gpulab.probes.system import (
     compact_cpu_list,
@@ -593,8 +593,7 @@ def test_round_trip_through_json(here: ProbeResult) -> None:
 
 def test_result_matches_the_schema(here: ProbeResult) -> None:
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not installed")
-    schema = json.loads((Path(__file__).resolve().parents[2] / "lab/gpulab/probes"
-                         / "result.schema.json").read_text())
+    schema = run_schema()
     jsonschema.validate({"gpulab": "test", "schema": 1, "results": [here.to_dict()]}, schema)
 
 

@@ -9,7 +9,6 @@ import json
 import shutil
 import subprocess
 import sys
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from probe_helpers import entries, set_answer
 from topo_text import parse_topo_matrix
 
 from gpulab.probes import ProbeResult, Reading, run_probe
+from gpulab.probes.model import run_schema
 from gpulab.probes.nvml import Recorder, Replay, ReplayMismatch, record
 from gpulab.probes.registry import get_probe
 from gpulab.probes.topology import (
@@ -43,7 +43,7 @@ from gpulab.probes.topology import (
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TOPO = FIXTURES / "topology"
 CONSTRUCTED = TOPO / "constructed-two-h100-nvswitch.json"
-SCHEMA = json.loads(files("gpulab.probes").joinpath("result.schema.json").read_text())
+SCHEMA = run_schema()
 H0, H1 = {"__handle__": 0}, {"__handle__": 1}
 
 

@@ -10,10 +10,10 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 from textual.pilot import Pilot
 from tui_helpers import FOOTPRINT, build_figure_course, on_screen, wait_for
 

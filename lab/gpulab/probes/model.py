@@ -1,11 +1,20 @@
-"""What every probe returns: typed, JSON-serialisable results.
+"""What every probe returns: typed, JSON-serialisable results, defined once.
 
 A probe measures or reads one aspect of the machine and returns a
 `ProbeResult`: a status, a one-line message, `Reading`s (one value each, with
 its unit and how it counts), optional `Table`s (a sweep, a list of NUMA
 nodes, the GPU's processes) and, for GPU work, the `Telemetry` seen while it
-ran. `to_dict()` gives plain JSON data that matches `result.schema.json`;
-`ProbeResult.from_dict` reads it back (for recorded results).
+ran. `RunDocument` is what ``gpulab probe run --json`` prints, what a saved
+result file holds (with the `Machine` that measured it) and what the
+recording in `recorded/` is.
+
+The records are frozen msgspec structs: the one definition of the format.
+msgspec writes them (`to_dict`, plain JSON data), reads them back
+(`from_dict`, `RunDocument.from_json`) and generates the JSON schema that
+``gpulab probe schema`` prints (`run_schema`). Reading refuses a field missing,
+one of the wrong type, a word outside a vocabulary or an unknown field, and
+says where (``$.results[3].readings[0].value``), never guessing. A copy is
+made changed with `msgspec.structs.replace`.
 
 A probe never raises for a machine that lacks something: no GPU, no driver,
 a counter the GPU does not support. Those are results (`no_gpu`,
@@ -15,25 +24,37 @@ probe cannot tell from here), said in words.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from collections import Counter
+from collections.abc import Sequence
+from typing import Annotated, Any, Final, Literal, Self
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
 
 from gpulab.timestamps import utc_now
 
 __all__ = [
+    "PROBE_NAME",
     "SCHEMA_VERSION",
+    "Gpu",
+    "Machine",
     "ProbeResult",
     "Reading",
     "ReadingStatus",
     "Recorded",
     "ResultStatus",
+    "RunDocument",
     "Table",
     "Telemetry",
     "Value",
+    "run_schema",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
+"""The format's version: every result and every document carries it as ``schema``."""
+
+PROBE_NAME = "^[a-z][a-z0-9_]*$"
+"""What a probe's name looks like (a saved result's file is named after it)."""
 
 Value = float | int | str | bool | None
 # not_supported: this machine, GPU or driver has no such thing; unknown: it may
@@ -44,22 +65,59 @@ ReadingStatus = Literal["ok", "not_supported", "unknown", "error"]
 # missing (e.g. CuPy); error: the probe itself failed.
 ResultStatus = Literal["ok", "partial", "no_gpu", "unavailable", "error"]
 
+_NO_VALUE_UNLESS_OK = {      # the rule Reading.__post_init__ keeps, said in the schema
+    "if": {"properties": {"status": {"enum": ["not_supported", "unknown", "error"]}}},
+    "then": {"properties": {"value": {"type": "null"}}},
+}
 
-@dataclass(frozen=True)
-class Reading:
+
+def _plain(value: Any) -> Any:
+    """A subclass of a JSON type (NumPy's float64) as the type itself, as `json` writes it,
+    and a NumPy or CuPy scalar (int64, bool_, a 0-d array) as the Python value it holds."""
+    for kind in (bool, int, float, str):
+        if isinstance(value, kind):
+            return kind(value)
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "shape", None) == ():
+        return _plain(item())
+    raise NotImplementedError(f"{type(value).__name__} is not a JSON value")
+
+
+class _Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A record of the format: frozen, and read back only with the fields it names."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as plain JSON data (dicts, lists, numbers, strings), as it is written."""
+        data: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self, enc_hook=_plain))
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Self:
+        """The record in plain JSON data; msgspec's ValidationError (a ValueError naming
+        the field, ``$.readings[0].key``) when it is not one."""
+        return msgspec.convert(data, cls)
+
+
+class Reading(_Record, frozen=True):
     """One value a probe read or measured.
 
     `key` is stable (claims name it); `label` is for people; `convention`
-    says how the value counts ("bytes read + bytes written", "dense").
+    says how the value counts ("bytes read + bytes written", "dense"). A
+    reading that is not ok has no value: `detail` says why.
     """
 
-    key: str
+    key: Annotated[str, Meta(min_length=1)]
     label: str
     value: Value
     unit: str = ""
     convention: str = ""
     status: ReadingStatus = "ok"
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status != "ok" and self.value is not None:
+            raise ValueError(f"a reading that is {self.status} has no value "
+                             f"(it has {self.value!r:.40})")
 
     @classmethod
     def not_supported(cls, key: str, label: str, detail: str = "") -> Reading:
@@ -95,122 +153,132 @@ class Reading:
             text = str(value)
         return f"{text} {self.unit}".strip()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "label": self.label, "value": self.value, "unit": self.unit,
-                "convention": self.convention, "status": self.status, "detail": self.detail}
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Reading:
-        return cls(str(data["key"]), str(data["label"]), data.get("value"),
-                   str(data.get("unit", "")), str(data.get("convention", "")),
-                   cast(ReadingStatus, data.get("status", "ok")), str(data.get("detail", "")))
+class Table(_Record, frozen=True):
+    """Rows of plain values under named columns: a sweep, a list of devices.
 
-
-@dataclass(frozen=True)
-class Table:
-    """Rows of plain values under named columns: a sweep, a list of devices."""
+    `units` has one unit per column ("" for none); a table made without them
+    gets "" for every column. JSON lists the fields in this order (a recording
+    written before these were structs has units before rows: both read alike).
+    """
 
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple[Value, ...], ...]
     units: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"title": self.title, "columns": list(self.columns),
-                "units": list(self.units) or [""] * len(self.columns),
-                "rows": [list(row) for row in self.rows]}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Table:
-        return cls(str(data["title"]), tuple(data["columns"]),
-                   tuple(tuple(row) for row in data["rows"]), tuple(data.get("units", ())))
+    def __post_init__(self) -> None:
+        if not self.units:
+            msgspec.structs.force_setattr(self, "units", ("",) * len(self.columns))
 
 
-@dataclass(frozen=True)
-class Telemetry:
-    """What the GPU did while a probe ran, sampled through NVML."""
+class Telemetry(_Record, frozen=True):
+    """What the GPU did while a probe ran, sampled through NVML (null where the GPU does not
+    say)."""
 
-    samples: int
-    sm_clock_mhz: tuple[float, float] | None = None      # min, max
-    power_w: float | None = None                         # max
-    temperature_c: float | None = None                   # max
-    clock_event_reasons: tuple[str, ...] = ()            # every reason seen
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"samples": self.samples,
-                "sm_clock_mhz": list(self.sm_clock_mhz) if self.sm_clock_mhz else None,
-                "power_w": self.power_w, "temperature_c": self.temperature_c,
-                "clock_event_reasons": list(self.clock_event_reasons)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Telemetry:
-        clocks = data.get("sm_clock_mhz")
-        return cls(int(data["samples"]),
-                   (float(clocks[0]), float(clocks[1])) if clocks else None,
-                   data.get("power_w"), data.get("temperature_c"),
-                   tuple(data.get("clock_event_reasons", ())))
+    samples: Annotated[int, Meta(ge=0)]
+    sm_clock_mhz: Annotated[tuple[float, float] | None,
+                            Meta(description="the lowest and highest SM clock seen")] = None
+    power_w: Annotated[float | None, Meta(description="the highest power seen")] = None
+    temperature_c: Annotated[float | None,
+                             Meta(description="the highest temperature seen")] = None
+    clock_event_reasons: Annotated[tuple[str, ...],
+                                   Meta(description="every clock-event reason seen")] = ()
 
 
-@dataclass(frozen=True)
-class Recorded:
+class Recorded(_Record, frozen=True):
     """Where a recorded result comes from: never passed off as this machine's."""
 
-    machine: str      # "NVIDIA H200"
-    date: str         # ISO date of the recording
+    machine: Annotated[str, Meta(description='the GPU it was recorded on, "NVIDIA H200"')]
+    date: Annotated[str, Meta(description="the ISO date of the recording")]
 
     @property
     def label(self) -> str:
         return f"recorded on {self.machine}, {self.date}"
 
 
-@dataclass(frozen=True)
-class ProbeResult:
+class ProbeResult(_Record, frozen=True, tag_field="schema", tag=SCHEMA_VERSION):
     """Everything one probe found."""
 
-    probe: str
+    probe: Annotated[str, Meta(pattern=PROBE_NAME)]
     title: str
     status: ResultStatus
     message: str
-    readings: tuple[Reading, ...] = ()
+    readings: tuple[Annotated[Reading, Meta(extra_json_schema=_NO_VALUE_UNLESS_OK)], ...] = ()
     tables: tuple[Table, ...] = ()
     telemetry: Telemetry | None = None
-    device: str = ""                      # the GPU it ran on, "" for the host
-    started: str = field(default_factory=utc_now)
-    seconds: float = 0.0
-    recorded: Recorded | None = None
+    device: Annotated[str, Meta(description='the GPU it ran on, "" for the host')] = ""
+    started: Annotated[str, Meta(description="when it started: ISO 8601, UTC")] = \
+        msgspec.field(default_factory=utc_now)
+    seconds: Annotated[float, Meta(ge=0, description="how long it ran, to the millisecond")] \
+        = 0.0
+    recorded: Annotated[Recorded | None,
+                        Meta(description="null for a result measured on the machine "
+                                         "that reports it")] = None
+
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(self, "seconds", round(self.seconds, 3))
 
     def reading(self, key: str) -> Reading | None:
         return next((r for r in self.readings if r.key == key), None)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA_VERSION,
-            "probe": self.probe, "title": self.title, "status": self.status,
-            "message": self.message,
-            "readings": [r.to_dict() for r in self.readings],
-            "tables": [t.to_dict() for t in self.tables],
-            "telemetry": self.telemetry.to_dict() if self.telemetry else None,
-            "device": self.device, "started": self.started,
-            "seconds": round(self.seconds, 3),
-            "recorded": ({"machine": self.recorded.machine, "date": self.recorded.date}
-                         if self.recorded else None),
-        }
+
+class Gpu(_Record, frozen=True, order=True):
+    """One GPU as NVML names it: its name, and its UUID ("" where NVML gave none)."""
+
+    name: str
+    uuid: str = ""
+
+
+class Machine(_Record, frozen=True):
+    """The machine that measured the results: its hostname and the GPUs NVML lists there.
+    A saved result (gpulab probe saved) is used only on this machine."""
+
+    host: str
+    gpus: tuple[Gpu, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """For people: "NVIDIA H200 on node7", "2× NVIDIA A100 on lab", "no NVIDIA GPU on x"."""
+        counts = Counter(g.name or "an unnamed NVIDIA GPU" for g in self.gpus)
+        gpus = ", ".join(name if n == 1 else f"{n}× {name}" for name, n in counts.items())
+        return f"{gpus or 'no NVIDIA GPU'} on {self.host or 'a host without a name'}"
+
+    def same_as(self, other: Machine) -> bool:
+        """Whether `other` is this machine: the same GPUs by UUID where both sides have
+        them all (a hostname may change), else the same hostname and GPU names."""
+        mine, theirs = sorted(self.gpus), sorted(other.gpus)
+        if mine and theirs and all(g.uuid for g in (*mine, *theirs)):
+            return [g.uuid for g in mine] == [g.uuid for g in theirs]
+        return self.host == other.host and mine == theirs
+
+
+class RunDocument(_Record, frozen=True, kw_only=True):
+    """What `gpulab probe run --json` prints: the results of one run of one or more probes,
+    and the machine that measured them (absent for recorded readings). A result the
+    learner's machine measured is saved in this format too, one file per probe."""
+
+    gpulab: Annotated[str, Meta(description="the version of gpulab that wrote it")]
+    schema: Literal[1]                  # SCHEMA_VERSION
+    machine: Machine | UnsetType = UNSET
+    results: tuple[ProbeResult, ...]
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ProbeResult:
-        telemetry = data.get("telemetry")
-        recorded = data.get("recorded")
-        return cls(
-            probe=str(data["probe"]), title=str(data["title"]),
-            status=cast(ResultStatus, data["status"]), message=str(data["message"]),
-            readings=tuple(Reading.from_dict(r) for r in data.get("readings", ())),
-            tables=tuple(Table.from_dict(t) for t in data.get("tables", ())),
-            telemetry=Telemetry.from_dict(telemetry) if telemetry else None,
-            device=str(data.get("device", "")), started=str(data.get("started", "")),
-            seconds=float(data.get("seconds", 0.0)),
-            recorded=Recorded(str(recorded["machine"]), str(recorded["date"]))
-            if recorded else None,
-        )
+    def from_json(cls, raw: bytes) -> RunDocument:
+        """The document in the JSON text `raw`; msgspec's DecodeError (a ValueError) when
+        it is not JSON, and its ValidationError, naming where (``$.results[3].status``),
+        when it is not such a document."""
+        return msgspec.json.decode(raw, type=cls)
+
+
+def run_schema() -> dict[str, Any]:
+    """The JSON schema of `RunDocument`, generated from the types (``gpulab probe schema``)."""
+    schema: dict[str, Any] = msgspec.json.schema(Annotated[RunDocument, Meta(
+        title="gpulab probe run", description=f"Schema version {SCHEMA_VERSION}.",
+        extra_json_schema={"$schema": "https://json-schema.org/draft/2020-12/schema",
+                           "$id": f"https://gpulab.invalid/schema/probe-run-"
+                                  f"{SCHEMA_VERSION}.json"})])
+    return schema
 
 
 def summarise(readings: Sequence[Reading]) -> ResultStatus:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from msgspec.structs import replace
 
 from gpulab.errors import GpulabError
 from gpulab.probes.model import ProbeResult

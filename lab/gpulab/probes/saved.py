@@ -2,7 +2,7 @@
 
 Every probe result that ran (status ok or partial, never a recording) is saved,
 from ``gpulab probe run`` and from the app, as the document that
-``gpulab probe run NAME --json`` prints (`run_document`, `result.schema.json`):
+``gpulab probe run NAME --json`` prints (`run_document`, `gpulab probe schema`):
 the one result with the `Machine` that measured it. A `ResultStore` keeps them
 in one folder, ``<probe>.json`` each, written to a temporary file and renamed
 over the old one, so a reader never sees half a file.
@@ -12,8 +12,9 @@ GPUs by NVML UUID, or where NVML gave no UUID their names and the hostname; a
 machine without a GPU (host probes still run there) by its hostname. A result
 from another machine is set aside with a note (`Loaded.notes`), never mixed
 with this one's: figures never mix machines. A file that cannot be read or is
-not such a document is skipped with a note naming it, and left where it is:
-only ``gpulab probe forget`` removes files.
+not such a document is skipped with a note naming it (and for a field, where:
+``$.results[0].status``), and left where it is: only ``gpulab probe forget``
+removes files.
 
 Layering: probes import no other gpulab package but kernels, so the store does
 not know where the user's state folder is (`gpulab.course.progress.state_dir`);
@@ -28,13 +29,14 @@ import os
 import re
 import socket
 import tempfile
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpulab.probes.model import SCHEMA_VERSION, ProbeResult
+import msgspec
+
+from gpulab.probes.model import PROBE_NAME, SCHEMA_VERSION, Gpu, Machine, ProbeResult, RunDocument
 
 __all__ = ["RESULTS_FOLDER", "Gpu", "Loaded", "Machine", "ResultStore", "Saved", "run_document",
            "this_machine", "worth_saving"]
@@ -45,56 +47,7 @@ RESULTS_FOLDER = "results"
 MAX_BYTES = 16 * 2**20
 """A saved file larger than this is not a probe result (they are a few kB): skipped."""
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")   # a probe's name, as result.schema.json has it
-_VALUE = (str, int, float, bool, type(None))
-
-
-@dataclass(frozen=True, order=True)
-class Gpu:
-    """One GPU as NVML names it: its name, and its UUID ("" where NVML gave none)."""
-
-    name: str
-    uuid: str = ""
-
-
-@dataclass(frozen=True)
-class Machine:
-    """The machine a result was measured on: its hostname and the GPUs NVML lists there."""
-
-    host: str
-    gpus: tuple[Gpu, ...] = ()
-
-    @property
-    def label(self) -> str:
-        """For people: "NVIDIA H200 on node7", "2× NVIDIA A100 on lab", "no NVIDIA GPU on x"."""
-        counts = Counter(g.name or "an unnamed NVIDIA GPU" for g in self.gpus)
-        gpus = ", ".join(name if n == 1 else f"{n}× {name}" for name, n in counts.items())
-        return f"{gpus or 'no NVIDIA GPU'} on {self.host or 'a host without a name'}"
-
-    def same_as(self, other: Machine) -> bool:
-        """Whether `other` is this machine: the same GPUs by UUID where both sides have
-        them all (a hostname may change), else the same hostname and GPU names."""
-        mine, theirs = sorted(self.gpus), sorted(other.gpus)
-        if mine and theirs and all(g.uuid for g in (*mine, *theirs)):
-            return [g.uuid for g in mine] == [g.uuid for g in theirs]
-        return self.host == other.host and mine == theirs
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"host": self.host, "gpus": [{"name": g.name, "uuid": g.uuid} for g in self.gpus]}
-
-    @classmethod
-    def from_dict(cls, data: object) -> Machine:
-        """The machine of a saved document; ValueError when it is not one."""
-        if not isinstance(data, Mapping) or not isinstance(data.get("host"), str) \
-                or not isinstance(data.get("gpus"), list):
-            raise ValueError("its \"machine\" is not an object with a host and a list of gpus")
-        gpus = []
-        for gpu in data["gpus"]:
-            if not isinstance(gpu, Mapping) or not isinstance(gpu.get("name"), str) \
-                    or not isinstance(gpu.get("uuid"), str):
-                raise ValueError("a GPU of its \"machine\" has no name or uuid")
-            gpus.append(Gpu(gpu["name"], gpu["uuid"]))
-        return cls(data["host"], tuple(gpus))
+_NAME = re.compile(PROBE_NAME)   # a probe's name: its file's name
 
 
 def this_machine(backend: Any = None) -> Machine:
@@ -123,11 +76,8 @@ def run_document(results: Sequence[ProbeResult], machine: Machine | None) -> dic
     results with the machine that measured them (None for recorded readings)."""
     from gpulab import __version__
 
-    document: dict[str, Any] = {"gpulab": __version__, "schema": SCHEMA_VERSION}
-    if machine is not None:
-        document["machine"] = machine.to_dict()
-    document["results"] = [r.to_dict() for r in results]
-    return document
+    return RunDocument(gpulab=__version__, schema=SCHEMA_VERSION, results=tuple(results),
+                       machine=msgspec.UNSET if machine is None else machine).to_dict()
 
 
 @dataclass(frozen=True)
@@ -257,46 +207,26 @@ class ResultStore:
 
 
 def _read(path: Path) -> Saved | str:
-    """The saved result in `path`, or why it is not one."""
+    """The saved result in `path`, or why it is not one (where in the file, for a field)."""
     try:
         if path.stat().st_size > MAX_BYTES:
             return f"it is larger than {MAX_BYTES // 2**20} MiB, so not a saved probe result"
-        data = json.loads(path.read_text(encoding="utf-8"))
+        document = RunDocument.from_json(path.read_bytes())
     except OSError as exc:
         return f"it cannot be read ({exc.strerror or exc})"
-    except (ValueError, RecursionError) as exc:     # not JSON, not UTF-8, nested too deep
+    except msgspec.ValidationError as exc:      # JSON, but not this format: says where
+        return f"it does not follow `gpulab probe schema` (schema {SCHEMA_VERSION}): {exc}"
+    except (msgspec.DecodeError, RecursionError) as exc:    # not JSON, nested too deep
         return f"it is not JSON ({exc})"
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION \
-            or "machine" not in data:
+    if isinstance(document.machine, msgspec.UnsetType):
         return (f"it is not a result saved by gpulab (a `gpulab probe run --json` document "
                 f"of schema {SCHEMA_VERSION} with its machine)")
-    try:
-        machine = Machine.from_dict(data["machine"])
-        items = data.get("results")
-        if not isinstance(items, list) or len(items) != 1 or not isinstance(items[0], dict):
-            raise ValueError("it does not hold exactly one result")
-        _check_values(items[0])
-        result = ProbeResult.from_dict(items[0])
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-        why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
-        return f"its result cannot be read ({why})"
+    if len(document.results) != 1:
+        return "it does not hold exactly one result"
+    (result,) = document.results
     if result.probe != path.stem:
         return f"it holds a result of {result.probe!r}, not of {path.stem!r}"
     if not worth_saving(result):
         return (f"its result is {result.status}" + (", a recording" if result.recorded else "")
                 + ", which is never saved")
-    return Saved(result, machine, path)
-
-
-def _check_values(item: Mapping[str, Any]) -> None:
-    """Raise ValueError unless every reading and table cell holds a plain value (what
-    `ProbeResult.from_dict` takes as it comes)."""
-    for reading in item.get("readings", ()):
-        if not isinstance(reading, Mapping) or not isinstance(reading.get("value"), _VALUE):
-            raise ValueError("a reading is not an object with a plain value")
-    for table in item.get("tables", ()):
-        rows = table.get("rows") if isinstance(table, Mapping) else None
-        if not isinstance(rows, list) or not all(
-                isinstance(row, list) and all(isinstance(v, _VALUE) for v in row)
-                for row in rows):
-            raise ValueError("a table's rows are not lists of plain values")
+    return Saved(result, document.machine, path)

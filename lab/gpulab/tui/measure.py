@@ -22,8 +22,10 @@ needed, never before the app's first paint.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from gpulab.course import Claim
 from gpulab.course.progress import Prediction
@@ -76,7 +78,7 @@ def run_probe_for(name: str, nvml_backend: Any = None) -> ProbeResult:
             except Exception as exc:  # a probe's failure must become a result
                 result = ProbeResult(name, name, "error",
                                      f"the probe failed: {type(exc).__name__}: {exc}")
-            return replace(result, seconds=time.perf_counter() - start)
+            return msgspec.structs.replace(result, seconds=time.perf_counter() - start)
         return run_probe(name)
     except UnknownProbe:
         return ProbeResult(name, name, "error", f"there is no probe named {name!r}: "

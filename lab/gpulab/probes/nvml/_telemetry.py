@@ -2,7 +2,7 @@
 
     with Sampler() as sampler:
         run_the_benchmark()
-    result = replace(result, telemetry=sampler.telemetry)
+    result = msgspec.structs.replace(result, telemetry=sampler.telemetry)
 
 A daemon thread polls NVML every `interval_s` (50 ms by default) from entry
 to exit, plus once at each end, so even a short run has samples. The
