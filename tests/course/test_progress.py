@@ -46,8 +46,9 @@ def test_state_dir_defaults_to_xdg_state(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 @pytest.mark.parametrize(
     "content",
-    ["{not json", "[]", '{"version": 99}', '{"version": 1, "lessons": {"a": {"visited": 3}}}',
-     '{"version": 1, "last_lesson": 7}'],
+    ["{not json", "[]", "{}", '{"version": 99}',
+     '{"version": 1, "lessons": {"a": {"visited": 3}}}', '{"version": 1, "last_lesson": 7}',
+     '{"version": 1, "hints": {"a": "two"}}'],
 )
 def test_unreadable_file_is_kept_aside(tmp_path: Path, content: str) -> None:
     path = tmp_path / "progress.json"
@@ -138,7 +139,8 @@ def test_a_bad_exercise_record_is_kept_aside(tmp_path: Path) -> None:
                     '"possible": 1, "at": "x"}}}')
     store = ProgressStore(path)
     assert store.load() == Progress()
-    assert store.warning is not None and "'failing' or 'passed'" in store.warning
+    assert store.warning is not None and str(path) in store.warning
+    assert "'done'" in store.warning and "$.exercises[...].status" in store.warning
 
 
 def test_newer_exercise_records_are_adopted(tmp_path: Path) -> None:
@@ -178,3 +180,110 @@ def test_peek_never_moves_a_file(tmp_path: Path) -> None:
     store.save(Progress(last_lesson="x"))
     peeked = store.peek()
     assert peeked is not None and peeked.last_lesson == "x"
+
+
+def test_a_mistyped_field_is_named_with_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "progress.json"
+    path.write_text('{"version": 1, "predictions": [{"claim": "warp_size", "predicted": "32", '
+                    '"unit": "threads", "at": "2026-12-02T15:00:00+00:00"}]}')
+    store = ProgressStore(path)
+    assert store.load() == Progress()
+    assert store.warning is not None
+    assert store.warning.startswith(f"{path} was unreadable (")
+    assert "Expected `float`, got `str` - at `$.predictions[0].predicted`" in store.warning
+
+
+@pytest.mark.parametrize(("content", "said"), [
+    ('{"version": 2}', "not a gpulab progress file of version 1 (its version is 2)"),
+    ('{"last_lesson": "numa"}', "missing required field `version`"),
+])
+def test_a_file_of_another_version_is_refused_in_words(tmp_path: Path, content: str,
+                                                       said: str) -> None:
+    path = tmp_path / "progress.json"
+    path.write_text(content)
+    store = ProgressStore(path)
+    assert store.load() == Progress()
+    assert store.warning is not None and said in store.warning
+
+
+def test_bytes_that_are_not_text_are_kept_aside(tmp_path: Path) -> None:
+    path = tmp_path / "progress.json"
+    path.write_bytes(b'{"version": 1, "theme": "\xff"}')
+    store = ProgressStore(path)
+    assert store.load() == Progress() and store.warning is not None
+    assert [p.name.startswith("progress.json.broken-") for p in tmp_path.iterdir()] == [True]
+
+
+# A file as gpulab wrote it before its records were msgspec structs (json.dump, indent=1,
+# sort_keys, ASCII escapes), with every field it could hold.
+EARLIER_FILE = """{
+ "hints": {
+  "squares": 2
+ },
+ "last_lesson": "numa",
+ "lessons": {
+  "numa": {
+   "expanded": null,
+   "selected": "root/caf\\u00e9",
+   "visited": [
+    "root",
+    "root/caf\\u00e9"
+   ]
+  }
+ },
+ "predictions": [
+  {
+   "at": "2026-12-02T15:00:00+00:00",
+   "claim": "warp_size",
+   "device": "NVIDIA H200",
+   "measured": 32.0,
+   "predicted": 32,
+   "unit": "threads",
+   "verdict": "agrees"
+  },
+  {
+   "at": "2026-12-02T15:01:00+00:00",
+   "claim": "h200_hbm_bandwidth",
+   "device": "",
+   "measured": null,
+   "predicted": 3.0,
+   "unit": "TB/s",
+   "verdict": ""
+  }
+ ],
+ "theme": null,
+ "version": 1,
+ "workspaces": {
+  "/w/one": {
+   "squares": {
+    "at": "2026-12-02T15:00:00+00:00",
+    "earned": 2.0,
+    "possible": 3.0,
+    "status": "failing"
+   }
+  }
+ }
+}
+"""
+
+
+def test_a_file_written_before_msgspec_loads_unchanged(tmp_path: Path) -> None:
+    from gpulab.course import ExerciseRecord, LessonState
+    from gpulab.course.progress import Prediction
+
+    path = tmp_path / "progress.json"
+    path.write_text(EARLIER_FILE)
+    store = ProgressStore(path)
+    progress = store.load()
+    assert store.warning is None
+    assert progress == Progress(
+        last_lesson="numa", hints={"squares": 2},
+        lessons={"numa": LessonState("root/caf\u00e9", None, ["root", "root/caf\u00e9"])},
+        predictions=[Prediction("warp_size", 32.0, "threads", "2026-12-02T15:00:00+00:00",
+                                32.0, "agrees", "NVIDIA H200"),
+                     Prediction("h200_hbm_bandwidth", 3.0, "TB/s", "2026-12-02T15:01:00+00:00")],
+        workspaces={"/w/one": {"squares": ExerciseRecord("failing", 2.0, 3.0,
+                                                         "2026-12-02T15:00:00+00:00")}})
+    store.save(progress)            # the same keys and values: an older gpulab reads it too
+    assert json.loads(path.read_text()) == json.loads(EARLIER_FILE)
+    assert ProgressStore(path).load() == progress

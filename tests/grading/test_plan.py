@@ -8,6 +8,7 @@ import pytest
 
 from gpulab.course import load_course
 from gpulab.course.manifest import ExerciseEntry
+from gpulab.grading.gradebook import StoredGrade
 from gpulab.grading.intake import LearnerSubmission
 from gpulab.grading.plan import plan
 
@@ -29,7 +30,7 @@ def _learner(slug: str, notebooks: dict[str, str], problems: dict[str, str] | No
 
 
 def _plan(entries: list[ExerciseEntry], learners: list[LearnerSubmission],
-          stored: dict[tuple[str, str], tuple[str, str, str]] | None = None):
+          stored: dict[tuple[str, str], StoredGrade] | None = None):
     hashes = {e.name: f"checks-{e.name}" for e in entries}
     maxima = {"roofline": 21.0, "vector-add": 12.0}
     return plan(learners, entries, hashes=hashes, maxima=maxima, stored=stored or {},
@@ -63,16 +64,16 @@ def test_missing_and_invalid_are_settled_with_their_reason(entries: list[Exercis
 
 
 @pytest.mark.parametrize(("stored", "runs"), [
-    (("h1", "checks-roofline", "right"), False),      # the same notebook, the same checks
-    (("h1", "checks-roofline", "wrong"), False),
-    (("h1", "checks-roofline", "timeout"), False),
-    (("h0", "checks-roofline", "right"), True),       # the learner handed in again
-    (("h1", "older-checks", "right"), True),          # the checks changed
-    (("h1", "checks-roofline", "partial"), True),     # no grade yet: run again
-    (("h1", "checks-roofline", "not-run"), True),
+    (StoredGrade("h1", "checks-roofline", "right"), False),  # the same notebook, the same checks
+    (StoredGrade("h1", "checks-roofline", "wrong"), False),
+    (StoredGrade("h1", "checks-roofline", "timeout"), False),
+    (StoredGrade("h0", "checks-roofline", "right"), True),  # the learner handed in again
+    (StoredGrade("h1", "older-checks", "right"), True),  # the checks changed
+    (StoredGrade("h1", "checks-roofline", "partial"), True),  # no grade yet: run again
+    (StoredGrade("h1", "checks-roofline", "not-run"), True),
 ])
 def test_a_stored_grade_is_kept_only_if_nothing_changed(
-        entries: list[ExerciseEntry], stored: tuple[str, str, str], runs: bool) -> None:
+        entries: list[ExerciseEntry], stored: StoredGrade, runs: bool) -> None:
     planned = _plan(entries[:1], [_learner("a", {"roofline": "h1"})],
                     {("a", "roofline"): stored})
     assert [j.slug for j in planned.jobs] == (["a"] if runs else [])
@@ -83,6 +84,6 @@ def test_a_stored_grade_is_kept_only_if_nothing_changed(
 def test_a_notebook_taken_back_is_missing_not_its_old_grade(entries: list[ExerciseEntry]
                                                             ) -> None:
     planned = _plan(entries[:1], [_learner("a", {})],
-                    {("a", "roofline"): ("h1", "checks-roofline", "right")})
+                    {("a", "roofline"): StoredGrade("h1", "checks-roofline", "right")})
     assert [(s.grade.kind, s.grade.notebook_hash) for s in planned.settled] == [("missing", "")]
     assert planned.reused == 0

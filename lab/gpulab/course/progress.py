@@ -6,9 +6,12 @@ lesson the selected node, the expanded nodes and the nodes visited; per
 exercise the hints revealed and, per workspace (see `gpulab.course.workspace`),
 the outcome of its last check; and the history of the learner's predictions
 for claims, each with what was then measured.
-Writes are atomic (a temporary file renamed over the old one). A file that
-cannot be read is moved aside, never overwritten, so nothing the learner did is
-lost.
+
+The records are msgspec structs, defined once: msgspec writes them and reads
+them back, refusing a field of the wrong type and saying which
+(``$.lessons[...].visited``). Writes are atomic (a temporary file renamed over
+the old one). A file that cannot be read is moved aside, never overwritten, so
+nothing the learner did is lost.
 
 Several programs write the file: the app, ``gpulab check`` and the check at
 the end of an exercise notebook. `Progress.adopt_exercises` lets the app take
@@ -18,14 +21,13 @@ in check results written by the others since it loaded the file.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+import msgspec
 import platformdirs
 
 from gpulab.timestamps import utc_now
@@ -49,17 +51,15 @@ def state_dir() -> Path:
     return Path(platformdirs.user_state_dir("gpulab", appauthor=False))
 
 
-@dataclass
-class LessonState:
+class LessonState(msgspec.Struct):
     """How the learner left one lesson."""
 
     selected: str | None = None
     expanded: list[str] | None = None
-    visited: list[str] = field(default_factory=list)
+    visited: list[str] = msgspec.field(default_factory=list)
 
 
-@dataclass
-class Prediction:
+class Prediction(msgspec.Struct):
     """A learner's guess for a claim before measuring it, and what was measured."""
 
     claim: str
@@ -71,8 +71,7 @@ class Prediction:
     device: str = ""
 
 
-@dataclass
-class ExerciseRecord:
+class ExerciseRecord(msgspec.Struct):
     """How the learner's last check of an exercise went."""
 
     status: ExerciseStatus
@@ -85,16 +84,15 @@ class ExerciseRecord:
         return self.status == "passed"
 
 
-@dataclass
-class Progress:
+class Progress(msgspec.Struct):
     """Everything gpulab remembers for the learner."""
 
     last_lesson: str | None = None
     theme: str | None = None
-    lessons: dict[str, LessonState] = field(default_factory=dict)
-    hints: dict[str, int] = field(default_factory=dict)
-    predictions: list[Prediction] = field(default_factory=list)
-    workspaces: dict[str, dict[str, ExerciseRecord]] = field(default_factory=dict)
+    lessons: dict[str, LessonState] = msgspec.field(default_factory=dict)
+    hints: dict[str, int] = msgspec.field(default_factory=dict)
+    predictions: list[Prediction] = msgspec.field(default_factory=list)
+    workspaces: dict[str, dict[str, ExerciseRecord]] = msgspec.field(default_factory=dict)
     """Per workspace (its path), the last check of each exercise in it."""
 
     def lesson(self, lesson_id: str) -> LessonState:
@@ -161,18 +159,19 @@ class ProgressStore:
         """The saved progress, or a fresh one.
 
         An unreadable file is renamed to ``progress.json.broken-<time>`` and
-        `warning` says so; the learner starts afresh without losing it.
+        `warning` says so, naming the field that was wrong (``$.lessons[...].visited``);
+        the learner starts afresh without losing it.
         """
         try:
-            raw = self.path.read_text(encoding="utf-8")
+            raw = self.path.read_bytes()
         except FileNotFoundError:
             return Progress()
         except OSError as exc:
             self.warning = f"could not read {self.path}: {exc.strerror}; progress starts afresh"
             return Progress()
         try:
-            return _from_json(json.loads(raw))
-        except (ValueError, TypeError, AttributeError) as exc:
+            return _decode(raw)
+        except msgspec.DecodeError as exc:
             kept = self.path.with_name(f"{self.path.name}.broken-{int(time.time())}")
             os.replace(self.path, kept)
             self.warning = (f"{self.path} was unreadable ({exc}); it was kept as {kept.name} "
@@ -186,57 +185,52 @@ class ProgressStore:
         another program (``gpulab check``) wrote since `load`.
         """
         try:
-            return _from_json(json.loads(self.path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError, AttributeError):
+            return _decode(self.path.read_bytes())
+        except (OSError, msgspec.DecodeError):
             return None
 
     def save(self, progress: Progress) -> None:
-        """Write atomically; the old file stays intact if anything fails."""
+        """Write atomically; the old file stays intact if anything fails (a value that
+        cannot be encoded raises TypeError before anything is written)."""
+        data = _encode(progress)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"version": VERSION, **asdict(progress)}
         fd, tmp = tempfile.mkstemp(prefix=".progress-", dir=self.path.parent)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, indent=1, sort_keys=True)
-                handle.write("\n")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
             os.replace(tmp, self.path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
 
 
-def _from_json(data: Any) -> Progress:
-    if not isinstance(data, dict) or data.get("version") != VERSION:
-        raise ValueError(f"not a gpulab progress file of version {VERSION}")
-    lessons = {
-        str(lesson_id): LessonState(
-            selected=_opt_str(state.get("selected")),
-            expanded=None if state.get("expanded") is None else _strs(state["expanded"]),
-            visited=_strs(state.get("visited", [])),
-        )
-        for lesson_id, state in dict(data.get("lessons", {})).items()
-    }
-    hints = {str(k): int(v) for k, v in dict(data.get("hints", {})).items()}
-    predictions = [_prediction(item) for item in list(data.get("predictions", []))]
-    workspaces = {str(workspace): _exercises(records)
-                  for workspace, records in dict(data.get("workspaces", {})).items()}
-    legacy = _exercises(data.get("exercises", {}))
-    if legacy:
-        workspaces.setdefault("", {}).update(legacy)
-    return Progress(_opt_str(data.get("last_lesson")), _opt_str(data.get("theme")), lessons, hints,
-                    predictions, workspaces)
+class _SavedProgress(Progress, kw_only=True):
+    """The file as saved: a `Progress`, its format's version, and (in files written before
+    workspaces existed) the exercise results that were then kept outside any workspace."""
+
+    version: int
+    before_workspaces: dict[str, ExerciseRecord] = msgspec.field(default_factory=dict,
+                                                                 name="exercises")
+
+    def __post_init__(self) -> None:
+        if self.version != VERSION:     # msgspec reports it as a ValidationError
+            raise ValueError(f"not a gpulab progress file of version {VERSION} "
+                             f"(its version is {self.version})")
 
 
-def _exercises(records: Any) -> dict[str, ExerciseRecord]:
-    return {str(name): _exercise(item) for name, item in dict(records).items()}
+def _decode(raw: bytes) -> Progress:
+    """The progress in a file's bytes; msgspec's DecodeError, naming the field, otherwise."""
+    saved = msgspec.json.decode(raw, type=_SavedProgress)
+    progress = Progress(**{name: getattr(saved, name) for name in Progress.__struct_fields__})
+    if saved.before_workspaces:
+        progress.workspaces.setdefault("", {}).update(saved.before_workspaces)
+    return progress
 
 
-def _exercise(item: Any) -> ExerciseRecord:
-    status = item.get("status")
-    if status not in ("failing", "passed"):
-        raise ValueError(f"an exercise's status must be 'failing' or 'passed', not {status!r}")
-    return ExerciseRecord(status=status, earned=float(item["earned"]),
-                          possible=float(item["possible"]), at=str(item["at"]))
+def _encode(progress: Progress) -> bytes:
+    """The file's bytes: the version and every field, keys sorted, one space per level."""
+    data = {"version": VERSION, **msgspec.structs.asdict(progress)}
+    return msgspec.json.format(msgspec.json.encode(data, order="sorted"), indent=1) + b"\n"
 
 
 def _instant(at: str) -> dt.datetime:
@@ -246,24 +240,3 @@ def _instant(at: str) -> dt.datetime:
     except ValueError:
         return dt.datetime.min.replace(tzinfo=dt.UTC)
     return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
-
-
-def _prediction(item: Any) -> Prediction:
-    measured = item.get("measured")
-    return Prediction(
-        claim=str(item["claim"]), predicted=float(item["predicted"]), unit=str(item["unit"]),
-        at=str(item["at"]), measured=None if measured is None else float(measured),
-        verdict=str(item.get("verdict", "")), device=str(item.get("device", "")),
-    )
-
-
-def _opt_str(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    raise TypeError(f"expected text, got {value!r}")
-
-
-def _strs(value: Any) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TypeError(f"expected a list of text, got {value!r}")
-    return list(value)

@@ -17,20 +17,34 @@ The schema has a version (``PRAGMA user_version``): a gradebook written by a
 newer gpulab is refused, not guessed at; an older one is brought up to date.
 The hidden checks' messages sit in a table of their own, ``hidden_messages``,
 for the instructor: nothing that writes feedback reads it.
+
+Rows become records, and records rows, in one way, by name, with msgspec
+(`gpulab.grading.gradebook_rows`); a value not of its field's type is refused
+in words: the file, the row, the field (``$.checks[2].outcome``).
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
 
 from gpulab.errors import GpulabError
-from gpulab.grading.verdict import CheckRow, ExerciseGrade, LearnerGrades, plain
+from gpulab.grading.gradebook_rows import (
+    DeadRun,
+    KnownExercise,
+    StoredGrade,
+    json_list,
+    to_record,
+    to_row,
+)
+from gpulab.grading.verdict import ExerciseGrade, LearnerGrades, plain
 
-__all__ = ["SCHEMA_VERSION", "DeadRun", "Gradebook", "GradebookError"]
+__all__ = ["SCHEMA_VERSION", "DeadRun", "Gradebook", "GradebookError", "KnownExercise",
+           "StoredGrade"]
 
 SCHEMA_VERSION = 1
 """0: gpulab before versions (no tag, cgroups, problems or hidden messages); 1: this one."""
@@ -112,18 +126,27 @@ CREATE TABLE IF NOT EXISTS problems (      -- what a run could not read or do, i
 # Columns a version-0 gradebook lacks, added when it is opened.
 _ADDED = {"runs": ("tag TEXT NOT NULL DEFAULT ''", "cgroups TEXT NOT NULL DEFAULT ''")}
 
+_INSERT_GRADE = (
+    "INSERT INTO grades (learner, exercise, notebook_hash, checks_hash, kind, earned, possible, "
+    "message, guards, gpu, duration_s, run_id, graded_at) VALUES (:learner, :exercise, "
+    ":notebook_hash, :checks_hash, :kind, :earned, :possible, :message, :guards, :gpu, "
+    ":duration_s, :run_id, :graded_at)")
+_INSERT_CHECK = (
+    "INSERT INTO checks (learner, exercise, position, name, title, outcome, points, earned, "
+    "message, hidden) VALUES (:learner, :exercise, :position, :check, :title, :outcome, "
+    ":points, :earned, :message, :hidden)")
+_SELECT_CHECKS = (
+    'SELECT learner, exercise, name AS "check", title, outcome, points, earned, message, hidden '
+    "FROM checks ORDER BY learner, exercise, position")
+_SELECT_GRADES = (
+    "SELECT learner, exercise, kind, earned, possible, message, guards, duration_s, "
+    "notebook_hash FROM grades")
+
+R = TypeVar("R")
+
 
 class GradebookError(GpulabError):
     """The gradebook file cannot be used: which file and why."""
-
-
-@dataclass(frozen=True)
-class DeadRun:
-    """A run an earlier grader left `running`: it was killed; what it may have left behind."""
-
-    id: int
-    tag: str
-    cgroups: str
 
 
 class Gradebook:
@@ -182,7 +205,7 @@ class Gradebook:
             cursor = self.db.execute(
                 "INSERT INTO runs (started, status, command, gpulab_version, guards, tag, "
                 "cgroups) VALUES (?, 'running', ?, ?, ?, ?, ?)",
-                (plain(started), plain(command), plain(version), _json(guards), plain(tag),
+                (plain(started), plain(command), plain(version), json_list(guards), plain(tag),
                  cgroups))
         assert cursor.lastrowid is not None
         return cursor.lastrowid
@@ -200,7 +223,7 @@ class Gradebook:
         """
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
-            dead = [DeadRun(int(r[0]), str(r[1]), str(r[2])) for r in self.db.execute(
+            dead = [self._record(DeadRun, row, f"run {row['id']}") for row in self._rows(
                 "SELECT id, tag, cgroups FROM runs WHERE status = 'running' ORDER BY id")]
             self.db.executemany("UPDATE runs SET status = 'killed', finished = ? WHERE id = ?",
                                 [(plain(finished), run.id) for run in dead])
@@ -229,23 +252,24 @@ class Gradebook:
     def set_exercise(self, name: str, checks_hash: str, max_points: float, gpu: bool) -> None:
         with self.db:
             self.db.execute("INSERT OR REPLACE INTO exercises (name, checks_hash, max_points, "
-                            "gpu) VALUES (?, ?, ?, ?)",
-                            (plain(name), checks_hash, max_points, int(gpu)))
+                            "gpu) VALUES (:name, :checks_hash, :max_points, :gpu)",
+                            to_row(KnownExercise(name, checks_hash, max_points, gpu)))
 
-    def exercise(self, name: str) -> tuple[str, float] | None:
-        row = self.db.execute("SELECT checks_hash, max_points FROM exercises WHERE name = ?",
-                              (name,)).fetchone()
-        return (row[0], float(row[1])) if row else None
+    def exercise(self, name: str) -> KnownExercise | None:
+        """The exercise `name` as an earlier run stored it, or None."""
+        row = next(self._rows("SELECT * FROM exercises WHERE name = ?", (name,)), None)
+        return None if row is None else self._record(KnownExercise, row, f"exercise {name}")
 
     def set_learner(self, slug: str, name: str, source: str) -> None:
         with self.db:
             self.db.execute("INSERT OR REPLACE INTO learners (slug, name, source) "
                             "VALUES (?, ?, ?)", (plain(slug), plain(name), plain(source)))
 
-    def graded(self) -> dict[tuple[str, str], tuple[str, str, str]]:
-        """(learner, exercise) -> (notebook hash, checks hash, kind) for every stored grade."""
-        return {(r[0], r[1]): (r[2], r[3], r[4]) for r in self.db.execute(
-            "SELECT learner, exercise, notebook_hash, checks_hash, kind FROM grades")}
+    def graded(self) -> dict[tuple[str, str], StoredGrade]:
+        """Every stored grade, by (learner, exercise), as a later run compares it."""
+        return {(row["learner"], row["exercise"]): self._record(StoredGrade, row, _grade_of(row))
+                for row in self._rows("SELECT learner, exercise, notebook_hash, checks_hash, "
+                                      "kind FROM grades")}
 
     def record(self, slug: str, grade: ExerciseGrade, *, checks_hash: str, gpu: str,
                run_id: int, graded_at: str) -> None:
@@ -255,19 +279,12 @@ class Gradebook:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("DELETE FROM grades WHERE learner = ? AND exercise = ?",
                             (slug, exercise))     # its checks and hidden messages go with it
-            self.db.execute(
-                "INSERT INTO grades (learner, exercise, notebook_hash, checks_hash, kind, "
-                "earned, possible, message, guards, gpu, duration_s, run_id, graded_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (slug, exercise, plain(grade.notebook_hash), checks_hash, plain(grade.kind),
-                 grade.earned, grade.possible, plain(grade.message), _json(grade.guards),
-                 plain(gpu), grade.duration_s, run_id, plain(graded_at)))
-            self.db.executemany(
-                "INSERT INTO checks (learner, exercise, position, name, title, outcome, "
-                "points, earned, message, hidden) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(slug, exercise, n, plain(c.check), plain(c.title), plain(c.outcome),
-                  c.points, c.earned, "" if c.hidden else plain(c.message), int(c.hidden))
-                 for n, c in enumerate(grade.checks)])
+            self.db.execute(_INSERT_GRADE, to_row(grade, learner=slug, checks_hash=checks_hash,
+                                                gpu=gpu, run_id=run_id, graded_at=graded_at))
+            self.db.executemany(_INSERT_CHECK, [
+                to_row(c, learner=slug, exercise=exercise, position=n,
+                       message="" if c.hidden else c.message)
+                for n, c in enumerate(grade.checks)])
             self.db.executemany(
                 "INSERT INTO hidden_messages (learner, exercise, position, message) "
                 "VALUES (?, ?, ?, ?)",
@@ -281,24 +298,20 @@ class Gradebook:
 
         What feedback is written from: hidden checks come back without a message.
         """
-        checks: dict[tuple[str, str], list[CheckRow]] = {}
-        for row in self.db.execute(
-                "SELECT learner, exercise, name, title, outcome, points, earned, message, hidden "
-                "FROM checks ORDER BY learner, exercise, position"):
-            checks.setdefault((row[0], row[1]), []).append(CheckRow(
-                row[2], row[3], row[4], float(row[5]), float(row[6]), row[7], bool(row[8])))
+        checks: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for row in self._rows(_SELECT_CHECKS):
+            checks.setdefault((row["learner"], row["exercise"]), []).append(row)
         grades: dict[tuple[str, str], ExerciseGrade] = {}
-        for row in self.db.execute(
-                "SELECT learner, exercise, kind, earned, possible, message, guards, duration_s, "
-                "notebook_hash FROM grades"):
-            grades[(row[0], row[1])] = ExerciseGrade(
-                row[1], row[2], float(row[3]), float(row[4]), row[5],
-                tuple(checks.get((row[0], row[1]), [])), tuple(json.loads(row[6])),
-                float(row[7]), row[8])
+        for row in self._rows(_SELECT_GRADES):
+            key = (row["learner"], row["exercise"])
+            grades[key] = self._record(ExerciseGrade, {**row, "checks": checks.get(key, [])},
+                                       _grade_of(row))
         out = []
-        for slug, name in self.db.execute("SELECT slug, name FROM learners ORDER BY slug"):
-            mine = tuple(grades[(slug, e)] for e in exercises if (slug, e) in grades)
-            out.append(LearnerGrades(name, slug, mine))
+        for row in self._rows("SELECT slug, name AS learner FROM learners ORDER BY slug"):
+            slug = row["slug"]
+            mine = [grades[(slug, e)] for e in exercises if (slug, e) in grades]
+            out.append(self._record(LearnerGrades, {**row, "exercises": mine},
+                                    f"learner {slug}"))
         return out
 
     def hidden_messages(self, slug: str, exercise: str) -> dict[str, str]:
@@ -321,6 +334,25 @@ class Gradebook:
                                       ).fetchall(),
         }
 
+    # -- rows and records ----------------------------------------------------------------
+    def _rows(self, sql: str, parameters: Sequence[object] = ()) -> Iterator[dict[str, Any]]:
+        """The rows of a query, each a mapping from its columns' names (or aliases)."""
+        cursor = self.db.execute(sql, parameters)
+        names = [column[0] for column in cursor.description]
+        for values in cursor:
+            yield dict(zip(names, values, strict=True))
 
-def _json(lines: Sequence[str]) -> str:
-    return json.dumps([plain(line) for line in lines])
+    def _record(self, kind: type[R], row: Mapping[str, Any], where: str) -> R:
+        """`row` as a `kind` record (`to_record`); GradebookError naming the file, `where`
+        (the row) and the field when a value is not of its field's type."""
+        try:
+            return to_record(kind, row)
+        except msgspec.DecodeError as exc:    # ValidationError included
+            raise GradebookError(f"{self.path}: {where} cannot be read: {exc}. Something "
+                                 "other than gpulab changed the gradebook; grade into "
+                                 "another --out") from None
+
+
+def _grade_of(row: Mapping[str, Any]) -> str:
+    """Which grade a row of ``grades`` holds, in words."""
+    return f"the grade of {row['learner']} on {row['exercise']}"

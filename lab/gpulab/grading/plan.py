@@ -21,14 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gpulab.course.manifest import ExerciseEntry
+from gpulab.grading.gradebook_rows import StoredGrade
 from gpulab.grading.intake import LearnerSubmission
 from gpulab.grading.run import Job
 from gpulab.grading.verdict import UNGRADED, ExerciseGrade
 
-__all__ = ["Plan", "Settled", "Stored", "plan"]
-
-Stored = tuple[str, str, str]
-"""A grade the gradebook holds: (notebook hash, checks hash, kind)."""
+__all__ = ["Plan", "Settled", "plan"]
 
 
 @dataclass(frozen=True)
@@ -49,7 +47,7 @@ class Plan:
 
 def plan(learners: Sequence[LearnerSubmission], entries: Sequence[ExerciseEntry], *,
          hashes: Mapping[str, str], maxima: Mapping[str, float],
-         stored: Mapping[tuple[str, str], Stored],
+         stored: Mapping[tuple[str, str], StoredGrade],
          guards: Mapping[bool, tuple[str, ...]]) -> Plan:
     """The run's jobs and settled grades, learner by learner in the intake's order and
     exercise by exercise in `entries`' order.
@@ -66,8 +64,8 @@ def plan(learners: Sequence[LearnerSubmission], entries: Sequence[ExerciseEntry]
             name = entry.name
             notebook_hash = learner.hashes.get(name, "")
             before = stored.get((learner.slug, name))
-            if before is not None and before[:2] == (notebook_hash, hashes[name]) and \
-                    before[2] not in UNGRADED:
+            if before is not None and before.notebook_hash == notebook_hash and \
+                    before.checks_hash == hashes[name] and before.kind not in UNGRADED:
                 reused += 1
             elif name in learner.notebooks:
                 jobs.append(Job(learner.slug, entry, learner.notebooks[name], notebook_hash,
