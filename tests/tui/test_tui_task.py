@@ -35,12 +35,13 @@ def test_parts_functions_and_points_of_a_cpu_exercise() -> None:
 def test_checks_of_several_parts_and_gpu_points() -> None:
     task = read_task(exercise("vector-add"))
     assert [(p.name, p.points) for p in task.parts] == [("kernel", 0.0), ("launch", 2.0)]
-    assert task.shared == ((("kernel", "launch"), 8.0, 8.0),)  # through the `run` fixture
-    assert (task.visible_points, task.gpu_points) == (10, 8)
+    assert task.shared == ((("kernel", "launch"), 10.0, 9.0),)  # through the `run` fixture
+    assert (task.visible_points, task.gpu_points) == (12, 9)
     shown = task_markdown(task)
     assert "- **launch**: write `launch_config(n, sm_count)` — 2 points" in shown
-    assert "- **kernel + launch** checked together — 8 points, need an NVIDIA GPU" in shown
-    assert "worth 10 points (8 of them need an NVIDIA GPU).**" in shown
+    assert ("- **kernel + launch** checked together — 10 points (9 of them need an NVIDIA "
+            "GPU)") in shown
+    assert "worth 12 points (9 of them need an NVIDIA GPU).**" in shown
     assert "adds hidden checks worth 3 points more" in shown      # course.toml's vector-add
     assert HIDDEN_UNKNOWN in task_markdown(replace(task, hidden_points=None))
 
