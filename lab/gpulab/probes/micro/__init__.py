@@ -2,12 +2,14 @@
 
 The probes, by what they measure:
 
-- device memory (`_bandwidth`): `hbm_bandwidth`, `stride_sweep`, `occupancy_bandwidth`;
+- device memory (`_bandwidth`, `_occupancy`): `hbm_bandwidth`, `stride_sweep`,
+  `occupancy_bandwidth`;
 - host-device copies (`_pcie`): `pcie_bandwidth`;
-- latency (`_latency`): `pointer_chase_latency`, `smem_latency`, `smem_bank_conflicts`;
+- latency (`_latency`): `pointer_chase_latency`;
+- shared memory (`_smem`): `smem_latency`, `smem_bank_conflicts`;
 - arithmetic (`_compute`, `_matmul`): `warp_divergence`, `fp32_peak`, `matmul_throughput`;
 - the GPU held under load for many seconds (`_sustained`): `sustained_matmul`;
-- between GPUs (`_p2p`): `p2p_bandwidth`;
+- between GPUs (`_p2p`, what it reports in `_p2p_figures`): `p2p_bandwidth`;
 - what NVML's utilisation means (`_util`): `util_one_thread`.
 
 They work alike. Each probe runs small CUDA C kernels (`gpulab.kernels`) or
@@ -32,9 +34,6 @@ when a probe runs, never when this package is imported.
 from gpulab.probes.micro._bandwidth import (
     gb_per_s,
     hbm_bandwidth,
-    occupancy_bandwidth,
-    occupancy_blocks,
-    occupancy_smem,
     scaled_bytes,
     sector_overfetch,
     stride_sweep,
@@ -43,27 +42,28 @@ from gpulab.probes.micro._common import GiB, KiB, MiB, ratio
 from gpulab.probes.micro._compute import fp32_lanes_per_sm, fp32_peak, tflops, warp_divergence
 from gpulab.probes.micro._latency import (
     CHASE_RANGES,
-    bank_conflict_ways,
-    bank_count,
     chase_footprints,
     chase_plan,
     plateaus,
     pointer_chase_latency,
-    smem_bank_conflicts,
-    smem_latency,
 )
 from gpulab.probes.micro._matmul import bf16_bits, matmul_size, matmul_throughput
-from gpulab.probes.micro._p2p import (
-    CHASE_BYTES,
+from gpulab.probes.micro._occupancy import occupancy_bandwidth, occupancy_blocks, occupancy_smem
+from gpulab.probes.micro._p2p import CHASE_BYTES, measure_pair, p2p_bandwidth
+from gpulab.probes.micro._p2p_figures import (
     PairFigures,
     fastest_pair,
-    measure_pair,
-    p2p_bandwidth,
     p2p_bytes,
     p2p_readings,
     p2p_table,
 )
 from gpulab.probes.micro._pcie import pcie_bandwidth, pcie_bytes, pcie_link_gb_per_s
+from gpulab.probes.micro._smem import (
+    bank_conflict_ways,
+    bank_count,
+    smem_bank_conflicts,
+    smem_latency,
+)
 from gpulab.probes.micro._sustained import Window, sustained_matmul, trace_rows
 from gpulab.probes.micro._util import SETTLE_S, SPIN_S, util_one_thread
 

@@ -1,14 +1,15 @@
-"""Device-memory bandwidth microbenchmarks: HBM copies, access strides, occupancy.
+"""Device-memory bandwidth microbenchmarks: HBM copies and access strides.
 
 `hbm_bandwidth` sets an SM copy kernel against cudaMemcpy on the same
 buffers in the same run; `stride_sweep` reads at strides of 1-32 words to
-show what coalescing is worth; `occupancy_bandwidth` copies with fewer and
-fewer resident warps per SM. Host-device copies are in `_pcie`.
+show what coalescing is worth. Copies with fewer and fewer resident warps per
+SM (`occupancy_bandwidth`) are in `_occupancy`, host-device copies in
+`_pcie`; both count GB/s with `gb_per_s` from here.
 
-The pure helpers at the top (buffer sizes, sector overfetch, occupancy
-arithmetic, GB/s) need no GPU; the probes import CuPy and NumPy
-only when they run. How every microbenchmark checks, times and reports its
-work is described in `gpulab.probes.micro`.
+The pure helpers at the top (buffer sizes, sector overfetch, GB/s) need no
+GPU; the probes import CuPy and NumPy only when they run. How every
+microbenchmark checks, times and reports its work is described in
+`gpulab.probes.micro`.
 """
 
 from __future__ import annotations
@@ -33,16 +34,7 @@ from gpulab.probes.micro._common import (
 )
 from gpulab.probes.model import ProbeResult, Reading, Table
 
-__all__ = [
-    "gb_per_s",
-    "hbm_bandwidth",
-    "occupancy_bandwidth",
-    "occupancy_blocks",
-    "occupancy_smem",
-    "scaled_bytes",
-    "sector_overfetch",
-    "stride_sweep",
-]
+__all__ = ["gb_per_s", "hbm_bandwidth", "scaled_bytes", "sector_overfetch", "stride_sweep"]
 
 
 # ---------------------------------------------------------------------------
@@ -78,28 +70,8 @@ def sector_overfetch(stride: int) -> int:
     return min(stride, 8)
 
 
-def occupancy_smem(blocks_per_sm: int, smem_per_sm: int, reserved_per_block: int,
-                   optin_per_block: int) -> int:
-    """Dynamic shared memory per block that lets at most `blocks_per_sm` blocks share an SM.
-
-    Each block also takes `reserved_per_block` bytes the system keeps; the
-    result never exceeds what a block may opt in to.
-    """
-    return max(0, min(smem_per_sm // blocks_per_sm - reserved_per_block, optin_per_block))
-
-
-def occupancy_blocks(threads: int, dynamic_smem: int, props: dict[str, int]) -> int:
-    """Resident blocks per SM from the thread, block and shared-memory limits (registers aside)."""
-    limit = min(props["maxBlocksPerMultiProcessor"],
-                props["maxThreadsPerMultiProcessor"] // threads)
-    if dynamic_smem:
-        per_block = dynamic_smem + props.get("reservedSharedMemPerBlock", 0)
-        limit = min(limit, props["sharedMemPerMultiprocessor"] // per_block)
-    return limit
-
-
 # ---------------------------------------------------------------------------
-# Bandwidth: HBM, strides, occupancy
+# Bandwidth: HBM, strides
 # ---------------------------------------------------------------------------
 
 _READ_WRITE = "bytes read + bytes written"
@@ -229,75 +201,3 @@ def _stride_sweep(device: CudaDevice) -> Outcome:
                   ("4-byte words", "GB/s", "", "32-byte sectors"))
     return Outcome(f"stride 1: {base:.0f} GB/s useful; stride 32: {useful[32]:.0f} GB/s "
                    f"({useful[32] / base:.1%})", readings, [table], watch.telemetry)
-
-
-def occupancy_bandwidth() -> ProbeResult:
-    """Copy bandwidth as the resident warps per SM fall from the maximum to a sixteenth."""
-    return measure("occupancy_bandwidth", "Occupancy and bandwidth", _occupancy_bandwidth)
-
-
-def _occupancy_bandwidth(device: CudaDevice) -> Outcome:
-    from gpulab.kernels import function, launch
-
-    cp = device.cupy
-    props = {key: int(device.props[key]) for key in
-             ("maxBlocksPerMultiProcessor", "maxThreadsPerMultiProcessor",
-              "sharedMemPerMultiprocessor", "sharedMemPerBlockOptin", "warpSize")}
-    props["reservedSharedMemPerBlock"] = int(device.props.get("reservedSharedMemPerBlock", 0))
-    threads = 128
-    max_warps = props["maxThreadsPerMultiProcessor"] // props["warpSize"]
-    top = min(props["maxThreadsPerMultiProcessor"] // threads, props["maxBlocksPerMultiProcessor"])
-    levels = [top >> i for i in range(5) if top >> i >= 1]
-    kernel = function("copy", "copy_float4")
-    driver = cp.cuda.driver
-    smem = {k: occupancy_smem(k, props["sharedMemPerMultiprocessor"],
-                              props["reservedSharedMemPerBlock"],
-                              props["sharedMemPerBlockOptin"]) for k in levels}
-    pointer = kernel.kernel.ptr                     # the CUfunction behind the RawKernel
-    kernel.max_dynamic_shared_size_bytes = max(smem.values())    # above 48 KB needs opting in
-    kernel.preferred_shared_memory_carveout = 100                # all of L1 as shared memory
-    nbytes = scaled_bytes(prop(device, "totalGlobalMem"), prop(device, "l2CacheSize"),
-                          share=16, cap=2 * GiB)
-    src = cp.arange(nbytes // 4, dtype=cp.uint32)
-    dst = cp.empty_like(src)
-    sms = prop(device, "multiProcessorCount")
-    rows: list[tuple[int, int, int, int, str, float]] = []
-    with watch_telemetry(device) as watch:
-        for k in levels:
-            try:
-                resident = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(
-                    pointer, threads, smem[k]))
-                how = "CUDA occupancy API"
-            except Exception:  # no occupancy API here: compute it
-                resident, how = occupancy_blocks(threads, smem[k], props), "computed"
-            dst.fill(0)
-            run = functools.partial(launch.copy, "copy_float4", src, dst, blocks=sms * k,
-                                    threads=threads, shared_mem=smem[k])
-            ms = median_ms(launch.time_ms(run, iters=3, repeats=5))
-            check_equal(cp, dst, src, f"copy_float4 at {k} blocks per SM")
-            warps = min(k, resident) * threads // props["warpSize"]
-            rows.append((warps, k, smem[k], resident, how, round(gb_per_s(2 * nbytes, ms), 1)))
-    by_warps = {row[0]: row[5] for row in rows}
-    full, quarter = by_warps.get(max_warps), by_warps.get(max_warps // 4)
-    readings = []
-    for key, label, value, warps in (
-            ("bandwidth_full_occupancy", "copy at full occupancy", full, max_warps),
-            ("bandwidth_quarter_occupancy", "copy at quarter occupancy", quarter,
-             max_warps // 4)):
-        if value is None:
-            readings.append(Reading.failed(key, label, f"no launch reached {warps} resident "
-                                                       "warps per SM"))
-        else:
-            readings.append(Reading(key, label, value, "GB/s", _READ_WRITE,
-                                    detail=f"{warps} resident warps per SM, one float4 per "
-                                           "thread in flight"))
-    if full and quarter:
-        readings.append(Reading("quarter_to_full_ratio", "quarter / full occupancy",
-                                ratio(quarter, full), "x", "bandwidth at quarter occupancy / "
-                                "bandwidth at full occupancy, same kernel and buffers"))
-    table = Table("Copy bandwidth by resident warps per SM (copy_float4, 128 threads per block)",
-                  ("warps per SM", "blocks per SM", "dynamic shared memory per block",
-                   "blocks that fit", "checked by", "bandwidth"),
-                  tuple(rows), ("warps", "blocks", "bytes", "blocks", "", "GB/s"))
-    return Outcome(f"full occupancy {full or 0:.0f} GB/s, quarter {quarter or 0:.0f} GB/s "
-                   f"({_READ_WRITE})", readings, [table], watch.telemetry)

@@ -3,7 +3,7 @@
 - `inventory()` and `sample()` are the NVML probes: what changes rarely (name,
   UUID, versions, memory, PCIe, modes, ECC, power limits) and what changes
   all the time (utilisation, clocks, power, temperature, clock-event reasons,
-  processes) (`_probes`).
+  processes) (`_probes`, `_sample`).
 - `Sampler` polls one GPU on a background thread while a benchmark runs and
   gives its `Telemetry`, and with ``keep=True`` every `Sample` (`_telemetry`).
 - `nvml_session(backend)` starts NVML and yields a `Session` that calls it and
@@ -31,7 +31,7 @@ from gpulab.probes.nvml._decode import (
     decode_clock_event_reasons,
     pstate_name,
 )
-from gpulab.probes.nvml._probes import inventory, process_name, sample
+from gpulab.probes.nvml._probes import inventory
 from gpulab.probes.nvml._record import (
     FORMAT,
     Handle,
@@ -43,6 +43,7 @@ from gpulab.probes.nvml._record import (
     record,
     to_plain,
 )
+from gpulab.probes.nvml._sample import process_name, sample
 from gpulab.probes.nvml._session import (
     MissingFunction,
     NvmlUnavailable,

@@ -180,7 +180,7 @@ class Recorder:
 
     def process_name(self, pid: int) -> str | None:
         """The process's name from /proc, recorded like an NVML answer."""
-        from gpulab.probes.nvml._probes import process_name
+        from gpulab.probes.nvml._sample import process_name
 
         name = process_name(pid)
         self._add("process_name", [pid], result=name)
@@ -283,7 +283,8 @@ class Replay:
 def record(seconds: float = 0.5, inner: Any = None) -> dict[str, Any]:
     """Run inventory(), sample(), a short telemetry sampling and gpu_topology() through a
     Recorder; with the real pynvml, also keep `nvidia-smi topo -m`'s text."""
-    from gpulab.probes.nvml._probes import inventory, sample
+    from gpulab.probes.nvml._probes import inventory
+    from gpulab.probes.nvml._sample import sample
     from gpulab.probes.nvml._telemetry import Sampler
     from gpulab.probes.topology import gpu_topology
 

@@ -10,9 +10,9 @@ a failed reading that says so. No library, no driver or no GPU raises
 `NvmlUnavailable`, whose status ("no_gpu" or "unavailable") and reason the
 caller reports; `no_gpu_text` words the first.
 
-Used by the NVML probes (`_probes`), the telemetry sampler (`_telemetry`),
-the GPU topology probe (`gpulab.probes.topology`) and the door to the GPUs
-(`gpulab.probes.device`).
+Used by the NVML probes (`_probes`, `_sample`), the telemetry sampler
+(`_telemetry`), the GPU topology probe (`gpulab.probes.topology`) and the door
+to the GPUs (`gpulab.probes.device`).
 """
 
 from __future__ import annotations

@@ -11,11 +11,11 @@ names the file; nothing raises.
 build a small fake /proc and /sys tree; the system calls still describe this
 process. The probe and its kernel section are in `_probe`; its other
 sections in `_namespaces` (containers and namespaces), `_cgroup` (cgroup
-version and limits) and `_devices` (NUMA, GPUs in sysfs, NVIDIA files);
-reading files under the root in `_files`. The small parsers exported here
-(CPU lists, cgroup files, os-release, meminfo, namespace links) are pure
-functions of text (`_parse`); `is_nvidia_gpu` is the one rule for telling a GPU
-on the PCI bus.
+version and limits; where the cgroups are in `_cgroup_paths`) and `_devices`
+(NUMA, GPUs in sysfs, NVIDIA files); reading files under the root in
+`_files`. The small parsers exported here (CPU lists, cgroup files,
+os-release, meminfo, namespace links) are pure functions of text (`_parse`);
+`is_nvidia_gpu` is the one rule for telling a GPU on the PCI bus.
 """
 
 from gpulab.probes.system._devices import NVIDIA_VENDOR, is_nvidia_gpu

@@ -2,7 +2,8 @@
 
 `gpu_topology()` is the probe: every GPU's PCI bus id, nearest NUMA node and
 local CPUs; every pair's path in `nvidia-smi topo -m`'s words and its P2P
-status; every NVLink link (`_reader`, through NVML and sysfs). The pure
+status; every NVLink link (`_reader`, through NVML and sysfs). Its readings,
+message and tables are made from those answers in `_report`. The pure
 helpers beside it (path labels and their ranking, kernel CPU lists, NVLink
 counts, and the `TopoMatrix` that `nvidia-smi topo -m` prints) need neither
 NVML nor a GPU (`_matrix`).
