@@ -7,7 +7,8 @@ a node are its *notes*. HTML comments on a node's own line carry annotations:
 line of its own among the notes, where it is shown. The parser only records
 figure ids: which ids exist is known to `gpulab.figures`, which the course may
 not import, so the linter is handed that set (`Course.lint(figures=...)`, and
-`unknown_figures` here).
+`unknown_figures` here). The annotations' values are read and checked by
+`gpulab.course.annotations`, which the builder here extends.
 
 `parse_lesson` raises `CourseError` for what makes a lesson unusable (bad
 front matter, no root heading, an unknown claim) and returns the rest of its
@@ -28,7 +29,9 @@ from markdown_it.token import Token
 from markdown_it.tree import SyntaxTreeNode
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from gpulab.course.claims import CLAIM_ID
+from gpulab.course.annotations import ANNOTATION as _ANNOTATION
+from gpulab.course.annotations import FIGURE_ID, AnnotationReader
+from gpulab.course.annotations import only_comments as _only_comments
 from gpulab.course.frontmatter import FrontMatter, parse_front_matter
 from gpulab.course.problems import CourseError, Problem
 from gpulab.course.tree import FigureMark, Lesson, Node, Note
@@ -36,11 +39,6 @@ from gpulab.course.tree import FigureMark, Lesson, Node, Note
 __all__ = ["FIGURE_ID", "FigureMark", "Lesson", "Node", "Note", "markdown_parser",
            "parse_lesson", "unknown_figures"]
 
-_ANNOTATION = re.compile(r"<!--\s*(claim|markmap|example|figure)\s*:\s*(.*?)\s*-->",
-                         re.DOTALL)
-FIGURE_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-"""What a figure id looks like: lowercase words joined by hyphens (``latency-footprint``)."""
-_EXAMPLE_NUMBER = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
 _LISTS = ("bullet_list", "ordered_list")
 _NOTE_KINDS = {
     "paragraph": "paragraph",
@@ -82,25 +80,18 @@ def parse_lesson(
     return lesson
 
 
-class _Builder:
-    """Walks markdown-it's syntax tree and builds the node tree."""
+class _Builder(AnnotationReader):
+    """Walks markdown-it's syntax tree and builds the node tree.
+
+    Reading the annotations, and keeping the problems found, is `AnnotationReader`'s part.
+    """
 
     def __init__(self, text: str, path: Path, claims: Mapping[str, object] | None) -> None:
+        super().__init__(path, claims)
         self.lines = text.split("\n")
-        self.path = path
-        self.claims = claims
-        self.fatal: list[Problem] = []
-        self.lint: list[Problem] = []
         self.root: Node | None = None
         self.keys: set[str] = set()
         self.has_list: set[str] = set()
-
-    # -- problems ---------------------------------------------------------
-    def error(self, line: int | None, message: str, hint: str = "") -> None:
-        self.fatal.append(Problem(self.path, line, message, hint))
-
-    def warn(self, line: int | None, message: str, hint: str = "") -> None:
-        self.lint.append(Problem(self.path, line, message, hint))
 
     # -- front matter -----------------------------------------------------
     def front_matter(self, tokens: list[Token]) -> FrontMatter | None:
@@ -221,35 +212,6 @@ class _Builder:
         lang = block.info.split()[0] if kind == "code" and block.info.strip() else ""
         node.notes.append(Note(kind, markdown, _line(block), lang))  # type: ignore[arg-type]
 
-    def _check_stray_annotations(self, markdown: str, line: int) -> None:
-        comments_only = _only_comments(markdown)
-        for match in _ANNOTATION.finditer(markdown):
-            what = match.group(1)
-            if what in ("claim", "example"):
-                self.warn(line, f"a{'n' if what == 'example' else ''} {what} annotation "
-                          "inside a note", f"put <!-- {what}: ... --> on the node's own line")
-            elif what == "figure" and not comments_only:
-                self.warn(line, "a figure annotation inside a note's text",
-                          "put <!-- figure: ... --> on a line of its own, or on the node's line")
-
-    def _figure_marks(self, html: str, node: Node, line: int) -> None:
-        """Figures placed by a comment on a line of its own among the node's notes."""
-        for match in _ANNOTATION.finditer(html):
-            if match.group(1) == "figure":
-                at = line + html[:match.start()].count("\n")
-                node.figures += tuple(FigureMark(f, at, len(node.notes))
-                                      for f in self._figure_ids(match.group(2), at))
-
-    def _figure_ids(self, value: str, line: int) -> list[str]:
-        ids = [part for part in re.split(r"[\s,]+", value) if part]
-        if not ids:
-            self.warn(line, "an empty figure annotation", "write <!-- figure: some-id -->")
-        for figure_id in ids:
-            if not FIGURE_ID.match(figure_id):
-                self.warn(line, f"{figure_id!r} is not a valid figure id",
-                          "use lowercase letters, digits and hyphens")
-        return [f for f in ids if FIGURE_ID.match(f)]
-
     # -- one node -----------------------------------------------------------
     def _node(
         self,
@@ -293,29 +255,6 @@ class _Builder:
             parent.children.append(node)
         return node
 
-    def _claim_ids(self, value: str, line: int) -> list[str]:
-        ids = [part for part in re.split(r"[\s,]+", value) if part]
-        if not ids:
-            self.error(line, "an empty claim annotation", "write <!-- claim: some_id -->")
-        for claim_id in ids:
-            if not CLAIM_ID.match(claim_id):
-                self.error(line, f"{claim_id!r} is not a valid claim id",
-                           "use lowercase letters, digits and underscores")
-            elif self.claims is not None and claim_id not in self.claims:
-                self.error(line, f"unknown claim {claim_id!r}",
-                           "define it in lessons/claims/<lesson>.toml or fix the id")
-        return ids
-
-    def _examples(self, value: str, line: int) -> list[str]:
-        numbers = [part for part in re.split(r"[\s,;]+", value) if part]
-        if not numbers:
-            self.warn(line, "an empty example annotation", "write <!-- example: 64, 0.25 -->")
-        for number in numbers:
-            if not _EXAMPLE_NUMBER.match(number):
-                self.warn(line, f"example {number!r} is not a number",
-                          "list the numbers as written, e.g. <!-- example: 64, 0.25 -->")
-        return [n for n in numbers if _EXAMPLE_NUMBER.match(n)]
-
     def _key(self, parent: Node | None, text: str) -> str:
         slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40].strip("-") or "node"
         key = slug if parent is None else f"{parent.key}/{slug}"
@@ -350,10 +289,6 @@ def unknown_figures(lesson: Lesson, known: Collection[str]) -> list[Problem]:
 
 def _line(block: SyntaxTreeNode) -> int:
     return block.map[0] + 1 if block.map else 0
-
-
-def _only_comments(html: str) -> bool:
-    return not re.sub(r"<!--.*?-->", "", html, flags=re.DOTALL).strip()
 
 
 def _image_only(paragraph: SyntaxTreeNode) -> bool:

@@ -21,14 +21,17 @@ A value is a number (`value`), a range (`min`, `max`) or `text`; numbers carry
 a `unit`. `source` names a `[sources.*]` entry or is a URL itself. A value
 measured by gpulab names where its recording holds it (`recorded`), and
 `gpulab dev lint-lessons` checks that they agree (`gpulab.course.recordings`).
+
+This module reads and checks the file; what it builds, `Specs` and the
+`Source`, `SpecTable` and `SpecValue` it holds, is defined in
+`gpulab.course.specs_model` and re-exported here.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,6 +39,7 @@ from urllib.parse import urlsplit
 from gpulab.course.positions import line_at, toml_error, toml_lines
 from gpulab.course.problems import CourseError, Problem
 from gpulab.course.source import read_text
+from gpulab.course.specs_model import Source, Specs, SpecTable, SpecValue
 
 __all__ = ["Source", "SpecTable", "SpecValue", "Specs", "load_specs", "url_problem"]
 
@@ -43,87 +47,6 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _VALUE_FIELDS = {"value", "min", "max", "text", "unit", "source", "note", "recorded"}
 _GPU_META = {"name", "architecture", "compute_capability", "source", "note"}
 _TOPIC_META = {"title", "source", "note"}
-
-
-@dataclass(frozen=True)
-class Source:
-    """A document that figures come from: a URL, or a file shipped with the course."""
-
-    id: str
-    title: str
-    url: str = ""
-    path: str = ""
-
-    @property
-    def location(self) -> str:
-        return self.url or self.path
-
-
-@dataclass(frozen=True)
-class SpecValue:
-    """One sourced value: a number, a range, or a piece of text."""
-
-    table: str
-    key: str
-    source: Source
-    line: int | None
-    value: float | None = None
-    min: float | None = None
-    max: float | None = None
-    text: str = ""
-    unit: str = ""
-    note: str = ""
-    recorded: tuple[str, ...] = ()   # where a recording holds it ("file#path"): checked by lint
-
-    @property
-    def ref(self) -> str:
-        """How a person names it: ``h200.sms``, ``pcie.gen4_x16``."""
-        return f"{self.table}.{self.key}"
-
-    @property
-    def numbers(self) -> tuple[float, ...]:
-        return tuple(n for n in (self.value, self.min, self.max) if n is not None)
-
-    @property
-    def shown(self) -> str:
-        """The value as a person would write it."""
-        if self.text:
-            return self.text
-        number = f"{self.value:g}" if self.value is not None else f"{self.min:g}–{self.max:g}"
-        return f"{number} {self.unit}".strip()
-
-
-@dataclass(frozen=True)
-class SpecTable:
-    """A GPU or a topic: a title and its values in file order."""
-
-    kind: str  # "gpu" or "topic"
-    id: str
-    title: str
-    values: dict[str, SpecValue]
-    architecture: str = ""
-    compute_capability: str = ""
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Specs:
-    """Everything in specs.toml."""
-
-    path: Path
-    sources: dict[str, Source] = field(default_factory=dict)
-    gpus: dict[str, SpecTable] = field(default_factory=dict)
-    topics: dict[str, SpecTable] = field(default_factory=dict)
-
-    def values(self) -> Iterator[SpecValue]:
-        for table in (*self.gpus.values(), *self.topics.values()):
-            yield from table.values.values()
-
-    def get(self, ref: str) -> SpecValue | None:
-        """A value by its ``table.key`` name."""
-        table, _, key = ref.partition(".")
-        found = self.gpus.get(table) or self.topics.get(table)
-        return found.values.get(key) if found else None
 
 
 def url_problem(url: str) -> str:

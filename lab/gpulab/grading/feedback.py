@@ -7,8 +7,9 @@ as Markdown (`feedback_markdown` is what the Markdown file holds);
 
 Much of what is shown comes from the learner: their name, their values in
 the checks' messages, their tracebacks. The HTML is rendered with autoescape
-on, the Markdown escapes every character that could make markup, and the CSV
-defuses cells a spreadsheet would run as a formula.
+on, the Markdown escapes every character that could make markup
+(`gpulab.grading.markdown_text`), and the CSV defuses cells a spreadsheet would
+run as a formula.
 
 Hidden checks are shown as one total per exercise ("hidden checks: 7/10
 points") with their names, never one by one: the learner's code sees every
@@ -26,7 +27,6 @@ import functools
 import io
 import math
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +34,9 @@ from pathlib import Path
 import jinja2
 
 from gpulab.errors import GpulabError
+from gpulab.grading.markdown_text import md_block as _md_block
+from gpulab.grading.markdown_text import md_cell as _md_cell
+from gpulab.grading.markdown_text import md_inline as _md_inline
 from gpulab.grading.verdict import UNGRADED, CheckRow, ExerciseGrade, Kind, LearnerGrades
 
 __all__ = ["NOT_RUN_NOTE", "FeedbackError", "environment", "feedback_markdown", "write_feedback",
@@ -58,10 +61,6 @@ VERDICTS: Mapping[Kind, str] = {
 NOT_RUN_NOTE = "blank: not run by the grader, or only its checks that need no GPU (no grade, not 0)"
 # A cell starting with one of these is a formula to a spreadsheet (OWASP's list).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-# Characters that can start Markdown or HTML markup anywhere in a line.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|&~#])")
-# ... and the ones that do only at the start of a line (lists, quotes, headings).
-_MD_LINE_START = re.compile(r"^(\s*|\s*\d+(?=[.)]))([-+=.)])")
 
 
 class FeedbackError(GpulabError):
@@ -254,31 +253,6 @@ def _markdown(page: _Page) -> str:
         out += ["Isolation in force: none recorded.", ""]
     out.append(f"Graded {_md_inline(page.run_at)}.")
     return "\n".join(out) + "\n"
-
-
-def _md_escape(line: str) -> str:
-    line = _MD_SPECIAL.sub(r"\\\1", line)
-    return _MD_LINE_START.sub(r"\1\\\2", line)
-
-
-def _md_inline(text: str) -> str:
-    """Text on one line of Markdown: line breaks become spaces, markup is escaped."""
-    return _md_escape(" ".join(text.splitlines()))
-
-
-def _md_cell(text: str) -> str:
-    """Text in a Markdown table cell: `|` escaped, line breaks as <br>."""
-    return "<br>".join(_md_escape(line) for line in text.splitlines())
-
-
-def _md_block(text: str) -> str:
-    """A message: one escaped line, or a fenced block (tracebacks keep their layout)."""
-    lines = text.splitlines()
-    if len(lines) <= 1:
-        return _md_inline(text)
-    runs = [len(run) for run in re.findall(r"`+", text)]
-    fence = "`" * max(3, max(runs, default=0) + 1)
-    return "\n".join([f"{fence}text", *lines, fence])
 
 
 @functools.cache
