@@ -13,7 +13,8 @@ from gpulab.errors import GpulabError
 
 # Modules that need an optional extra or a GPU library to import; their errors are found by
 # reading the source instead.
-_OPTIONAL = ("gpulab.grading.cluster", "gpulab.grading.cluster_worker")
+_OPTIONAL = ("gpulab.grading.cluster", "gpulab.grading.cluster_coordinator",
+             "gpulab.grading.cluster_worker")
 
 
 def _defined() -> dict[str, str]:

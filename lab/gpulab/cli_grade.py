@@ -131,7 +131,7 @@ def _worker(args: argparse.Namespace) -> int:
         print(f"gpulab worker: --gpus {args.gpus!r}: give GPU indices as nvidia-smi numbers "
               "them, e.g. 0,1", file=sys.stderr)
         return BAD_INPUT
-    from gpulab.grading.cluster_worker import serve
+    from gpulab.grading.cluster_serve import serve
 
     try:
         return serve(args.address, gpus=gpus, cpu_slots=args.cpu_slots, unsafe=args.unsafe,

@@ -2,11 +2,11 @@
 
 A learner checking their own notebook runs their own code as they are; a
 grading run (`gpulab grade`) runs 30 strangers' code and must not trust it.
-The grader describes the sandbox as a `Policy` and hands it to the checks
-process in the environment variable ``GPULAB_SANDBOX`` (JSON); every process
-that runs learner code -- the Python worker (`gpulab.grading.learner`) and the
-kernel worker (`gpulab.grading.gpu`) -- is started through `spawn`, which
-wraps it in:
+The grader describes the sandbox as a `Policy` (`gpulab.grading.sandbox_policy`)
+and hands it to the checks process in the environment variable
+``GPULAB_SANDBOX`` (JSON); every process that runs learner code -- the Python
+worker (`gpulab.grading.learner`) and the kernel worker (`gpulab.grading.gpu`)
+-- is started through `spawn`, which wraps it in:
 
 - **no privilege, whoever grades**: the launcher (`gpulab.grading.jail`)
   drops a root grader to a dedicated uid and gid of the job's own, with no
@@ -29,11 +29,14 @@ wraps it in:
   v1 controllers it can write): a process-count and a memory limit per job
   (`gpulab.grading.cgroups`).
 
-`available()` says which of these work on this machine, and proves the
-sandbox holds by trying, from inside it, to unmount, remount, read outside
-the view and keep a privilege (`gpulab.grading.sandbox_proof`): where any
-works it refuses to grade. The grader records the guards in the gradebook and
-the feedback, and refuses to grade without bubblewrap unless told
+`spawn` returns the job's handle, a `Sandboxed` (`gpulab.grading.sandbox_job`,
+with `kill_group` and `pid_one`), which ends the whole job when closed.
+
+`available()` says which of these work on this machine (its `Guards`), and
+proves the sandbox holds by trying, from inside it, to unmount, remount, read
+outside the view and keep a privilege (`gpulab.grading.sandbox_proof`): where
+any works it refuses to grade. The grader records the guards in the gradebook
+and the feedback, and refuses to grade without bubblewrap unless told
 ``--unsafe``. Bubblewrap is a well-kept, widely used tool (Flatpak's sandbox);
 we only assemble its command line.
 """
@@ -48,12 +51,10 @@ import resource
 import secrets
 import selectors
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import IO, Any
 
@@ -65,6 +66,8 @@ from gpulab.grading.cgroups import (
     remove_stale_cgroups,
     run_cgroups,
 )
+from gpulab.grading.sandbox_job import Sandboxed, kill_group, pid_one
+from gpulab.grading.sandbox_policy import ENV, Guards, Policy, from_env
 from gpulab.grading.sandbox_view import build_view
 from gpulab.multicast import NO_MULTICAST
 
@@ -72,7 +75,6 @@ __all__ = ["ENV", "KEPT_ENV", "SPAWNER", "Guards", "Policy", "Sandboxed", "avail
            "job_uid", "kept_env", "kill_group", "pid_one", "remove_cgroups",
            "remove_stale_cgroups", "run_cgroups", "spawn"]
 
-ENV = "GPULAB_SANDBOX"
 KEPT_ENV = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_PATH",
             "CUDA_HOME", "CUPY_CACHE_DIR", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "GPULAB_COURSE_DIR")
 """The only variables of the grader's environment a process that runs learner code (the
@@ -84,88 +86,9 @@ def kept_env() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key in KEPT_ENV}
 SPAWNER = "GPULAB_SPAWNER"     # outside bubblewrap: the pid a learner worker must die with
 SCRATCH = "/tmp/work"          # the job's working folder inside the sandbox
-MiB = 2**20
 JOB_UIDS = (0x5A000000, 2**20)
 """The uids a root grader runs jobs as: a block of 2**20 from this first one, used by nothing
 else (far above any account's and any container range's usual place); one, at random, per job."""
-
-
-@dataclass(frozen=True)
-class Policy:
-    """What a sandboxed job may use, and what it must not see."""
-
-    cpu_s: int = 120                  # CPU seconds (RLIMIT_CPU)
-    memory_bytes: int = 2048 * MiB    # address space (CPU jobs) and cgroup memory
-    processes: int = 64               # cgroup pids.max, or RLIMIT_NPROC when not root
-    file_bytes: int = 64 * MiB        # largest file it may write (RLIMIT_FSIZE)
-    open_files: int = 256
-    scratch_bytes: int = 128 * MiB    # size of its tmpfs working folder and of /tmp
-    show: tuple[str, ...] = ()        # course folders it may read (lessons, released exercises)
-    private: tuple[str, ...] = ()     # what no folder it sees may hold (solutions, submissions,
-                                      # the grading output)
-    bubblewrap: bool = True           # False only with --unsafe on a machine without it
-    cgroup: str = ""                  # "v2:<folder>", "v1:<ctl>=<folder>,..." or ""
-    gpu: bool = False                 # give it the NVIDIA device files
-    tag: str = ""                     # the run's name, in every job's GPULAB_JOB variable
-
-    # The sandbox imports the standard library only (a grader may run it as another user
-    # with the system's Python, tests/grading/test_sandbox_attacks.py), so no msgspec here.
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> Policy:
-        """The policy `to_json` wrote; ValueError naming a field of the wrong type."""
-        data = json.loads(text)
-        kinds = {f.name: f.type for f in fields(cls)}
-        data = {key: value for key, value in data.items() if key in kinds}
-        for key in ("show", "private"):
-            data[key] = tuple(data.get(key, ()))
-        for key, value in data.items():
-            wanted = {"int": int, "bool": bool, "str": str}.get(str(kinds[key]))
-            if wanted is not None and (type(value) is not wanted):
-                raise ValueError(f"sandbox policy: {key} should be {kinds[key]}, not {value!r}")
-        return cls(**data)
-
-
-@dataclass(frozen=True)
-class Guards:
-    """The guards this machine offers, as found by `available`."""
-
-    bubblewrap: str = ""        # the bwrap path where it works, else ""
-    bubblewrap_problem: str = ""
-    cgroup: str = ""            # as Policy.cgroup: where job cgroups may be made
-    cgroup_problem: str = ""
-    drops_uid: bool = False     # the grader is root: jobs run as a uid of their own
-
-    def describe(self, policy: Policy) -> tuple[str, ...]:
-        """The guards in force for `policy`, one line each, for the gradebook and feedback."""
-        lines = []
-        if policy.bubblewrap and self.bubblewrap:
-            who = ("a uid of the job's own, no groups" if self.drops_uid
-                   else "the grader's uid")
-            lines.append(f"bubblewrap: {who}, no capabilities, no new privileges; a view of "
-                         "the machine by allowlist (system libraries, Python, gpulab, the "
-                         "public course; no course answers, submissions, gradebook, home or "
-                         f"sockets); a private tmpfs ({policy.scratch_bytes // MiB} MiB) as "
-                         "working folder and /tmp; own user, PID, IPC, UTS and network "
-                         "namespaces (no network)")
-        else:
-            lines.append("no file-system isolation (--unsafe): learner code sees this "
-                         "machine's files as the grader does")
-        limits = [f"CPU {policy.cpu_s} s", f"file size {policy.file_bytes // MiB} MiB",
-                  f"open files {policy.open_files}", "no core files"]
-        if not policy.gpu:
-            limits.insert(1, f"address space {policy.memory_bytes // MiB} MiB")
-        if policy.bubblewrap and self.bubblewrap:
-            limits.append(f"processes {policy.processes} (the job's own)")
-        lines.append("rlimits: " + ", ".join(limits))
-        if policy.cgroup:
-            version = policy.cgroup.split(":", 1)[0]
-            lines.append(f"cgroup {version}: at most {policy.processes} processes, "
-                         f"memory {policy.memory_bytes // MiB} MiB")
-        return tuple(lines)
-
 
 
 ISOLATION = ("--die-with-parent", "--new-session", "--as-pid-1", "--unshare-user", "--unshare-pid",
@@ -205,50 +128,6 @@ def available() -> Guards:
     cgroup, cgroup_problem = cgroup_home()
     return Guards(bubblewrap=bwrap, bubblewrap_problem=problem, cgroup=cgroup,
                   cgroup_problem=cgroup_problem, drops_uid=os.geteuid() == 0)
-
-
-def from_env() -> Policy | None:
-    """The policy the grader put in the environment, or None (a learner's own check)."""
-    text = os.environ.get(ENV)
-    return Policy.from_json(text) if text else None
-
-
-class Sandboxed:
-    """A process started by `spawn`, with its job cgroup; `close` ends and removes both."""
-
-    def __init__(self, process: subprocess.Popen[bytes], cgroups: list[Path],
-                 worker: int | None = None, uid: int | None = None) -> None:
-        self.process = process
-        self.cgroups = cgroups
-        self.worker = worker        # the command's pid as this process numbers it
-        self.uid = uid              # the job's own uid, where the grader is root
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    @property
-    def wrapped(self) -> bool:
-        """Started inside bubblewrap (the command is not the process `spawn` started)."""
-        return self.worker is not None and self.worker != self.process.pid
-
-    def close(self) -> None:
-        """Kill the whole job: its process group, then anything left in its cgroups."""
-        kill_group(self.process)
-        empty_and_remove(self.cgroups)
-        self.cgroups = []
-
-
-def kill_group(process: subprocess.Popen[bytes]) -> None:
-    """End a process's whole process group (the learner's children too); close its pipes."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=5)
-    for stream in (process.stdin, process.stdout, process.stderr):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
 
 
 def spawn(argv: Sequence[str], *, env: dict[str, str], cwd: str,
@@ -365,20 +244,3 @@ def _rlimits(policy: Policy, *, gpu: bool) -> list[tuple[int, int]]:
     if not gpu:
         limits.append((resource.RLIMIT_AS, policy.memory_bytes))
     return limits
-
-
-def pid_one(pid: int) -> int | None:
-    """The pid, as this process sees it, of the process that is PID 1 in `pid`'s namespace."""
-    current: int | None = pid
-    for _ in range(64):
-        if current is None or current <= 1:
-            return current
-        try:
-            status = Path(f"/proc/{current}/status").read_text()
-        except OSError:
-            return None
-        fields_ = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if fields_.get("NSpid", "").split()[-1:] == ["1"]:
-            return current
-        current = int(fields_.get("PPid", "0").strip() or 0)
-    return None
