@@ -41,8 +41,8 @@ import msgspec
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.errors import GpulabError
 from gpulab.grading import sandbox
+from gpulab.grading.fingerprint import checks_hash
 from gpulab.grading.gpupool import GpuPool
-from gpulab.grading.grade import checks_hash
 from gpulab.grading.run import Job, check_job, not_run
 from gpulab.grading.verdict import ExerciseGrade, failure
 

@@ -22,97 +22,38 @@ The run:
    end;
 5. writes grades.csv and every learner's feedback from the gradebook.
 
-Errors that stop a run before it grades::
-
-    GpulabError
-    ├── GradeError          what is wrong with the run's input, and what to do
-    └── GradebookError      the gradebook file cannot be used (gpulab.grading.gradebook)
+What a run is given (`GradeOptions`) and gives back (`GradeSummary`), and the
+errors that stop it before it grades (`GradeError`), are defined in
+`gpulab.grading.grade_model`; the key its grades are kept under (`checks_hash`)
+in `gpulab.grading.fingerprint`. All are importable from here.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.paths import CoursePaths
-from gpulab.errors import GpulabError
 from gpulab.grading import outdir, sandbox
+from gpulab.grading.fingerprint import checks_hash, gpulab_version
 from gpulab.grading.gpupool import GpuPool, GpuPoolError, visible_gpus
+from gpulab.grading.grade_model import GradeError, GradeOptions, GradeSummary, Progress
 from gpulab.grading.gradebook import Gradebook
 from gpulab.grading.plan import plan
 from gpulab.grading.run import Done, Job, Writer, check_job, now, run_jobs
 from gpulab.grading.runner import check_files, remove_stale_folders, run_checks
-from gpulab.grading.verdict import LearnerGrades, failure, plain
+from gpulab.grading.verdict import failure, plain
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
-    from gpulab.grading.cluster import Target
     from gpulab.grading.intake import Intake
 
 __all__ = ["GradeError", "GradeOptions", "GradeSummary", "checks_hash", "grade_class", "main"]
-
-Progress = Callable[[str, int, int], None]
-
-
-class GradeError(GpulabError):
-    """The run cannot start: what is wrong and what to do."""
-
-
-@dataclass(frozen=True)
-class GradeOptions:
-    submissions: Path
-    out: Path
-    exercises: tuple[str, ...] = ()          # default: every exercise someone handed in
-    workers: int = 2
-    gpus: tuple[str, ...] | None = None      # default: every visible GPU
-    regrade: bool = False
-    timeout: float | None = None             # per exercise; default: course.toml's limit
-    unsafe: bool = False
-    policy: sandbox.Policy = field(default_factory=sandbox.Policy)
-    gpu_recovery_s: float = 15.0
-    cluster: Target | None = None            # default: the jobs run here (gpulab.grading.cluster)
-
-
-@dataclass
-class GradeSummary:
-    learners: list[LearnerGrades]
-    exercises: list[str]
-    maxima: dict[str, float]
-    graded: int = 0                 # jobs run in this run
-    reused: int = 0                 # grades kept from an earlier run
-    guards: tuple[str, ...] = ()
-    gpu_events: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)   # learner text: made plain, not markup
-    notes: list[str] = field(default_factory=list)      # what was cleared of earlier runs
-    out: Path = Path()
-    tag: str = ""                   # the run's name: its cgroups, its jobs' GPULAB_JOB
-    run_id: int = 0
-
-
-def _sha256(*paths: Path) -> str:
-    digest = hashlib.sha256()
-    for path in paths:
-        digest.update(path.name.encode() + b"\0")
-        digest.update(path.read_bytes() if path.is_file() else b"(missing)")
-    return digest.hexdigest()
-
-
-def checks_hash(entry: ExerciseEntry) -> str:
-    """What decides a grade besides the learner's notebook: released notebook and checks."""
-    return _sha256(entry.notebook, *check_files(entry, hidden=True)) + f":{_version()}"
-
-
-def _version() -> str:
-    import gpulab
-
-    return str(gpulab.__version__)
 
 
 def grade_class(options: GradeOptions, *, course: Course | None = None,
@@ -204,7 +145,7 @@ class _Run:
         status, run_id = "stopped", None
         try:
             run_id = self.book.start_run(started=now(), command=self.command,
-                                         version=_version(), guards=summary.guards,
+                                         version=gpulab_version(), guards=summary.guards,
                                          tag=self.tag, cgroups=cgroups)
             summary.run_id = run_id
             writer = Writer(self.book, run_id)

@@ -20,7 +20,8 @@ for the instructor: nothing that writes feedback reads it.
 
 Rows become records, and records rows, in one way, by name, with msgspec
 (`gpulab.grading.gradebook_rows`); a value not of its field's type is refused
-in words: the file, the row, the field (``$.checks[2].outcome``).
+in words: the file, the row, the field (``$.checks[2].outcome``). The tables
+themselves, and their version, are in `gpulab.grading.gradebook_schema`.
 """
 
 from __future__ import annotations
@@ -41,90 +42,11 @@ from gpulab.grading.gradebook_rows import (
     to_record,
     to_row,
 )
+from gpulab.grading.gradebook_schema import ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION
 from gpulab.grading.verdict import ExerciseGrade, LearnerGrades, plain
 
 __all__ = ["SCHEMA_VERSION", "DeadRun", "Gradebook", "GradebookError", "KnownExercise",
            "StoredGrade"]
-
-SCHEMA_VERSION = 1
-"""0: gpulab before versions (no tag, cgroups, problems or hidden messages); 1: this one."""
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    started TEXT NOT NULL,
-    finished TEXT,
-    status TEXT NOT NULL,              -- running, finished, stopped, killed
-    command TEXT NOT NULL,
-    gpulab_version TEXT NOT NULL,
-    guards TEXT NOT NULL,              -- JSON list: the isolation in force
-    tag TEXT NOT NULL DEFAULT '',      -- the run's name: its jobs' GPULAB_JOB, its cgroups
-    cgroups TEXT NOT NULL DEFAULT ''   -- the run's cgroups, as sandbox.Policy.cgroup
-);
-CREATE TABLE IF NOT EXISTS exercises (
-    name TEXT PRIMARY KEY,
-    checks_hash TEXT NOT NULL,         -- sha256 of the released notebook and its checks
-    max_points REAL NOT NULL,
-    gpu INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS learners (
-    slug TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    source TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS grades (
-    learner TEXT NOT NULL REFERENCES learners(slug),
-    exercise TEXT NOT NULL,
-    notebook_hash TEXT NOT NULL,       -- sha256 of the notebook the checks read ("" if none)
-    checks_hash TEXT NOT NULL,
-    kind TEXT NOT NULL,                -- right, wrong, timeout, crashed, gpu-fault, ...
-    earned REAL NOT NULL,
-    possible REAL NOT NULL,
-    message TEXT NOT NULL,
-    guards TEXT NOT NULL,              -- JSON list
-    gpu TEXT NOT NULL,                 -- the GPU it ran on ("" for CPU work)
-    duration_s REAL NOT NULL,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    graded_at TEXT NOT NULL,
-    PRIMARY KEY (learner, exercise)
-);
-CREATE TABLE IF NOT EXISTS checks (
-    learner TEXT NOT NULL,
-    exercise TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    title TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    points REAL NOT NULL,
-    earned REAL NOT NULL,
-    message TEXT NOT NULL,             -- "" for a hidden check: see hidden_messages
-    hidden INTEGER NOT NULL,
-    PRIMARY KEY (learner, exercise, position),
-    FOREIGN KEY (learner, exercise) REFERENCES grades(learner, exercise) ON DELETE CASCADE
-);
-CREATE TABLE IF NOT EXISTS hidden_messages (  -- the instructor's: feedback never reads it
-    learner TEXT NOT NULL,
-    exercise TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    message TEXT NOT NULL,
-    PRIMARY KEY (learner, exercise, position),
-    FOREIGN KEY (learner, exercise) REFERENCES grades(learner, exercise) ON DELETE CASCADE
-);
-CREATE TABLE IF NOT EXISTS gpu_events (
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    at TEXT NOT NULL,
-    gpu TEXT NOT NULL,
-    event TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS problems (      -- what a run could not read or do, in its words
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    position INTEGER NOT NULL,
-    problem TEXT NOT NULL,
-    PRIMARY KEY (run_id, position)
-)
-"""
-# Columns a version-0 gradebook lacks, added when it is opened.
-_ADDED = {"runs": ("tag TEXT NOT NULL DEFAULT ''", "cgroups TEXT NOT NULL DEFAULT ''")}
 
 _INSERT_GRADE = (
     "INSERT INTO grades (learner, exercise, notebook_hash, checks_hash, kind, earned, possible, "
@@ -182,7 +104,7 @@ class Gradebook:
             return
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
-            for table, columns in _ADDED.items():
+            for table, columns in ADDED_COLUMNS.items():
                 have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
                 for column in columns if have else ():
                     if column.split()[0] not in have:

@@ -2,10 +2,12 @@
 
 Screens never call the app: they post the messages of `gpulab.tui.messages`
 (`OpenLesson`, `ShowMap`, `MeasureClaim`, ...), and the app's ``on_*`` handlers
-open the screens and start the work. The app is built in four layers. At the
+open the screens and start the work. The app is built in layers. At the
 base, `gpulab.tui.results.ResultsApp` keeps the learner's probe results (saved
 ones of this machine, loaded after first paint, and this session's) and the
-figures drawn from them; the learner layer (`gpulab.tui.learner.LearnerApp`)
+figures drawn from them; `gpulab.tui.gpu_here.GpuHereApp` finds out, after
+first paint, whether this machine has a GPU; the learner layer
+(`gpulab.tui.learner.LearnerApp`)
 keeps the progress, the workspace, the GPU flag and the exercise states as
 reactive attributes that the screens watch, and runs the checks; the claim
 layer (`gpulab.tui.claims.ClaimsApp`) measures claims and tells their cards;

@@ -8,7 +8,7 @@ Each is a reactive attribute; screens read them through their typed `app`
 and `watch` the ones they draw. Screens never change them: they post the
 messages of `gpulab.tui.messages`, and the handlers here change the state
 (`LessonOpened`, `NodeVisited`, `FoldsChanged`, `HintRevealed`,
-`TreeWidthChanged`, `CheckExercise`, `FindGpu`).
+`TreeWidthChanged`, `CheckExercise`, and `FindGpu` in its base).
 
 The progress is saved a second after the last change, at once where a change
 must not be lost (a hint, a check, a prediction), whenever the screen changes,
@@ -19,14 +19,15 @@ about once a second (one ``stat`` when nothing changed).
 Checks run in a thread worker of the app, never two of one exercise at once;
 the result is recorded in the progress (per workspace). When the app starts
 with a workspace, the workspace is brought up to date with the course in a
-thread, after first paint, and the learner hears what changed. Whether this
-machine has a GPU is found out once, in a thread, when a screen first lists a
-GPU exercise.
+thread, after first paint, and the learner hears what changed.
 
-Its base, `gpulab.tui.results.ResultsApp`, keeps the learner's own probe
-results (`measured`: those saved on this machine, and this session's, which it
-saves), so that figures (`figure`) are drawn from their GPU once it has
-measured what a figure needs, and from gpulab's recording of its H200 until then.
+Its base, `gpulab.tui.gpu_here.GpuHereApp`, finds out whether this machine has
+a GPU (`gpu_here`): once, in a thread, when a screen first lists a GPU exercise
+(`FindGpu`). Below that, `gpulab.tui.results.ResultsApp` keeps the learner's own
+probe results (`measured`: those saved on this machine, and this session's,
+which it saves), so that figures (`figure`) are drawn from their GPU once it
+has measured what a figure needs, and from gpulab's recording of its H200 until
+then.
 
 Nothing here imports a screen, so screens can name this class (`textual.getters.app`)
 without an import cycle.
@@ -47,16 +48,15 @@ from textual.timer import Timer
 from gpulab.course.progress import Progress
 from gpulab.course.workspace import Workspace, WorkspaceError
 from gpulab.timestamps import utc_now
+from gpulab.tui.gpu_here import GpuHereApp
 from gpulab.tui.messages import (
     CheckExercise,
-    FindGpu,
     FoldsChanged,
     HintRevealed,
     LessonOpened,
     NodeVisited,
     TreeWidthChanged,
 )
-from gpulab.tui.results import ResultsApp
 from gpulab.tui.text import exercise_state as state_of
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ ExerciseStates = dict[str, Text]
 """Where the learner stands on each exercise, by name (see `gpulab.tui.text.exercise_state`)."""
 
 
-class LearnerApp(ResultsApp):
+class LearnerApp(GpuHereApp):
     """The learner's state for the screens, and the handlers that change it (see the module's
     docstring)."""
 
@@ -94,20 +94,12 @@ class LearnerApp(ResultsApp):
     it (screens ask by message), in place, and then call `progress_changed`."""
     workspace: var[Workspace | None] = var(None, init=False)
     """The learner's workspace (their notebooks), or None before ``gpulab init``."""
-    gpu_here: var[bool | None] = var(None, init=False)
-    """Whether this machine has an NVIDIA GPU: None until known (see `FindGpu`)."""
     checking: var[frozenset[str]] = var(frozenset(), init=False)
     """The names of the exercises whose checks are running now."""
     exercise_states: var[ExerciseStates] = var(dict, init=False)
     """Where the learner stands on each exercise, as every list of exercises shows it
-    ("checking…" while its checks run); set from the four above whenever one changes."""
-
-    class GpuFound(Message):
-        """Whether this machine has an NVIDIA GPU is known (None: it could not be told)."""
-
-        def __init__(self, present: bool | None) -> None:
-            super().__init__()
-            self.present = present
+    ("checking…" while its checks run); set from the progress, the workspace, `gpu_here`
+    and `checking` whenever one changes."""
 
     class ExerciseChecked(Message):
         """An exercise's checks finished (posted from the checks' thread)."""
@@ -140,7 +132,6 @@ class LearnerApp(ResultsApp):
         self.set_reactive(LearnerApp.workspace, workspace)
         self.set_reactive(LearnerApp.gpu_here, has_gpu)
         self.set_reactive(LearnerApp.exercise_states, self._states())
-        self._finding_gpu = False
         self._save_timer: Timer | None = None
 
     # A computed reactive (`compute_exercise_states`) would call its watchers on every
@@ -305,30 +296,6 @@ class LearnerApp(ResultsApp):
             if record is None or not record.passed:
                 return exercise
         return None
-
-    # -- the GPU -------------------------------------------------------------------------------
-    def on_find_gpu(self, event: FindGpu) -> None:
-        self.find_gpu()
-
-    def find_gpu(self) -> None:
-        """Find out, once and in a thread, whether this machine has an NVIDIA GPU."""
-        if self.gpu_here is not None or self._finding_gpu:
-            return
-        self._finding_gpu = True
-        self.run_worker(self._find_gpu, thread=True, group="find-gpu", exit_on_error=False,
-                        description="look for an NVIDIA GPU")
-
-    def _find_gpu(self) -> None:
-        from gpulab.tui.measure import gpu_present
-
-        try:
-            present = gpu_present(self.nvml_backend)
-        except Exception:  # not knowing is an answer: the lists show no GPU verdict
-            present = None
-        self.post_message(self.GpuFound(present))
-
-    def on_learner_app_gpu_found(self, event: GpuFound) -> None:
-        self.gpu_here = event.present
 
     # -- checks --------------------------------------------------------------------------------
     def is_checking(self, name: str) -> bool:

@@ -1,6 +1,6 @@
 """The app's base layer: the learner's own probe results, and the figures drawn from them.
 
-`ResultsApp` is the base of `gpulab.tui.learner.LearnerApp`. It keeps the
+`ResultsApp` is the base of the app (`GpuHereApp`, then `LearnerApp`). It keeps the
 learner's own probe results (`measured`, by probe): those saved on this
 machine (by ``gpulab probe run`` or an earlier session), read once after
 first paint, and every result that runs in this session (`keep_result`),

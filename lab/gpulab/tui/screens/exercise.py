@@ -8,7 +8,9 @@ demand, in a thread of the app, never two at once; the outcome is kept in the
 progress as ``gpulab check`` keeps it. `o` opens the notebook in the
 workspace's JupyterLab and shows its address (with the token, `y` copies it)
 and the ``ssh -L`` line. Hints are revealed one at a time (`h`); the
-solution's answer cells (`s`) only once the checks have passed.
+solution's answer cells (`s`) only once the checks have passed. What the screen
+writes (the facts, how to work on the exercise, the solution's answers) is made by
+`gpulab.tui.exercise_text`.
 
 The screen asks the app for the checks (`CheckExercise`) and tells it of each
 hint revealed (`HintRevealed`); it watches the app's `workspace`, `checking`
@@ -17,10 +19,8 @@ and `exercise_states`, and the app hands it each finished report (`show_report`)
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, ClassVar
 
-from rich.table import Table
 from rich.text import Text
 from textual import getters, work
 from textual.app import ComposeResult
@@ -31,6 +31,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, Markdown, Static
 
 from gpulab.course import Course, ExerciseEntry
+from gpulab.tui.exercise_text import exercise_facts, exercise_guide, solution_markdown
 from gpulab.tui.learner import NO_WORKSPACE
 from gpulab.tui.messages import (
     CheckExercise,
@@ -136,7 +137,8 @@ class ExerciseScreen(LabScreen):
             seen = self.app.progress.hints.get(self.exercise.name, 0)
             yield HintList(self.exercise.hints, seen, id="hints")
             yield TaskPanel("*Reading the task…*", id="task")
-            yield Markdown(self._guide(), id="exercise-notes")
+            yield Markdown(exercise_guide(self.exercise.name, self.notebook),
+                           id="exercise-notes")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -175,7 +177,11 @@ class ExerciseScreen(LabScreen):
 
     def _show_facts(self) -> None:
         """Show the exercise's facts and where the learner stands on it."""
-        self.facts.update(self._facts())
+        self.facts.update(exercise_facts(
+            self.exercise, lesson=self._lesson_title(), path=self.notebook,
+            shown=self._notebook_shown(),
+            status=self.app.exercise_states.get(self.exercise.name, Text("")),
+            watching=self.watching))
 
     def _checking_changed(self, checking: frozenset[str]) -> None:
         """Say that the checks run, once they do (and why: "you saved the notebook")."""
@@ -202,7 +208,7 @@ class ExerciseScreen(LabScreen):
         self.no_workspace.display = self.notebook is None
         self.notebook_watch = NotebookWatch(self.notebook) if self.notebook is not None \
             else None
-        self.notes.update(self._guide())
+        self.notes.update(exercise_guide(self.exercise.name, self.notebook))
         self._show_facts()
 
     def _look_at_notebook(self) -> None:
@@ -235,48 +241,6 @@ class ExerciseScreen(LabScreen):
         """The learner's notebook, as a path in the workspace (or why there is none)."""
         return str(self.notebook) if self.notebook is not None \
             else "(no workspace yet: gpulab init)"
-
-    def _facts(self) -> Table:
-        exercise = self.exercise
-        grid = Table.grid(padding=(0, 2))
-        grid.add_column(style="dim", no_wrap=True)
-        grid.add_column()
-        grid.add_row("name", Text(exercise.name, style="bold"))
-        grid.add_row("lesson", self._lesson_title())
-        gpu = Text("needs an NVIDIA GPU", style="bold yellow") if exercise.gpu else Text(
-            "runs on the CPU", style="green")
-        grid.add_row("runs on", gpu)
-        grid.add_row("time limit", f"{exercise.time_limit} s")
-        path = self.notebook
-        notebook = Text(self._notebook_shown())
-        if path is not None and not path.is_file():
-            notebook.append("  (not found: gpulab reset brings it back)", style="red")
-        grid.add_row("notebook", notebook)
-        grid.add_row("status", self.app.exercise_states.get(exercise.name, Text("")))
-        if path is not None:
-            watching = Text("saving the notebook runs the checks (w stops)", style="green") \
-                if self.watching else Text("not watching: press w to run the checks on "
-                                           "every save", style="dim")
-            grid.add_row("watching", watching)
-        return grid
-
-    def _guide(self) -> str:
-        name = self.exercise.name
-        if self.notebook is None:
-            return ("1. In a shell, run `gpulab init`: it copies the exercises into a folder "
-                    "of your own (`./gpulab-exercises`, or the folder you name).\n"
-                    "2. Come back here: gpulab finds the workspace by itself.\n\n"
-                    "Press **h** for a hint meanwhile; **n** opens the next exercise.")
-        return (f"1. Press **o** to open the notebook in JupyterLab (or open "
-                f"`{self._notebook_shown()}` in any Jupyter).\n"
-                "2. Write your answers where `# TODO` stands, and save the notebook: "
-                "while this screen is open, each save runs the checks.\n"
-                f"3. Or press **c** to run them (or `gpulab check {name}` in a shell, or "
-                "the notebook's last cell): each check says what it expected and what it "
-                "found.\n\n"
-                "Press **h** for a hint, gentlest first. "
-                "The solution (**s**) opens once your checks pass; **n** opens the next "
-                "exercise you have not passed.")
 
     def action_back(self) -> None:
         """Back to the lesson this was opened from, or to the map, on this exercise."""
@@ -367,27 +331,4 @@ class ExerciseScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="solution", exit_on_error=False)
     def _read_solution(self) -> None:
-        self.post_message(self.SolutionRead(_solution_markdown(self.exercise)))
-
-
-def _solution_markdown(exercise: ExerciseEntry) -> str:
-    """The solution's answer cells as Markdown code blocks (blocking: read in a thread)."""
-    from gpulab.grading.build import solution_path
-    from gpulab.grading.cells import BEGIN, END, answer_cells
-    from gpulab.grading.notebook import NotebookError, read_notebook
-
-    path = solution_path(exercise)
-    try:
-        answers = answer_cells(read_notebook(path), path)
-    except NotebookError as exc:
-        return f"The solution cannot be shown: {exc}"
-    parts = [f"The solution's answers, from `{path.name}`: compare them with yours."]
-    for part, cell in answers.items():
-        source = "\n".join(line for line in cell.source.splitlines()
-                           if line.strip() not in (BEGIN, END)).rstrip()
-        longest = max((len(run) for run in re.findall(r"`+", source)), default=0)
-        fence = "`" * max(3, longest + 1)
-        parts.append(f"**{part}**\n\n{fence}python\n{source}\n{fence}")
-    if len(parts) == 1:
-        parts.append("*The solution has no answer cells.*")
-    return "\n\n".join(parts)
+        self.post_message(self.SolutionRead(solution_markdown(self.exercise)))

@@ -1,0 +1,94 @@
+"""The gradebook's tables, as SQL, and the version of their schema.
+
+`SCHEMA` creates every table of a gradebook (`gpulab.grading.gradebook`):
+the runs, the exercises and learners, the grades and their checks, the hidden
+checks' messages (the instructor's own: nothing that writes feedback reads
+them), the runs' GPU events and problems. `SCHEMA_VERSION` is the version a
+gradebook file records (``PRAGMA user_version``): the gradebook refuses a file
+of a newer one and brings an older one up to date, adding the columns it lacks
+(`ADDED_COLUMNS`) before the tables it lacks.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ADDED_COLUMNS", "SCHEMA", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+"""0: gpulab before versions (no tag, cgroups, problems or hidden messages); 1: this one."""
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    started TEXT NOT NULL,
+    finished TEXT,
+    status TEXT NOT NULL,              -- running, finished, stopped, killed
+    command TEXT NOT NULL,
+    gpulab_version TEXT NOT NULL,
+    guards TEXT NOT NULL,              -- JSON list: the isolation in force
+    tag TEXT NOT NULL DEFAULT '',      -- the run's name: its jobs' GPULAB_JOB, its cgroups
+    cgroups TEXT NOT NULL DEFAULT ''   -- the run's cgroups, as sandbox.Policy.cgroup
+);
+CREATE TABLE IF NOT EXISTS exercises (
+    name TEXT PRIMARY KEY,
+    checks_hash TEXT NOT NULL,         -- sha256 of the released notebook and its checks
+    max_points REAL NOT NULL,
+    gpu INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS learners (
+    slug TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    source TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS grades (
+    learner TEXT NOT NULL REFERENCES learners(slug),
+    exercise TEXT NOT NULL,
+    notebook_hash TEXT NOT NULL,       -- sha256 of the notebook the checks read ("" if none)
+    checks_hash TEXT NOT NULL,
+    kind TEXT NOT NULL,                -- right, wrong, timeout, crashed, gpu-fault, ...
+    earned REAL NOT NULL,
+    possible REAL NOT NULL,
+    message TEXT NOT NULL,
+    guards TEXT NOT NULL,              -- JSON list
+    gpu TEXT NOT NULL,                 -- the GPU it ran on ("" for CPU work)
+    duration_s REAL NOT NULL,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    graded_at TEXT NOT NULL,
+    PRIMARY KEY (learner, exercise)
+);
+CREATE TABLE IF NOT EXISTS checks (
+    learner TEXT NOT NULL,
+    exercise TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    title TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    points REAL NOT NULL,
+    earned REAL NOT NULL,
+    message TEXT NOT NULL,             -- "" for a hidden check: see hidden_messages
+    hidden INTEGER NOT NULL,
+    PRIMARY KEY (learner, exercise, position),
+    FOREIGN KEY (learner, exercise) REFERENCES grades(learner, exercise) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS hidden_messages (  -- the instructor's: feedback never reads it
+    learner TEXT NOT NULL,
+    exercise TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    PRIMARY KEY (learner, exercise, position),
+    FOREIGN KEY (learner, exercise) REFERENCES grades(learner, exercise) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS gpu_events (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    at TEXT NOT NULL,
+    gpu TEXT NOT NULL,
+    event TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS problems (      -- what a run could not read or do, in its words
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    position INTEGER NOT NULL,
+    problem TEXT NOT NULL,
+    PRIMARY KEY (run_id, position)
+)
+"""
+# Columns a version-0 gradebook lacks, added when it is opened.
+ADDED_COLUMNS = {"runs": ("tag TEXT NOT NULL DEFAULT ''", "cgroups TEXT NOT NULL DEFAULT ''")}
