@@ -30,6 +30,7 @@ test: $(VENV)/.test tests/markmap/node_modules/.installed
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check lab tests bench solutions exercises
+	$(VENV)/bin/ruff format --check lab tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/gpulab dev lint-lessons

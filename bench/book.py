@@ -38,8 +38,14 @@ print(f"pages {len(result.pages)}", flush=True)
 def sample(out: Path, env: dict[str, str]) -> tuple[float, int]:
     """Seconds for one fresh process to build the book into `out`, and its page count."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", CHILD, str(out)], env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"the book did not build (exit {done.returncode}):\n{done.stderr}")

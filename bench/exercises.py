@@ -35,35 +35,69 @@ from gpulab.grading.notebook import read_notebook
 class Bench:
     exercise: str
     task: str
-    source: str                                   # the answer function giving the source
+    source: str  # the answer function giving the source
     timed: Callable[[Learner, int], dict[str, Any]]
     what: str
-    unit: str                                     # "GB/s" or "TFLOPS"
+    unit: str  # "GB/s" or "TFLOPS"
     target: float | None
 
 
 def _sized(n: int, config: str = "launch_config") -> Callable[[Learner, int], dict[str, Any]]:
     def timed(learner: Learner, sm_count: int) -> dict[str, Any]:
         return {"n": n, "config": learner.call(config, n, sm_count)}
+
     return timed
 
 
 def _matmul(size: int) -> Callable[[Learner, int], dict[str, Any]]:
     def timed(learner: Learner, sm_count: int) -> dict[str, Any]:
-        return {"M": size, "N": size, "K": size,
-                "config": learner.call("launch_config", size, size, size)}
+        return {
+            "M": size,
+            "N": size,
+            "K": size,
+            "config": learner.call("launch_config", size, size, size),
+        }
+
     return timed
 
 
 BENCHES = (
-    Bench("vector-add", "vector_add", "vector_add_source", _sized(2**28),
-          "vector add (2^28) / cupy.add", "GB/s", None),
-    Bench("coalescing", "copy_floats", "copy_floats_source", _sized(2**30, "copy_launch_config"),
-          "coalesced copy (4 GiB) / cudaMemcpy D2D", "GB/s", 0.90),
-    Bench("reduction", "reduce_sum", "reduce_sum_source", _sized(2**28),
-          "reduction (2^28) / cupy.sum", "GB/s", 0.85),
-    Bench("tiled-matmul", "sgemm", "sgemm_source", _matmul(4096),
-          "tiled SGEMM (4096^3) / cuBLAS FP32", "TFLOPS", 0.5),
+    Bench(
+        "vector-add",
+        "vector_add",
+        "vector_add_source",
+        _sized(2**28),
+        "vector add (2^28) / cupy.add",
+        "GB/s",
+        None,
+    ),
+    Bench(
+        "coalescing",
+        "copy_floats",
+        "copy_floats_source",
+        _sized(2**30, "copy_launch_config"),
+        "coalesced copy (4 GiB) / cudaMemcpy D2D",
+        "GB/s",
+        0.90,
+    ),
+    Bench(
+        "reduction",
+        "reduce_sum",
+        "reduce_sum_source",
+        _sized(2**28),
+        "reduction (2^28) / cupy.sum",
+        "GB/s",
+        0.85,
+    ),
+    Bench(
+        "tiled-matmul",
+        "sgemm",
+        "sgemm_source",
+        _matmul(4096),
+        "tiled SGEMM (4096^3) / cuBLAS FP32",
+        "TFLOPS",
+        0.5,
+    ),
 )
 
 
@@ -74,8 +108,9 @@ def measure(bench: Bench, sm_count: int) -> dict[str, Any]:
     with Learner([*setup_cells(cells), *answer_cells(cells, path).values()]) as learner:
         source = learner.call(bench.source)
         timed = bench.timed(learner, sm_count)
-    found = run_kernel(bench.task, source, {"seed": new_seed(), "cases": [], "timed": timed},
-                       timeout=600)
+    found = run_kernel(
+        bench.task, source, {"seed": new_seed(), "cases": [], "timed": timed}, timeout=600
+    )
     return dict(found["timed"])
 
 
@@ -90,24 +125,34 @@ def main() -> int:
     for bench in BENCHES:
         try:
             timed = measure(bench, facts["sm_count"])
-        except LearnerError as exc:            # a KernelAnswerError too
+        except LearnerError as exc:  # a KernelAnswerError too
             print(f"{bench.exercise}: the reference did not run: {exc}")
             failed += 1
             continue
-        if bench.unit == "TFLOPS":       # the sgemm task reports {"yours", "cublas"}
+        if bench.unit == "TFLOPS":  # the sgemm task reports {"yours", "cublas"}
             mine, theirs = timed["tflops"]["yours"], timed["tflops"]["cublas"]
         else:
             mine, theirs = timed["gbs"], timed["reference_gbs"]
         target = "" if bench.target is None else f">= {bench.target}"
-        verdict = "" if bench.target is None else (
-            "PASS" if timed["ratio"] >= bench.target else "MISS")
+        verdict = (
+            "" if bench.target is None else ("PASS" if timed["ratio"] >= bench.target else "MISS")
+        )
         right = timed.get("wrong", 0) == 0
-        rows.append((bench.what, f"{mine:.0f} {bench.unit}",
-                     f"{theirs:.0f} {bench.unit}", f"{timed['ratio']:.3f}", target,
-                     verdict if right else "WRONG RESULT"))
+        rows.append(
+            (
+                bench.what,
+                f"{mine:.0f} {bench.unit}",
+                f"{theirs:.0f} {bench.unit}",
+                f"{timed['ratio']:.3f}",
+                target,
+                verdict if right else "WRONG RESULT",
+            )
+        )
         failed += not right
-    print(f"gpulab reference solutions on {facts['name']} ({facts['sm_count']} SMs), "
-          "all measured in this run")
+    print(
+        f"gpulab reference solutions on {facts['name']} ({facts['sm_count']} SMs), "
+        "all measured in this run"
+    )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))

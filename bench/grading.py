@@ -70,13 +70,13 @@ def _load(name: str) -> ModuleType:
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module            # dataclasses look their module up there
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
 
-assignment = _load("assignment")             # nbgrader's copy of the exercises
-autograde = _load("autograde")               # nbgrader's run
+assignment = _load("assignment")  # nbgrader's copy of the exercises
+autograde = _load("autograde")  # nbgrader's run
 
 # One constant changed in the solution: (part, text, replacement). Each must fail the same
 # checks on every run, whatever the hidden checks draw, or the tools disagree by chance
@@ -87,7 +87,7 @@ CONSTANTS = {
     "namespaces": ("ns_inode", "int(rest[:-1])", "int(rest[:-2])"),
     "cgroup-limits": ("parse_cpu_max", "int(quota) / int(period)", "int(period) / int(quota)"),
 }
-BROKEN = '\nprint("unfinished"\n'        # appended to an answer cell: a SyntaxError
+BROKEN = '\nprint("unfinished"\n'  # appended to an answer cell: a SyntaxError
 KINDS = (("right", 5), ("wrong", 3), ("broken", 2))
 
 
@@ -96,7 +96,7 @@ class Attack:
     name: str
     exercise: str
     what: str
-    deleted: str | None = None           # the answer part whose cell is deleted
+    deleted: str | None = None  # the answer part whose cell is deleted
 
 
 ATTACKS = (
@@ -104,12 +104,18 @@ ATTACKS = (
     Attack("endless-loop", "namespaces", "while True: pass in the first answer"),
     Attack("fake-pass", "roofline", "answers print fake 'All tests passed' lines"),
     Attack("always-equal", "env-report", "every answer returns an object whose == is True"),
-    Attack("delete-answer", "cgroup-limits", "the answer cell of allowed_cpus deleted, "
-           "the other answers right", deleted="allowed_cpus"),
+    Attack(
+        "delete-answer",
+        "cgroup-limits",
+        "the answer cell of allowed_cpus deleted, the other answers right",
+        deleted="allowed_cpus",
+    ),
 )
-FAKE_PASS = ('print("All tests passed!")\n'
-             'print("============================== 9 passed in 0.41s '
-             '==============================")\n')
+FAKE_PASS = (
+    'print("All tests passed!")\n'
+    'print("============================== 9 passed in 0.41s '
+    '==============================")\n'
+)
 ALWAYS_EQUAL = '''class AlwaysEqual:
     """Equal to anything: a check that compares with == is fooled."""
 
@@ -130,14 +136,15 @@ class BenchError(Exception):
 
 # -- the exercises and the class ---------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Exercise:
     name: str
     time_limit: float
-    template: Path                        # the released exercise notebook
+    template: Path  # the released exercise notebook
     parts: tuple[str, ...]
-    right: dict[str, str]                 # part -> the solution's answer, without markers
-    stub: dict[str, str]                  # part -> the answer as shipped
+    right: dict[str, str]  # part -> the solution's answer, without markers
+    stub: dict[str, str]  # part -> the answer as shipped
     functions: dict[str, tuple[str, ...]]  # part -> the public functions it defines
 
 
@@ -145,35 +152,50 @@ class Exercise:
 class Submission:
     learner: str
     exercise: str
-    kind: str                             # right, wrong, broken, or an attack's name
+    kind: str  # right, wrong, broken, or an attack's name
     detail: str
-    answers: dict[str, str | None]        # part -> source; None: the cell is deleted
+    answers: dict[str, str | None]  # part -> source; None: the cell is deleted
 
 
 def _answers(path: Path) -> dict[str, str]:
     cells = read_notebook(path).cells
-    return {str(part(c)): c.source for c in cells
-            if c.cell_type == "code" and role(c) == "answer"}
+    return {str(part(c)): c.source for c in cells if c.cell_type == "code" and role(c) == "answer"}
 
 
 def load_exercises() -> list[Exercise]:
     exercises = []
     for entry in assignment.entries():
         solution = _answers(assignment.solution_path(entry))
-        right = {p: "\n".join(line for line in text.split("\n")
-                              if line.strip() not in (BEGIN, END))
-                 for p, text in solution.items()}
-        functions = {p: tuple(node.name for node in ast.parse(text).body
-                              if isinstance(node, ast.FunctionDef)
-                              and not node.name.startswith("_"))
-                     for p, text in right.items()}
+        right = {
+            p: "\n".join(line for line in text.split("\n") if line.strip() not in (BEGIN, END))
+            for p, text in solution.items()
+        }
+        functions = {
+            p: tuple(
+                node.name
+                for node in ast.parse(text).body
+                if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")
+            )
+            for p, text in right.items()
+        }
         stub = _answers(entry.notebook)
         part_name, old, _ = CONSTANTS[entry.name]
         if right.get(part_name, "").count(old) != 1:
-            raise BenchError(f"{entry.name}: the answer {part_name!r} of the solution does not "
-                             f"hold {old!r} exactly once: update CONSTANTS in bench/grading.py")
-        exercises.append(Exercise(entry.name, float(entry.time_limit), entry.notebook,
-                                  tuple(solution), right, stub, functions))
+            raise BenchError(
+                f"{entry.name}: the answer {part_name!r} of the solution does not "
+                f"hold {old!r} exactly once: update CONSTANTS in bench/grading.py"
+            )
+        exercises.append(
+            Exercise(
+                entry.name,
+                float(entry.time_limit),
+                entry.notebook,
+                tuple(solution),
+                right,
+                stub,
+                functions,
+            )
+        )
     return exercises
 
 
@@ -187,9 +209,13 @@ def _attacked(attack: Attack, ex: Exercise) -> dict[str, str | None]:
     elif attack.name == "fake-pass":
         answers = {p: FAKE_PASS + "\n" + text for p, text in ex.stub.items()}
     elif attack.name == "always-equal":
-        answers = {p: "\n\n".join(f"def {name}(*args, **kwargs):\n    return AlwaysEqual()"
-                                  for name in names) + "\n"
-                   for p, names in ex.functions.items()}
+        answers = {
+            p: "\n\n".join(
+                f"def {name}(*args, **kwargs):\n    return AlwaysEqual()" for name in names
+            )
+            + "\n"
+            for p, names in ex.functions.items()
+        }
         answers[first] = ALWAYS_EQUAL + "\n" + str(answers[first])
     elif attack.name == "delete-answer":
         answers = {**ex.right, str(attack.deleted): None}
@@ -212,8 +238,15 @@ def make_class(exercises: list[Exercise], learners: int, seed: int) -> list[Subm
         attack = attackers.get(learner)
         for ex in exercises:
             if attack is not None and attack.exercise == ex.name:
-                out.append(Submission(learner, ex.name, attack.name, attack.what,
-                                      _attacked(attack, by_name[ex.name])))
+                out.append(
+                    Submission(
+                        learner,
+                        ex.name,
+                        attack.name,
+                        attack.what,
+                        _attacked(attack, by_name[ex.name]),
+                    )
+                )
                 continue
             kind = rng.choices(kinds, weights)[0]
             answers: dict[str, str | None] = dict(ex.right)
@@ -234,6 +267,7 @@ def make_class(exercises: list[Exercise], learners: int, seed: int) -> list[Subm
 
 
 # -- gpulab ------------------------------------------------------------------------------
+
 
 @dataclass
 class Run:
@@ -256,15 +290,28 @@ def write_gpulab(subs: list[Submission], exercises: list[Exercise], folder: Path
 
 def run_gpulab(submissions: Path, out: Path, workers: int) -> Run:
     run = Run("gpulab")
-    command = [sys.executable, "-m", "gpulab", "grade", str(submissions), "--out", str(out),
-               "--workers", str(workers)]
+    command = [
+        sys.executable,
+        "-m",
+        "gpulab",
+        "grade",
+        str(submissions),
+        "--out",
+        str(out),
+        "--workers",
+        str(workers),
+    ]
     for attempt in range(2):
         start = time.perf_counter()
         done = autograde.run(command, "gpulab grade")
         run.seconds = time.perf_counter() - start
         said = (done.stdout + done.stderr).strip()
-        if done.returncode != 0 and attempt == 0 and "--unsafe" in said \
-                and "bubblewrap" in said.lower():
+        if (
+            done.returncode != 0
+            and attempt == 0
+            and "--unsafe" in said
+            and "bubblewrap" in said.lower()
+        ):
             refusal = next((line for line in said.splitlines() if "--unsafe" in line), said)
             run.notes.append(f"ran with --unsafe: without it gpulab refused ({refusal.strip()})")
             shutil.rmtree(out, ignore_errors=True)
@@ -282,8 +329,10 @@ def run_gpulab(submissions: Path, out: Path, workers: int) -> Run:
     except OSError as exc:
         raise BenchError(f"gpulab grade wrote no {path}: {exc.strerror}") from None
     if len(rows) < 2 or rows[0][:2] != ["Learner", "Slug"] or rows[1][0] != "Points possible":
-        raise BenchError(f"{path}: not the expected header (Learner,Slug,...,Total / "
-                         f"Points possible): {rows[:2]}")
+        raise BenchError(
+            f"{path}: not the expected header (Learner,Slug,...,Total / "
+            f"Points possible): {rows[:2]}"
+        )
     columns = rows[0][2:-1]
     for number, row in enumerate(rows[1:], start=2):
         for name, value in zip(columns, row[2:], strict=False):
@@ -295,18 +344,21 @@ def run_gpulab(submissions: Path, out: Path, workers: int) -> Run:
                 continue
             if number == 2:
                 run.possible[name] = points
-            else:                        # by the learner's name and by the slug, whichever
+            else:  # by the learner's name and by the slug, whichever
                 run.scores[(row[0], name)] = run.scores[(row[1], name)] = points
     return run
 
 
 # -- the report --------------------------------------------------------------------------
 
+
 def _table(rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
-        print("  " + "  ".join(cell.ljust(width) for cell, width in
-                               zip(row, widths, strict=True)).rstrip())
+        print(
+            "  "
+            + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
 
 
 def _points(value: float | None) -> str:
@@ -321,26 +373,30 @@ def attack_bound(attack: Attack) -> float:
     return sum(t.points for t in tests if t.needs is not None and attack.deleted not in t.needs)
 
 
-def report(subs: list[Submission], runs: dict[str, Run],
-           workers: int, timeout: float) -> None:
+def report(subs: list[Submission], runs: dict[str, Run], workers: int, timeout: float) -> None:
     notebooks = len(subs)
     tools = list(runs)
     print("\ntime to grade the class (wall clock)")
     rows = [("tool", "total", "per notebook", "how")]
-    how = {"gpulab": f"gpulab grade --workers {workers}",
-           "nbgrader": f"nbgrader autograde, one notebook at a time, cell timeout {timeout:g} s"}
+    how = {
+        "gpulab": f"gpulab grade --workers {workers}",
+        "nbgrader": f"nbgrader autograde, one notebook at a time, cell timeout {timeout:g} s",
+    }
     for tool in tools:
         run = runs[tool]
         rows.append((tool, f"{run.seconds:.1f} s", f"{run.seconds / notebooks:.2f} s", how[tool]))
     _table(rows)
     for tool in tools:
         for note in runs[tool].notes:
-            print(textwrap.fill(f"{tool}: {note}", 100, initial_indent="  ",
-                                subsequent_indent="    "))
+            print(
+                textwrap.fill(f"{tool}: {note}", 100, initial_indent="  ", subsequent_indent="    ")
+            )
     if len(runs) == 2 and runs["gpulab"].seconds > 0:
         ratio = runs["nbgrader"].seconds / runs["gpulab"].seconds
-        print(f"  ratio nbgrader / gpulab: {ratio:.2f} (target >= {TARGET:g}): "
-              f"{'PASS' if ratio >= TARGET else 'FAIL'}")
+        print(
+            f"  ratio nbgrader / gpulab: {ratio:.2f} (target >= {TARGET:g}): "
+            f"{'PASS' if ratio >= TARGET else 'FAIL'}"
+        )
 
     print("\npoints possible per exercise")
     rows = [("exercise", "ported checks", *tools)]
@@ -359,8 +415,7 @@ def report(subs: list[Submission], runs: dict[str, Run],
         cells = []
         for tool in tools:
             got = runs[tool].scores.get((sub.learner, sub.exercise))
-            verdict = "" if got is None or got <= bound + 0.005 else \
-                f" UNEARNED +{got - bound:g}"
+            verdict = "" if got is None or got <= bound + 0.005 else f" UNEARNED +{got - bound:g}"
             cells.append(_points(got) + verdict)
         deserves = "0" if attack.deleted is None else f"<= {bound:g} (other parts)"
         rows.append((sub.kind, sub.learner, sub.exercise, deserves, *cells))
@@ -370,16 +425,24 @@ def report(subs: list[Submission], runs: dict[str, Run],
 
     print("\nthe other notebooks: points per notebook")
     both = len(runs) == 2
-    rows = [("kind", "notebooks", *(f"{t} full marks" for t in tools),
-             *(("tools agree",) if both else ()))]
+    rows = [
+        (
+            "kind",
+            "notebooks",
+            *(f"{t} full marks" for t in tools),
+            *(("tools agree",) if both else ()),
+        )
+    ]
     differ: dict[str, list[tuple[Submission, float | None, float | None]]] = {}
     for kind, _ in KINDS:
         mine = [s for s in subs if s.kind == kind]
         cells = []
         for tool in tools:
             run = runs[tool]
-            full = sum(run.scores.get((s.learner, s.exercise)) == run.possible.get(s.exercise)
-                       for s in mine)
+            full = sum(
+                run.scores.get((s.learner, s.exercise)) == run.possible.get(s.exercise)
+                for s in mine
+            )
             cells.append(f"{full}/{len(mine)}")
         if both:
             for s in mine:
@@ -393,23 +456,40 @@ def report(subs: list[Submission], runs: dict[str, Run],
     for kind, found in differ.items():
         lower = sum(g is not None and n is not None and g < n for _, g, n in found)
         higher = sum(g is not None and n is not None and g > n for _, g, n in found)
-        print(f"  {kind}: the tools differ on {len(found)}: gpulab lower on {lower}, higher on "
-              f"{higher}, {len(found) - lower - higher} not graded by one of them")
+        print(
+            f"  {kind}: the tools differ on {len(found)}: gpulab lower on {lower}, higher on "
+            f"{higher}, {len(found) - lower - higher} not graded by one of them"
+        )
         for s, g, n in found[:3]:
-            print(f"    e.g. {s.learner} {s.exercise} ({s.detail}): gpulab {_points(g)}, "
-                  f"nbgrader {_points(n)}")
+            print(
+                f"    e.g. {s.learner} {s.exercise} ({s.detail}): gpulab {_points(g)}, "
+                f"nbgrader {_points(n)}"
+            )
     if both:
-        clean = sorted({s.learner for s in subs if s.kind in dict(KINDS)}
-                       - {s.learner for s in subs if s.kind not in dict(KINDS)})
-        agree = sum(abs(sum(runs["gpulab"].scores.get((s.learner, s.exercise), 0.0)
-                            - runs["nbgrader"].scores.get((s.learner, s.exercise), 0.0)
-                            for s in subs if s.learner == learner)) < 0.01
-                    for learner in clean)
-        print(f"  learner totals agree for {agree} of the {len(clean)} learners without an "
-              "adversarial notebook")
+        clean = sorted(
+            {s.learner for s in subs if s.kind in dict(KINDS)}
+            - {s.learner for s in subs if s.kind not in dict(KINDS)}
+        )
+        agree = sum(
+            abs(
+                sum(
+                    runs["gpulab"].scores.get((s.learner, s.exercise), 0.0)
+                    - runs["nbgrader"].scores.get((s.learner, s.exercise), 0.0)
+                    for s in subs
+                    if s.learner == learner
+                )
+            )
+            < 0.01
+            for learner in clean
+        )
+        print(
+            f"  learner totals agree for {agree} of the {len(clean)} learners without an "
+            "adversarial notebook"
+        )
 
 
 # -- the run -----------------------------------------------------------------------------
+
 
 def _folder(keep: str | None) -> tuple[Path, tempfile.TemporaryDirectory[str] | None]:
     if keep is None:
@@ -417,8 +497,10 @@ def _folder(keep: str | None) -> tuple[Path, tempfile.TemporaryDirectory[str] | 
         return Path(temporary.name), temporary
     folder = Path(keep).resolve()
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise BenchError(f"--keep {keep}: the folder is not empty; give a new one (grades "
-                         "left by an earlier run would be reused, and the timing spoilt)")
+        raise BenchError(
+            f"--keep {keep}: the folder is not empty; give a new one (grades "
+            "left by an earlier run would be reused, and the timing spoilt)"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     return folder, None
 
@@ -440,26 +522,32 @@ def main(argv: list[str] | None = None) -> int:
     try:
         drift = assignment.problems()
         if drift:
-            said = "bench/nbgrader is out of step with gpulab's exercises:\n  " + \
-                "\n  ".join(drift)
+            said = "bench/nbgrader is out of step with gpulab's exercises:\n  " + "\n  ".join(drift)
             if not args.skip_nbgrader:
                 raise BenchError(said)
             print(f"warning: {said}")
         exercises = load_exercises()
         limits = sorted({ex.time_limit for ex in exercises})
-        timeout = limits[-1]                 # nbgrader has one cell timeout per run
+        timeout = limits[-1]  # nbgrader has one cell timeout per run
         work, temporary = _folder(args.keep)
         subs = make_class(exercises, args.learners, args.seed)
         kinds = Counter(s.kind for s in subs)
         plural = "s" * (args.learners != 1)
-        print(f"class: {args.learners} learner{plural} x {len(exercises)} exercises = {len(subs)} "
-              f"notebooks (seed {args.seed}): "
-              + ", ".join(f"{kind} {kinds[kind]}" for kind in
-                          [*dict(KINDS), *(a.name for a in ATTACKS)] if kinds[kind])
-              + f"\nclass folder: {work}")
+        print(
+            f"class: {args.learners} learner{plural} x {len(exercises)} exercises = {len(subs)} "
+            f"notebooks (seed {args.seed}): "
+            + ", ".join(
+                f"{kind} {kinds[kind]}"
+                for kind in [*dict(KINDS), *(a.name for a in ATTACKS)]
+                if kinds[kind]
+            )
+            + f"\nclass folder: {work}"
+        )
         if len(limits) > 1:
-            print(f"  nbgrader's cell timeout is the largest time limit, {timeout:g} s "
-                  f"(the exercises' limits: {', '.join(f'{t:g}' for t in limits)} s)")
+            print(
+                f"  nbgrader's cell timeout is the largest time limit, {timeout:g} s "
+                f"(the exercises' limits: {', '.join(f'{t:g}' for t in limits)} s)"
+            )
         runs: dict[str, Run] = {}
         if not args.skip_gpulab:
             write_gpulab(subs, exercises, work / "submissions")
@@ -467,13 +555,23 @@ def main(argv: list[str] | None = None) -> int:
             runs["gpulab"] = run_gpulab(work / "submissions", work / "gpulab-out", args.workers)
         if not args.skip_nbgrader:
             graded = autograde.autograde(
-                work / "nbgrader", assignment.ASSIGNMENT, assignment.SOURCE,
-                [(s.learner, s.exercise, s.answers) for s in subs], timeout)
-            runs["nbgrader"] = Run("nbgrader", graded.seconds, graded.scores, graded.possible,
-                                   graded.notes)
+                work / "nbgrader",
+                assignment.ASSIGNMENT,
+                assignment.SOURCE,
+                [(s.learner, s.exercise, s.answers) for s in subs],
+                timeout,
+            )
+            runs["nbgrader"] = Run(
+                "nbgrader", graded.seconds, graded.scores, graded.possible, graded.notes
+            )
         report(subs, runs, args.workers, timeout)
-    except (BenchError, GpulabError, assignment.PortError, autograde.AutogradeError,
-            OSError) as exc:
+    except (
+        BenchError,
+        GpulabError,
+        assignment.PortError,
+        autograde.AutogradeError,
+        OSError,
+    ) as exc:
         print(f"bench/grading.py: {exc}", file=sys.stderr)
         return 1
     finally:

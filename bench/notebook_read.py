@@ -52,8 +52,12 @@ def build(outputs: int, folder: Path) -> Path:
 
 
 def measure(way: str, path: Path) -> tuple[float, float]:
-    done = subprocess.run([sys.executable, "-c", MEASURE, way, str(STUB), str(path)],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, way, str(STUB), str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     cpu, rss = done.stdout.split()
     return float(cpu), float(rss)
 

@@ -28,7 +28,7 @@ from gpulab.probes.micro import matmul_size
 from gpulab.probes.model import ProbeResult
 from gpulab.probes.registry import run_probe
 
-PCIE_GEN5_X16 = 63.0   # GB/s per direction, FACTS.md
+PCIE_GEN5_X16 = 63.0  # GB/s per direction, FACTS.md
 # Published latencies in SM cycles (FACTS.md: gpu-benches, mt4g): (low, high)
 PUBLISHED = {
     "smem_latency_cycles": ("shared memory", 30.0, 30.0, "~30"),
@@ -83,7 +83,7 @@ def torch_bf16_tflops(n: int) -> float | str:
         end.synchronize()
         return float(start.elapsed_time(end)) / iters
 
-    timed(2)                                          # warm-up: cuBLAS picks its kernel
+    timed(2)  # warm-up: cuBLAS picks its kernel
     iters = max(1, min(50, round(40.0 / max(timed(1), 1e-3))))
     ms = statistics.median(timed(iters) for _ in range(5))
     return 2.0 * n**3 / (ms * 1e-3) / 1e12
@@ -93,12 +93,22 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--strict", action="store_true",
-                        help="exit 1 on a missed target or a probe that did not run")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 on a missed target or a probe that did not run",
+    )
     strict = parser.parse_args(argv).strict
-    results = {name: run_probe(name) for name in
-               ("hbm_bandwidth", "pcie_bandwidth", "matmul_throughput",
-                "pointer_chase_latency", "smem_latency")}
+    results = {
+        name: run_probe(name)
+        for name in (
+            "hbm_bandwidth",
+            "pcie_bandwidth",
+            "matmul_throughput",
+            "pointer_chase_latency",
+            "smem_latency",
+        )
+    }
     broken = [r for r in results.values() if r.status not in ("ok", "partial")]
     for result in broken:
         print(f"{result.probe}: {result.status}: {result.message}")
@@ -110,15 +120,29 @@ def main(argv: list[str] | None = None) -> int:
     hbm = results["hbm_bandwidth"]
     copy, memcpy = reading(hbm, "copy_kernel_bandwidth"), reading(hbm, "memcpy_bandwidth")
     if copy and memcpy:
-        lines.append(Line("SM copy kernel / cudaMemcpy D2D", f"{copy:.0f} GB/s",
-                          f"{memcpy:.0f} GB/s", f"{copy / memcpy:.3f}", ">= 0.97",
-                          verdict(copy / memcpy >= 0.97)))
+        lines.append(
+            Line(
+                "SM copy kernel / cudaMemcpy D2D",
+                f"{copy:.0f} GB/s",
+                f"{memcpy:.0f} GB/s",
+                f"{copy / memcpy:.3f}",
+                ">= 0.97",
+                verdict(copy / memcpy >= 0.97),
+            )
+        )
 
     h2d = reading(results["pcie_bandwidth"], "h2d_pinned_bandwidth")
     if h2d:
-        lines.append(Line("pinned host-to-device / PCIe Gen5 x16", f"{h2d:.1f} GB/s",
-                          f"{PCIE_GEN5_X16:.0f} GB/s", f"{h2d / PCIE_GEN5_X16:.3f}", ">= 0.85",
-                          verdict(h2d / PCIE_GEN5_X16 >= 0.85)))
+        lines.append(
+            Line(
+                "pinned host-to-device / PCIe Gen5 x16",
+                f"{h2d:.1f} GB/s",
+                f"{PCIE_GEN5_X16:.0f} GB/s",
+                f"{h2d / PCIE_GEN5_X16:.3f}",
+                ">= 0.85",
+                verdict(h2d / PCIE_GEN5_X16 >= 0.85),
+            )
+        )
 
     bf16 = reading(results["matmul_throughput"], "bf16_tflops")
     if bf16:
@@ -130,9 +154,16 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(torch_tflops, str):
             print(f"matmul vs PyTorch skipped: {torch_tflops}")
         else:
-            lines.append(Line(f"matmul probe BF16 / torch BF16 ({n}³)", f"{bf16:.0f} TFLOPS",
-                              f"{torch_tflops:.0f} TFLOPS", f"{bf16 / torch_tflops:.3f}",
-                              ">= 0.98", verdict(bf16 / torch_tflops >= 0.98)))
+            lines.append(
+                Line(
+                    f"matmul probe BF16 / torch BF16 ({n}³)",
+                    f"{bf16:.0f} TFLOPS",
+                    f"{torch_tflops:.0f} TFLOPS",
+                    f"{bf16 / torch_tflops:.3f}",
+                    ">= 0.98",
+                    verdict(bf16 / torch_tflops >= 0.98),
+                )
+            )
 
     for key, (label, low, high, shown) in PUBLISHED.items():
         probe = "smem_latency" if key.startswith("smem") else "pointer_chase_latency"
@@ -141,22 +172,34 @@ def main(argv: list[str] | None = None) -> int:
             continue
         ok = low * (1 - SLACK) <= value <= high * (1 + SLACK)
         middle = (low + high) / 2
-        lines.append(Line(f"{label} latency", f"{value:.0f} cycles", f"{shown} cycles",
-                          f"{value / middle:.2f}", "in range ±10 %", verdict(ok)))
+        lines.append(
+            Line(
+                f"{label} latency",
+                f"{value:.0f} cycles",
+                f"{shown} cycles",
+                f"{value / middle:.2f}",
+                "in range ±10 %",
+                verdict(ok),
+            )
+        )
 
     print(f"gpulab probe benchmarks on {device}, all measured in this run")
     header = Line("what", "measured", "against", "ratio", "target", "verdict")
     rows = [header, *lines]
-    widths = [max(len(getattr(row, field)) for row in rows)
-              for field in ("what", "measured", "against", "ratio", "target", "verdict")]
+    widths = [
+        max(len(getattr(row, field)) for row in rows)
+        for field in ("what", "measured", "against", "ratio", "target", "verdict")
+    ]
     for row in rows:
         cells = (row.what, row.measured, row.against, row.ratio, row.target, row.verdict)
         print("  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)))
     print("(latency ratio: measured / middle of the published range)")
     missed = [line.what for line in lines if line.verdict == "MISS"]
     if strict and (missed or broken):
-        print(f"--strict: {len(missed)} missed target(s), {len(broken)} probe(s) did not run: "
-              + ", ".join([*missed, *(r.probe for r in broken)]))
+        print(
+            f"--strict: {len(missed)} missed target(s), {len(broken)} probe(s) did not run: "
+            + ", ".join([*missed, *(r.probe for r in broken)])
+        )
         return 1
     return 0
 

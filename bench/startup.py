@@ -81,8 +81,14 @@ app.run(headless=True, size=(int(sys.argv[2]), int(sys.argv[3])))
 def sample(mode: str, env: dict[str, str]) -> float:
     """Seconds from starting a process with the app to its first painted frame."""
     start = time.time()
-    done = subprocess.run([sys.executable, "-c", CHILD, mode, *map(str, SIZE)], env=env,
-                          check=True, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, mode, *map(str, SIZE)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     painted = [line for line in done.stdout.splitlines() if line.startswith("painted ")]
     if not painted:
         raise SystemExit(f"{mode}: the app exited without painting\n{done.stderr}")

@@ -23,17 +23,17 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "solutions" / "memory-hierarchy" / "roofline.ipynb"
 STUB = ROOT / "exercises" / "memory-hierarchy" / "roofline.ipynb"
-FULL = -1.0          # expected earned: the exercise's whole worth
-PARTIAL = -3.0       # expected earned: more than nothing, less than the whole worth
+FULL = -1.0  # expected earned: the exercise's whole worth
+PARTIAL = -3.0  # expected earned: more than nothing, less than the whole worth
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
-    kinds: tuple[str, ...]     # the kind(s) the grade may have
-    earned: float              # FULL, or the points expected
+    kinds: tuple[str, ...]  # the kind(s) the grade may have
+    earned: float  # FULL, or the points expected
     build: Callable[[Path], None]
-    slow: bool = False         # runs into the time limit
+    slow: bool = False  # runs into the time limit
 
 
 def _load(path: Path) -> Any:
@@ -43,8 +43,11 @@ def _load(path: Path) -> Any:
 def _answer(notebook: Any, part: str | None = None) -> Any:
     for cell in notebook.cells:
         meta = cell.get("metadata", {}).get("gpulab", {})
-        if cell.cell_type == "code" and meta.get("role") == "answer" and \
-                (part is None or meta.get("part") == part):
+        if (
+            cell.cell_type == "code"
+            and meta.get("role") == "answer"
+            and (part is None or meta.get("part") == part)
+        ):
             return cell
     raise LookupError(part)
 
@@ -60,17 +63,19 @@ def _prefixed(base: Path, code: str) -> Callable[[Path], None]:
     ``{paths!r}`` in `code` becomes the list of secret paths the learner should not
     see, ``{targets!r}`` the files it should not be able to change (see `build_class`).
     """
+
     def build(target: Path) -> None:
         notebook = _load(base)
         cell = _answer(notebook)
         text = code.replace("{paths!r}", repr(SECRETS)).replace("{targets!r}", repr(TARGETS))
         cell.source = text.strip() + "\n\n" + cell.source
         _write(notebook, target)
+
     return build
 
 
-SECRETS: list[str] = []      # filled by build_class before the notebooks are written
-TARGETS: list[str] = []      # what the vandal tries to overwrite: the run's files only
+SECRETS: list[str] = []  # filled by build_class before the notebooks are written
+TARGETS: list[str] = []  # what the vandal tries to overwrite: the run's files only
 
 
 def _solution(target: Path) -> None:
@@ -112,16 +117,21 @@ def _broken_part(target: Path) -> None:
 def _deleted_setup(target: Path) -> None:
     """The solution without its locked setup cell: the released one runs instead."""
     notebook = _load(SOLUTION)
-    notebook.cells = [c for c in notebook.cells if not (
-        c.cell_type == "code" and c.metadata.get("gpulab", {}).get("role") == "setup")]
+    notebook.cells = [
+        c
+        for c in notebook.cells
+        if not (c.cell_type == "code" and c.metadata.get("gpulab", {}).get("role") == "setup")
+    ]
     _write(notebook, target)
 
 
 def _zip_bomb(target: Path) -> None:
     """A zip of one notebook that unpacks to 300 MB of zeros."""
     target.parent.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(target.parent.with_suffix(".zip"), "w", zipfile.ZIP_DEFLATED) as zf, \
-            zf.open("roofline.ipynb", "w") as member:
+    with (
+        zipfile.ZipFile(target.parent.with_suffix(".zip"), "w", zipfile.ZIP_DEFLATED) as zf,
+        zf.open("roofline.ipynb", "w") as member,
+    ):
         zeros = bytes(2**20)
         for _ in range(300):
             member.write(zeros)
@@ -140,10 +150,16 @@ def _edited_setup(target: Path) -> None:
     """The stub, with its locked setup cell edited to define every answer: no effect."""
     notebook = _load(STUB)
     solution = _load(SOLUTION)
-    answers = "\n\n".join(c.source for c in solution.cells if c.cell_type == "code" and
-                          c.metadata.get("gpulab", {}).get("role") == "answer")
-    setup = next(c for c in notebook.cells if c.cell_type == "code" and
-                 c.metadata.get("gpulab", {}).get("role") == "setup")
+    answers = "\n\n".join(
+        c.source
+        for c in solution.cells
+        if c.cell_type == "code" and c.metadata.get("gpulab", {}).get("role") == "answer"
+    )
+    setup = next(
+        c
+        for c in notebook.cells
+        if c.cell_type == "code" and c.metadata.get("gpulab", {}).get("role") == "setup"
+    )
     setup.source += "\n\n" + answers
     _write(notebook, target)
 
@@ -152,13 +168,18 @@ def _text(text: str) -> Callable[[Path], None]:
     def build(target: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
+
     return build
 
 
 def _old_format(target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps({"nbformat": 3, "nbformat_minor": 0, "metadata": {},
-                                  "worksheets": [{"cells": []}]}), encoding="utf-8")
+    target.write_text(
+        json.dumps(
+            {"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": []}]}
+        ),
+        encoding="utf-8",
+    )
 
 
 def _huge(target: Path) -> None:
@@ -211,8 +232,10 @@ for _path in {targets!r}:
         pass
 """
 LOOP = "while True:\n    pass"
-NO_SIGINT = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" \
-            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass"
+NO_SIGINT = (
+    "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass"
+)
 FORK_BOMB = """
 import os
 try:
@@ -341,8 +364,13 @@ CASES: tuple[Case, ...] = (
     Case("vandal", ("right",), FULL, _prefixed(SOLUTION, VANDAL)),
     Case("endless-loop", ("timeout",), 0.0, _prefixed(SOLUTION, LOOP), slow=True),
     Case("ignores-sigint", ("timeout",), 0.0, _prefixed(SOLUTION, NO_SIGINT), slow=True),
-    Case("fork-bomb", ("right", "wrong", "crashed", "timeout"), -2.0,
-         _prefixed(SOLUTION, FORK_BOMB), slow=True),
+    Case(
+        "fork-bomb",
+        ("right", "wrong", "crashed", "timeout"),
+        -2.0,
+        _prefixed(SOLUTION, FORK_BOMB),
+        slow=True,
+    ),
     Case("memory-hog", ("right",), FULL, _prefixed(SOLUTION, MEMORY)),
     Case("gigabytes-of-output", ("right",), FULL, _prefixed(SOLUTION, OUTPUT)),
     Case("disk-filler", ("right",), FULL, _prefixed(SOLUTION, DISK)),
@@ -373,13 +401,18 @@ def build_class(folder: Path, out: Path, cases: tuple[Case, ...] = CASES) -> dic
     at its gradebook and at the victim's notebook, there and in `folder`, and at
     the course's solutions and hidden checks.
     """
-    copy = out.parent / "last-term-course" / "solutions"      # another copy of the course
+    copy = out.parent / "last-term-course" / "solutions"  # another copy of the course
     copy.mkdir(parents=True, exist_ok=True)
     (copy / "roofline.ipynb").write_bytes(SOLUTION.read_bytes())
-    SECRETS[:] = [str(ROOT / "solutions" / "memory-hierarchy" / "test_roofline_hidden.py"),
-                  str(SOLUTION), str(ROOT / "solutions"), str(out / "gradebook.sqlite"),
-                  str(out / "submissions" / "victim" / "roofline.ipynb"),
-                  str(folder / "victim" / "roofline.ipynb"), str(copy / "roofline.ipynb")]
+    SECRETS[:] = [
+        str(ROOT / "solutions" / "memory-hierarchy" / "test_roofline_hidden.py"),
+        str(SOLUTION),
+        str(ROOT / "solutions"),
+        str(out / "gradebook.sqlite"),
+        str(out / "submissions" / "victim" / "roofline.ipynb"),
+        str(folder / "victim" / "roofline.ipynb"),
+        str(copy / "roofline.ipynb"),
+    ]
     TARGETS[:] = SECRETS[3:6]
     for case in cases:
         case.build(folder / case.name / "roofline.ipynb")

@@ -20,9 +20,16 @@ if TYPE_CHECKING:
 CHROMIUM = Path("/usr/bin/chromium")
 # The flags this machine's Chromium needs: no sandbox as root, and nothing that
 # reaches for the network (a closed network refuses it, slowly).
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _skip_reason() -> str | None:

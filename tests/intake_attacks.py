@@ -14,14 +14,21 @@ from typing import Any
 
 # A small valid exercise-like notebook: one answer cell, one check cell.
 BASE: dict[str, Any] = {
-    "nbformat": 4, "nbformat_minor": 5,
-    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                "language": "python"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+    "metadata": {
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+    },
     "cells": [
         {"cell_type": "markdown", "id": "intro", "metadata": {}, "source": "# Roofline"},
-        {"cell_type": "code", "id": "answer", "execution_count": None, "outputs": [],
-         "metadata": {"gpulab": {"role": "answer", "part": "roofs"}},
-         "source": ["def roofs():\n", "    return 1\n"]},
+        {
+            "cell_type": "code",
+            "id": "answer",
+            "execution_count": None,
+            "outputs": [],
+            "metadata": {"gpulab": {"role": "answer", "part": "roofs"}},
+            "source": ["def roofs():\n", "    return 1\n"],
+        },
     ],
 }
 
@@ -80,8 +87,9 @@ def tags(values: list[Any]) -> bytes:
 
 def many_cells(count: int) -> bytes:
     data = notebook()
-    data["cells"] += [{"cell_type": "raw", "id": f"r{n}", "metadata": {}, "source": ""}
-                      for n in range(count)]
+    data["cells"] += [
+        {"cell_type": "raw", "id": f"r{n}", "metadata": {}, "source": ""} for n in range(count)
+    ]
     return dumps(data)
 
 
@@ -116,15 +124,21 @@ SHAPES: dict[str, bytes] = {
 # Zips whose central directory is the weapon (V6). Written record by record, as zipfile
 # would need one Python object per entry to write them, which is the cost under test.
 
-_LOCAL = struct.Struct("<4s5H3L2H")           # local file header, 30 bytes
-_CENTRAL = struct.Struct("<4s6H3L5H2L")       # central directory header, 46 bytes
-_END = struct.Struct("<4s4H2LH")              # end of central directory, 22 bytes
-_END64 = struct.Struct("<4sQ2H2L4Q")          # ZIP64 end of central directory, 56 bytes
-_LOCATOR = struct.Struct("<4sLQL")            # ZIP64 end of central directory locator, 20
+_LOCAL = struct.Struct("<4s5H3L2H")  # local file header, 30 bytes
+_CENTRAL = struct.Struct("<4s6H3L5H2L")  # central directory header, 46 bytes
+_END = struct.Struct("<4s4H2LH")  # end of central directory, 22 bytes
+_END64 = struct.Struct("<4sQ2H2L4Q")  # ZIP64 end of central directory, 56 bytes
+_LOCATOR = struct.Struct("<4sLQL")  # ZIP64 end of central directory locator, 20
 
 
-def directory_bomb(entries: int, *, name: bytes = b"a", declared: int | None = None,
-                   zip64: bool | None = None, comment: bytes = b"") -> bytes:
+def directory_bomb(
+    entries: int,
+    *,
+    name: bytes = b"a",
+    declared: int | None = None,
+    zip64: bool | None = None,
+    comment: bytes = b"",
+) -> bytes:
     """A zip whose central directory lists `entries` copies of one empty stored member.
 
     `declared` is the entry count the end records claim (default: the true
@@ -135,15 +149,18 @@ def directory_bomb(entries: int, *, name: bytes = b"a", declared: int | None = N
     declared = entries if declared is None else declared
     zip64 = declared > 0xFFFF if zip64 is None else zip64
     local = _LOCAL.pack(b"PK\x03\x04", 20, 0, 0, 0, 0, 0, 0, 0, len(name), 0) + name
-    central = _CENTRAL.pack(b"PK\x01\x02", 20, 20, 0, 0, 0, 0, 0, 0, 0, len(name), 0, 0, 0,
-                            0, 0, 0) + name
+    central = (
+        _CENTRAL.pack(b"PK\x01\x02", 20, 20, 0, 0, 0, 0, 0, 0, 0, len(name), 0, 0, 0, 0, 0, 0)
+        + name
+    )
     directory = central * entries
     start, size = len(local), len(directory)
     tail = b""
     if zip64:
         at = start + size
-        tail = _END64.pack(b"PK\x06\x06", 44, 45, 45, 0, 0, declared, declared, size, start) + \
-            _LOCATOR.pack(b"PK\x06\x07", 0, at, 1)
+        tail = _END64.pack(
+            b"PK\x06\x06", 44, 45, 45, 0, 0, declared, declared, size, start
+        ) + _LOCATOR.pack(b"PK\x06\x07", 0, at, 1)
         counts, size32, start32 = 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF
     else:
         counts, size32, start32 = declared, size, start

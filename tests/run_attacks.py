@@ -23,8 +23,10 @@ from adversarial_class import CASES, FULL, LOOP, SOLUTION, STUB, Case, _answer, 
 # A message no UTF-8 encoder takes (lone surrogates), a terminal hyperlink as an escape
 # sequence, and Rich markup: raised by the learner's arithmetic_intensity, so the visible
 # check test_arithmetic_intensity and the hidden test_zero_flops quote it.
-HOSTILE_TEXT = r"\ud800 lone \udfff [link=https://evil.example/]click[/link] [/] " \
-               r"\x1b]8;;https://evil.example/\x1b\\here\x1b]8;;\x1b\\ \x1b[2J \u202eevil"
+HOSTILE_TEXT = (
+    r"\ud800 lone \udfff [link=https://evil.example/]click[/link] [/] "
+    r"\x1b]8;;https://evil.example/\x1b\\here\x1b]8;;\x1b\\ \x1b[2J \u202eevil"
+)
 RAISES = f'''
 
 def arithmetic_intensity(flops, bytes_moved):
@@ -32,8 +34,11 @@ def arithmetic_intensity(flops, bytes_moved):
 '''
 # Zip members named with Rich markup; "../" makes the intake refuse them, so they are
 # named in the run's problems, which the summary prints.
-MARKUP_MEMBERS = ("../[/]x.ipynb", "../[link=https://evil.example/]click[/link].ipynb",
-                  "../\x1b]8;;https://evil.example/\x1b\\x.ipynb")
+MARKUP_MEMBERS = (
+    "../[/]x.ipynb",
+    "../[link=https://evil.example/]click[/link].ipynb",
+    "../\x1b]8;;https://evil.example/\x1b\\x.ipynb",
+)
 # A learner's folder (a file name holds no "/", so no closing tag), and a notebook put
 # straight into SUBMISSIONS, which the intake names in a problem.
 MARKUP_NAME = "[bold]eve [link=https:evil.example]x"
@@ -89,8 +94,9 @@ def stub_bytes() -> bytes:
 def gradebook_rows(out: Path, sql: str, *args: object) -> list[tuple[object, ...]]:
     """Rows of a query on the gradebook under `out`, read only, [] before it exists."""
     try:
-        with contextlib.closing(sqlite3.connect(f"file:{out / 'gradebook.sqlite'}?mode=ro",
-                                                uri=True, timeout=5)) as db:
+        with contextlib.closing(
+            sqlite3.connect(f"file:{out / 'gradebook.sqlite'}?mode=ro", uri=True, timeout=5)
+        ) as db:
             return db.execute(sql, args).fetchall()
     except sqlite3.Error:
         return []
@@ -100,8 +106,9 @@ def graded_count(out: Path) -> int:
     """How many grades the gradebook under `out` holds now (-1 before it exists): a point in
     a run chosen by its progress, to kill it at."""
     try:
-        with contextlib.closing(sqlite3.connect(f"file:{out / 'gradebook.sqlite'}?mode=ro",
-                                                uri=True, timeout=1)) as book:
+        with contextlib.closing(
+            sqlite3.connect(f"file:{out / 'gradebook.sqlite'}?mode=ro", uri=True, timeout=1)
+        ) as book:
             return int(book.execute("SELECT count(*) FROM grades").fetchone()[0])
     except sqlite3.Error:
         return -1
@@ -125,7 +132,8 @@ def tagged_processes(tag: str) -> list[int]:
                 with contextlib.suppress(ValueError):
                     policy = json.loads(value)
             if (name == b"GPULAB_JOB" and value == tag.encode()) or (
-                    isinstance(policy, dict) and policy.get("tag") == tag):
+                isinstance(policy, dict) and policy.get("tag") == tag
+            ):
                 found.append(int(entry.name))
                 break
     return [pid for pid in found if pid != os.getpid()]

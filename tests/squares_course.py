@@ -46,10 +46,16 @@ def solution_notebook(*, setup: str = SETUP, answer: str = ANSWER, explore: bool
     import nbformat
 
     notebook = nbformat.v4.new_notebook()
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
-    cells = [nbformat.v4.new_markdown_cell("# Squares"), code(setup, "setup"),
-             code(answer, "answer", "square")]
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    cells = [
+        nbformat.v4.new_markdown_cell("# Squares"),
+        code(setup, "setup"),
+        code(answer, "answer", "square"),
+    ]
     if explore:
         cells.append(code("print(square(3))", "explore"))
     cells.append(code('from gpulab.grading import check\ncheck("squares")', "check"))

@@ -13,23 +13,47 @@ import uuid
 
 import pytest
 
-needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None,
-                                reason="tmux is not installed (.ci/run installs it)")
+needs_tmux = pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)"
+)
 
 
 class Terminal:
     """A detached tmux session of a given size running one command."""
 
-    def __init__(self, command: str, *, width: int = 100, height: int = 50,
-                 cwd: str | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        command: str,
+        *,
+        width: int = 100,
+        height: int = 50,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.name = f"gpulab-test-{uuid.uuid4().hex[:8]}"
         socket_env = {k: v for k, v in (env or os.environ).items() if k != "TMUX"}
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width),
-                        "-y", str(height), command], check=True, env=socket_env, cwd=cwd)
+        subprocess.run(
+            [
+                "tmux",
+                "new-session",
+                "-d",
+                "-s",
+                self.name,
+                "-x",
+                str(width),
+                "-y",
+                str(height),
+                command,
+            ],
+            check=True,
+            env=socket_env,
+            cwd=cwd,
+        )
 
     def screen(self) -> str:
-        done = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
+        )
         return done.stdout
 
     def keys(self, *keys: str) -> None:

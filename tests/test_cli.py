@@ -18,8 +18,9 @@ def gpulab(*args: str, course: Path | None = None) -> subprocess.CompletedProces
     env = dict(os.environ)
     if course is not None:
         env["GPULAB_COURSE_DIR"] = str(course)
-    return subprocess.run([sys.executable, "-m", "gpulab", *args], capture_output=True,
-                          text=True, env=env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "gpulab", *args], capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 def test_version() -> None:
@@ -27,8 +28,9 @@ def test_version() -> None:
     assert (done.returncode, done.stdout) == (0, f"gpulab {__version__}\n")
 
 
-def _commands(parser: argparse.ArgumentParser | None = None,
-              path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+def _commands(
+    parser: argparse.ArgumentParser | None = None, path: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
     """Every command and sub-command of gpulab's parser, with its own parser."""
     from gpulab.cli import _parser
 
@@ -47,13 +49,18 @@ COMMANDS = [path for path, _ in _commands()]
 def test_every_command_is_in_the_list() -> None:
     """The parametrisation below covers the parser as it is, not a list kept by hand."""
     assert len(COMMANDS) >= 24
-    assert {("grade",), ("probe", "run"), ("dev", "check"), ("image", "check"),
-            ("worker",), ("book",)} <= set(COMMANDS)
+    assert {
+        ("grade",),
+        ("probe", "run"),
+        ("dev", "check"),
+        ("image", "check"),
+        ("worker",),
+        ("book",),
+    } <= set(COMMANDS)
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda path: " ".join(path) or "gpulab")
-def test_help_for_every_command(path: tuple[str, ...],
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_for_every_command(path: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
     """`gpulab ... --help` exits 0 with its usage line and says what the command does."""
     from gpulab.cli import _parser
 
@@ -175,16 +182,19 @@ def test_specs_side_by_side_and_in_full(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("COLUMNS", "220")
     done = gpulab("specs", "h100-sxm", "h100-pcie")
     assert done.returncode == 0, done.stderr
-    rows = {line.split("│")[1].strip(): line for line in done.stdout.splitlines()
-            if line.count("│") > 2}
+    rows = {
+        line.split("│")[1].strip(): line for line in done.stdout.splitlines() if line.count("│") > 2
+    }
     assert "132 SMs" in rows["sms"] and "114 SMs" in rows["sms"]
     assert "3.35 TB/s" in rows["memory bandwidth"] and "2 TB/s" in rows["memory bandwidth"]
     one = gpulab("specs", "h100-sxm")
     assert one.returncode == 0, one.stderr
     assert "NVIDIA H100 SXM5 (Hopper, compute capability 9.0)" in one.stdout
     assert "989.4 TFLOPS" in one.stdout and "dense" in one.stdout
-    assert "https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/" in \
-        one.stdout.replace("│", "").replace("\n", "").replace(" ", "")
+    assert (
+        "https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/"
+        in one.stdout.replace("│", "").replace("\n", "").replace(" ", "")
+    )
 
 
 def test_specs_unknown_name_is_bad_input() -> None:

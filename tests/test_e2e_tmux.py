@@ -19,8 +19,9 @@ import pytest
 
 from gpulab.course import load_course
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
-                                reason="tmux is not installed (.ci/run installs it)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)"
+)
 
 GPULAB = Path(sys.executable).parent / "gpulab"
 
@@ -30,8 +31,9 @@ class Terminal:
         self.name = name
 
     def screen(self) -> str:
-        done = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
+        )
         return done.stdout
 
     def keys(self, *keys: str) -> None:
@@ -58,8 +60,11 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
     env = {"GPULAB_STATE_DIR": str(tmp_path / "state"), "TERM": "xterm-256color"}
     command = " ".join(f"{k}={v}" for k, v in env.items()) + f" {GPULAB}"
     socket_env = {k: v for k, v in os.environ.items() if k != "TMUX"}
-    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "100", "-y", "50", command],
-                   check=True, env=socket_env)
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", name, "-x", "100", "-y", "50", command],
+        check=True,
+        env=socket_env,
+    )
     term = Terminal(name)
     try:
         yield term
@@ -72,8 +77,9 @@ def workspace(tmp_path: Path) -> Path:
     """A workspace made by `gpulab init`, in the state folder the terminal's gpulab uses."""
     folder = tmp_path / "workspace"
     env = {**os.environ, "GPULAB_STATE_DIR": str(tmp_path / "state")}
-    done = subprocess.run([str(GPULAB), "init", str(folder)], env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [str(GPULAB), "init", str(folder)], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return folder
 

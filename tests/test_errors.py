@@ -13,8 +13,11 @@ from gpulab.errors import GpulabError
 
 # Modules that need an optional extra or a GPU library to import; their errors are found by
 # reading the source instead.
-_OPTIONAL = ("gpulab.grading.cluster", "gpulab.grading.cluster_coordinator",
-             "gpulab.grading.cluster_worker")
+_OPTIONAL = (
+    "gpulab.grading.cluster",
+    "gpulab.grading.cluster_coordinator",
+    "gpulab.grading.cluster_worker",
+)
 
 
 def _defined() -> dict[str, str]:
@@ -24,7 +27,7 @@ def _defined() -> dict[str, str]:
             continue
         try:
             importlib.import_module(module.name)
-        except ImportError as exc:     # a module for a GPU machine (CuPy)
+        except ImportError as exc:  # a module for a GPU machine (CuPy)
             if "cupy" not in str(exc):
                 raise
     found: dict[str, str] = {}
@@ -35,7 +38,7 @@ def _defined() -> dict[str, str]:
             if sub.__module__.startswith("gpulab."):
                 found[sub.__name__] = cls.__name__
                 todo.append(sub)
-    for name in _OPTIONAL:                 # class X(GpulabError) in their source
+    for name in _OPTIONAL:  # class X(GpulabError) in their source
         source = importlib.util.find_spec(name)
         assert source is not None and source.origin is not None
         text = Path(source.origin).read_text(encoding="utf-8")
@@ -52,8 +55,9 @@ def _drawn() -> dict[str, str]:
     stack: list[tuple[int, str]] = []
     for line in doc.splitlines():
         found = re.match(r"^\s{4}([│ ]*)(?:[├└]── )?([A-Z]\w+)\b", line)
-        if not found or not found.group(2).endswith(("Error", "Unavailable", "Mismatch",
-                                                     "Probe", "Busy")):
+        if not found or not found.group(2).endswith(
+            ("Error", "Unavailable", "Mismatch", "Probe", "Busy")
+        ):
             continue
         depth = len(found.group(1)) // 4 + (1 if "──" in line else 0)
         while stack and stack[-1][0] >= depth:

@@ -41,7 +41,10 @@ def markmap_rows(path: Path) -> list[Row]:
         pytest.skip(reason)
     done = subprocess.run(
         ["node", str(MARKMAP / "outline.mjs"), str(path)],
-        capture_output=True, text=True, check=True, timeout=60,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     )
     return [tuple(row) for row in json.loads(done.stdout)[str(path)]]  # type: ignore[misc]
 

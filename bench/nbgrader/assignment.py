@@ -48,9 +48,11 @@ HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "source" / ASSIGNMENT
 CHECKS = HERE / "checks"
 
-_HEADER = re.compile(r"^# %% (?:(?P<checker>checker)|(?P<kind>test|hidden) (?P<name>\w+)"
-                     r" points=(?P<points>\d+(?:\.\d+)?) needs=(?P<needs>[\w,]+))"
-                     r"(?:\s+# noqa: \w+)?$")
+_HEADER = re.compile(
+    r"^# %% (?:(?P<checker>checker)|(?P<kind>test|hidden) (?P<name>\w+)"
+    r" points=(?P<points>\d+(?:\.\d+)?) needs=(?P<needs>[\w,]+))"
+    r"(?:\s+# noqa: \w+)?$"
+)
 
 
 class PortError(Exception):
@@ -64,7 +66,7 @@ class TestCell:
     name: str
     points: float
     hidden: bool
-    needs: tuple[str, ...] | None          # the parts it calls; None: every part
+    needs: tuple[str, ...] | None  # the parts it calls; None: every part
     source: str
 
 
@@ -99,8 +101,10 @@ def read_port(name: str) -> Port:
         if line.startswith("# %%"):
             match = _HEADER.match(line)
             if match is None:
-                raise PortError(f"{path}:{number}: not a cell header: {line!r} (want '# %% "
-                                "checker' or '# %% test|hidden NAME points=N needs=PARTS')")
+                raise PortError(
+                    f"{path}:{number}: not a cell header: {line!r} (want '# %% "
+                    "checker' or '# %% test|hidden NAME points=N needs=PARTS')"
+                )
             body = []
             if match["checker"]:
                 if checker is not None:
@@ -118,8 +122,11 @@ def read_port(name: str) -> Port:
         if not source:
             raise PortError(f"{path}:{number}: the test cell {match['name']} is empty")
         needs = None if match["needs"] == "all" else tuple(match["needs"].split(","))
-        cells.append(TestCell(match["name"], float(match["points"]), match["kind"] == "hidden",
-                              needs, source))
+        cells.append(
+            TestCell(
+                match["name"], float(match["points"]), match["kind"] == "hidden", needs, source
+            )
+        )
     names = [cell.name for cell in cells]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -136,18 +143,32 @@ def gpulab_points(entry: ExerciseEntry) -> dict[str, float]:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
                 points[node.name] = 1.0
                 for decorator in node.decorator_list:
-                    if (isinstance(decorator, ast.Call)
-                            and ast.unparse(decorator.func) == "pytest.mark.points"
-                            and decorator.args
-                            and isinstance(decorator.args[0], ast.Constant)):
+                    if (
+                        isinstance(decorator, ast.Call)
+                        and ast.unparse(decorator.func) == "pytest.mark.points"
+                        and decorator.args
+                        and isinstance(decorator.args[0], ast.Constant)
+                    ):
                         points[node.name] = float(decorator.args[0].value)
     return points
 
 
-def _meta(grade_id: str, *, grade: bool = False, solution: bool = False,
-          locked: bool = False, points: float | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"grade": grade, "grade_id": grade_id, "locked": locked,
-                            "schema_version": 3, "solution": solution, "task": False}
+def _meta(
+    grade_id: str,
+    *,
+    grade: bool = False,
+    solution: bool = False,
+    locked: bool = False,
+    points: float | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
     if points is not None:
         meta["points"] = points
     return {"nbgrader": meta}
@@ -165,27 +186,40 @@ def build_source(entry: ExerciseEntry, port: Port) -> Any:
         kind = role(cell)
         if kind == "setup":
             setups += 1
-            notebook.cells.append(nbformat.v4.new_code_cell(
-                cell.source, metadata=_meta(f"setup-{setups}", locked=True)))
+            notebook.cells.append(
+                nbformat.v4.new_code_cell(
+                    cell.source, metadata=_meta(f"setup-{setups}", locked=True)
+                )
+            )
         elif kind == "answer":
-            notebook.cells.append(nbformat.v4.new_code_cell(
-                cell.source, metadata=_meta(str(part(cell)), solution=True)))
+            notebook.cells.append(
+                nbformat.v4.new_code_cell(
+                    cell.source, metadata=_meta(str(part(cell)), solution=True)
+                )
+            )
         elif kind == "explore":
             notebook.cells.append(nbformat.v4.new_code_cell(cell.source))
         # the check cell runs gpulab's checks: nbgrader's test cells stand in its place
-    notebook.cells.append(nbformat.v4.new_markdown_cell(
-        "## Checks\n\nThe autograder's test cells: each is worth its points when it runs "
-        "without an error."))
-    notebook.cells.append(nbformat.v4.new_code_cell(
-        port.checker, metadata=_meta("checker", locked=True)))
+    notebook.cells.append(
+        nbformat.v4.new_markdown_cell(
+            "## Checks\n\nThe autograder's test cells: each is worth its points when it runs "
+            "without an error."
+        )
+    )
+    notebook.cells.append(
+        nbformat.v4.new_code_cell(port.checker, metadata=_meta("checker", locked=True))
+    )
     for test in port.tests:
         source = test.source
         if test.hidden:
             source = f"### BEGIN HIDDEN TESTS\n{source}\n### END HIDDEN TESTS"
-        notebook.cells.append(nbformat.v4.new_code_cell(
-            source, metadata=_meta(test.name, grade=True, locked=True, points=test.points)))
+        notebook.cells.append(
+            nbformat.v4.new_code_cell(
+                source, metadata=_meta(test.name, grade=True, locked=True, points=test.points)
+            )
+        )
     for index, cell in enumerate(notebook.cells):
-        cell["id"] = f"{entry.name}-{index:02d}"        # stable ids: the file is committed
+        cell["id"] = f"{entry.name}-{index:02d}"  # stable ids: the file is committed
     return notebook
 
 
@@ -206,13 +240,17 @@ def problems() -> list[str]:
             found.append(f"checks/{entry.name}.py: {name} is no check of gpulab's")
         for name in sorted(set(want) & set(have)):
             if want[name] != have[name]:
-                found.append(f"checks/{entry.name}.py: {name} is worth {have[name]:g} points, "
-                             f"gpulab's check {want[name]:g}")
+                found.append(
+                    f"checks/{entry.name}.py: {name} is worth {have[name]:g} points, "
+                    f"gpulab's check {want[name]:g}"
+                )
         path = source_path(entry.name)
         text = notebook_text(build_source(entry, port))
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            found.append(f"{path.relative_to(HERE.parent.parent)} differs from what the "
-                         "solution and the port give: run python bench/nbgrader/assignment.py")
+            found.append(
+                f"{path.relative_to(HERE.parent.parent)} differs from what the "
+                "solution and the port give: run python bench/nbgrader/assignment.py"
+            )
     return found
 
 
@@ -221,8 +259,9 @@ def main() -> int:
         for entry in entries():
             path = source_path(entry.name)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(notebook_text(build_source(entry, read_port(entry.name))),
-                            encoding="utf-8")
+            path.write_text(
+                notebook_text(build_source(entry, read_port(entry.name))), encoding="utf-8"
+            )
             print(f"wrote {path.relative_to(HERE.parent.parent)}")
         left = problems()
     except PortError as exc:

@@ -9,5 +9,5 @@ c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
 c.CourseDirectory.course_id = "gpulab-bench"
 c.Execute.kernel_name = "gpulab-bench"
-c.Execute.interrupt_on_timeout = True          # a cell that overruns is stopped, the rest runs
-c.OverwriteCells.add_missing_cells = True      # a deleted test cell is put back
+c.Execute.interrupt_on_timeout = True  # a cell that overruns is stopped, the rest runs
+c.OverwriteCells.add_missing_cells = True  # a deleted test cell is put back

@@ -53,12 +53,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.set_defaults(handler=_app)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    lessons = commands.add_parser("lessons", help="list the lessons in teaching order",
-                                  description="List the lessons in teaching order.")
+    lessons = commands.add_parser(
+        "lessons",
+        help="list the lessons in teaching order",
+        description="List the lessons in teaching order.",
+    )
     lessons.set_defaults(handler=_lessons)
 
     show = commands.add_parser(
-        "show", help="print a lesson's mindmap as an indented outline",
+        "show",
+        help="print a lesson's mindmap as an indented outline",
         description="Print a lesson's mindmap as an indented outline (no TUI; scriptable).",
     )
     show.add_argument("lesson", metavar="LESSON", help="lesson id, as `gpulab lessons` lists it")
@@ -67,12 +71,17 @@ def _parser() -> argparse.ArgumentParser:
     show.set_defaults(handler=_show)
 
     specs = commands.add_parser(
-        "specs", help="datasheet values of the GPUs the lessons cite, with sources",
+        "specs",
+        help="datasheet values of the GPUs the lessons cite, with sources",
         description="Print the GPUs of lessons/specs.toml side by side; name one GPU or "
-                    "topic to see every value with its note and source.",
+        "topic to see every value with its note and source.",
     )
-    specs.add_argument("names", metavar="NAME", nargs="*",
-                       help="GPU or topic ids (e.g. h200 a100-80gb); all GPUs if none")
+    specs.add_argument(
+        "names",
+        metavar="NAME",
+        nargs="*",
+        help="GPU or topic ids (e.g. h200 a100-80gb); all GPUs if none",
+    )
     specs.set_defaults(handler=_specs)
 
     from gpulab.cli_probe import add_commands as add_probe_commands
@@ -88,41 +97,54 @@ def _parser() -> argparse.ArgumentParser:
     add_grade_commands(commands, _course_option)
 
     book = commands.add_parser(
-        "book", help="build the course as a static HTML book that works offline",
+        "book",
+        help="build the course as a static HTML book that works offline",
         description="Build the course (lessons with their mindmaps, claims, exercises, specs, "
-                    "an index) as static HTML pages that work offline and from file://. "
-                    "Exit status 2, with every problem as file:line, if a lesson is broken.")
-    book.add_argument("--out", metavar="DIR", default=None,
-                      help="where the book goes; replaced on each build "
-                           "(default: book/_build/html in the checkout)")
-    book.add_argument("--open", action="store_true",
-                      help="open the front page in the web browser when built")
+        "an index) as static HTML pages that work offline and from file://. "
+        "Exit status 2, with every problem as file:line, if a lesson is broken.",
+    )
+    book.add_argument(
+        "--out",
+        metavar="DIR",
+        default=None,
+        help="where the book goes; replaced on each build "
+        "(default: book/_build/html in the checkout)",
+    )
+    book.add_argument(
+        "--open", action="store_true", help="open the front page in the web browser when built"
+    )
     _course_option(book)
     book.set_defaults(handler=_book)
 
-    dev = commands.add_parser("dev", help="tools for course authors",
-                              description="Tools for course authors.")
+    dev = commands.add_parser(
+        "dev", help="tools for course authors", description="Tools for course authors."
+    )
     dev_commands = dev.add_subparsers(title="commands", metavar="COMMAND", required=True)
     lint = dev_commands.add_parser(
-        "lint-lessons", help="check the manifest, claims and every lesson",
+        "lint-lessons",
+        help="check the manifest, claims and every lesson",
         description="Check course.toml, specs.toml, the claims and every lesson (markmap parity, "
-                    "unsourced numbers, links); print each problem "
+        "unsourced numbers, links); print each problem "
         "as file:line with a hint. Exit status 2 if anything is wrong.",
     )
     _course_option(lint)
     lint.set_defaults(handler=_lint)
     build = dev_commands.add_parser(
-        "build", help="generate exercises/ from solutions/",
+        "build",
+        help="generate exercises/ from solutions/",
         description="Generate every exercises/<lesson>/<name>.ipynb from its solution: answers "
-                    "replaced by stubs, outputs cleared.")
+        "replaced by stubs, outputs cleared.",
+    )
     build.add_argument("names", nargs="*", metavar="NAME", help="only these exercises")
     _course_option(build)
     build.set_defaults(handler=_build)
     dev_check = dev_commands.add_parser(
-        "check", help="prove every exercise sound: built, failing as shipped, solved",
+        "check",
+        help="prove every exercise sound: built, failing as shipped, solved",
         description="For every exercise: the generated notebook matches its solution, its "
-                    "checks fail as shipped, and the solution passes them (hidden checks too). "
-                    "GPU exercises run only with --gpu.")
+        "checks fail as shipped, and the solution passes them (hidden checks too). "
+        "GPU exercises run only with --gpu.",
+    )
     dev_check.add_argument("names", nargs="*", metavar="NAME", help="only these exercises")
     dev_check.add_argument("--gpu", action="store_true", help="also check the GPU exercises")
     _course_option(dev_check)
@@ -132,17 +154,21 @@ def _parser() -> argparse.ArgumentParser:
 
 def _course_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--course", metavar="DIR",
+        "--course",
+        metavar="DIR",
         help="the course to use: a course checkout with lessons/, exercises/ and (for an "
-             "instructor) solutions/ with the hidden checks (default: the installed course)")
+        "instructor) solutions/ with the hidden checks (default: the installed course)",
+    )
 
 
 def _use_course(folder: Path) -> None:
     """Point this process and the processes it starts at the course in `folder`."""
     lessons = folder.expanduser().resolve() / "lessons"
     if not (lessons / "course.toml").is_file():
-        raise GpulabError(f"--course {folder}: not a course (it has no lessons/course.toml)\n"
-                          "    hint: give the folder of a gpulab course checkout")
+        raise GpulabError(
+            f"--course {folder}: not a course (it has no lessons/course.toml)\n"
+            "    hint: give the folder of a gpulab course checkout"
+        )
     os.environ["GPULAB_COURSE_DIR"] = str(lessons)
     if (lessons.parent / "book" / "templates").is_dir():
         os.environ["GPULAB_BOOK_DIR"] = str(lessons.parent / "book")
@@ -200,9 +226,11 @@ def _authoring_course() -> Course:
     course = load_course()
     solutions = CoursePaths.of_manifest(course.manifest.path).solutions
     if not solutions.is_dir():
-        raise GpulabError(f"this course has no solutions/ ({solutions.parent}): the installed "
-                          "course ships none\n    hint: give a course checkout with "
-                          "--course DIR")
+        raise GpulabError(
+            f"this course has no solutions/ ({solutions.parent}): the installed "
+            "course ships none\n    hint: give a course checkout with "
+            "--course DIR"
+        )
     return course
 
 
@@ -211,8 +239,11 @@ def _unknown_exercises(course: Course, names: list[str]) -> int:
     known = {entry.name for entry in course.exercises()}
     wrong = [name for name in names if name not in known]
     if wrong:
-        print(f"gpulab: no exercise named {', '.join(wrong)}\n    hint: the exercises are "
-              f"{', '.join(sorted(known))}", file=sys.stderr)
+        print(
+            f"gpulab: no exercise named {', '.join(wrong)}\n    hint: the exercises are "
+            f"{', '.join(sorted(known))}",
+            file=sys.stderr,
+        )
         return BAD_INPUT
     return 0
 
@@ -268,8 +299,14 @@ def _book(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_out()
     console = Console(stderr=True)
     course = load_course()
-    with Progress(TextColumn("building the book"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.description}"), console=console, transient=True) as bar:
+    with Progress(
+        TextColumn("building the book"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=True,
+    ) as bar:
         task = bar.add_task("", total=None)
 
         def step(what: str, done: int, total: int) -> None:
@@ -282,14 +319,18 @@ def _book(args: argparse.Namespace) -> int:
             for problem in exc.problems:
                 print(problem)
             broken = sorted({p.path.name for p in exc.problems})
-            print(f"gpulab book: not built: {len(exc.problems)} problem(s) in "
-                  f"{', '.join(broken)}", file=sys.stderr)
+            print(
+                f"gpulab book: not built: {len(exc.problems)} problem(s) in {', '.join(broken)}",
+                file=sys.stderr,
+            )
             return BAD_INPUT
     print(f"built {len(result.pages)} pages in {result.seconds:.1f} s: {result.front}")
     if args.open:
         import webbrowser
 
         if not webbrowser.open(result.front.as_uri()):
-            print(f"gpulab book: no web browser to open; open {result.front.as_uri()}",
-                  file=sys.stderr)
+            print(
+                f"gpulab book: no web browser to open; open {result.front.as_uri()}",
+                file=sys.stderr,
+            )
     return 0

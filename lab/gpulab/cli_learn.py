@@ -25,57 +25,80 @@ BAD_INPUT = 2
 def add_commands(commands: Any) -> None:
     """Add the learner's commands to the `gpulab` parser's subcommands."""
     init = commands.add_parser(
-        "init", help="make your workspace: your own copy of the exercises",
+        "init",
+        help="make your workspace: your own copy of the exercises",
         description="Copy every exercise notebook and its visible checks into DIR (default: "
-                    "./gpulab-exercises), a new folder, and use it from now on: the app, "
-                    "`gpulab check`, `gpulab open` and your progress work on it. An existing "
-                    "workspace is taken into use again and brought up to date; any other "
-                    "folder that is not empty is refused.")
+        "./gpulab-exercises), a new folder, and use it from now on: the app, "
+        "`gpulab check`, `gpulab open` and your progress work on it. An existing "
+        "workspace is taken into use again and brought up to date; any other "
+        "folder that is not empty is refused.",
+    )
     init.add_argument("folder", metavar="DIR", nargs="?", help="where the workspace goes")
     init.set_defaults(handler=_init)
 
     listing = commands.add_parser(
-        "list", help="where you stand: exercises passed, lessons read",
+        "list",
+        help="where you stand: exercises passed, lessons read",
         description="Your progress: each exercise's last check in your workspace, and how "
-                    "much of each lesson you have read.")
+        "much of each lesson you have read.",
+    )
     listing.set_defaults(handler=_list)
 
     check = commands.add_parser(
-        "check", help="run an exercise's checks on your notebook",
+        "check",
+        help="run an exercise's checks on your notebook",
         description="Run an exercise's checks on your workspace's notebook and print each "
-                    "check with its points; a pass or a failure is kept in your progress, "
-                    "which the app shows. Exit status 1 if a check fails.")
-    check.add_argument("exercise", metavar="EXERCISE",
-                       help="exercise name (e.g. namespaces), or the path of a notebook")
-    check.add_argument("--notebook", metavar="PATH",
-                       help="check this notebook instead (its result is not kept in your "
-                            "progress unless it is your workspace's own)")
+        "check with its points; a pass or a failure is kept in your progress, "
+        "which the app shows. Exit status 1 if a check fails.",
+    )
+    check.add_argument(
+        "exercise",
+        metavar="EXERCISE",
+        help="exercise name (e.g. namespaces), or the path of a notebook",
+    )
+    check.add_argument(
+        "--notebook",
+        metavar="PATH",
+        help="check this notebook instead (its result is not kept in your "
+        "progress unless it is your workspace's own)",
+    )
     check.set_defaults(handler=_check)
 
     open_ = commands.add_parser(
-        "open", help="open an exercise's notebook in JupyterLab",
+        "open",
+        help="open an exercise's notebook in JupyterLab",
         description="Start (or reuse) your workspace's JupyterLab server, open the notebook in "
-                    "a web browser where there is a display, and print its address with the "
-                    "token and the ssh -L line to reach it from another machine. Works as "
-                    "root. The server runs on until `gpulab open --stop`.")
-    open_.add_argument("exercise", metavar="EXERCISE", nargs="?",
-                       help="exercise name (default: the workspace's folder)")
-    open_.add_argument("--no-browser", action="store_true",
-                       help="only print the address (e.g. over SSH)")
+        "a web browser where there is a display, and print its address with the "
+        "token and the ssh -L line to reach it from another machine. Works as "
+        "root. The server runs on until `gpulab open --stop`.",
+    )
+    open_.add_argument(
+        "exercise",
+        metavar="EXERCISE",
+        nargs="?",
+        help="exercise name (default: the workspace's folder)",
+    )
+    open_.add_argument(
+        "--no-browser", action="store_true", help="only print the address (e.g. over SSH)"
+    )
     open_.add_argument("--stop", action="store_true", help="stop the workspace's JupyterLab")
     open_.set_defaults(handler=_open)
 
     hint = commands.add_parser(
-        "hint", help="reveal an exercise's next hint",
+        "hint",
+        help="reveal an exercise's next hint",
         description="Print the hints you have seen for an exercise and reveal the next one, "
-                    "gentlest first (the app shows the same hints).")
+        "gentlest first (the app shows the same hints).",
+    )
     hint.add_argument("exercise", metavar="EXERCISE", help="exercise name")
     hint.set_defaults(handler=_hint)
 
     reset = commands.add_parser(
-        "reset", help="start an exercise again from its pristine notebook",
+        "reset",
+        help="start an exercise again from its pristine notebook",
         description="Restore the exercise's notebook in your workspace as the course ships "
-                    "it. Your notebook is kept beside it as <name>.backup-<time>.ipynb.")
+        "it. Your notebook is kept beside it as <name>.backup-<time>.ipynb.",
+    )
     reset.add_argument("exercise", metavar="EXERCISE", help="exercise name")
     reset.set_defaults(handler=_reset)
 
@@ -89,14 +112,18 @@ def _init(args: argparse.Namespace) -> int:
     workspace, made = init_workspace(course, folder)
     count = len(course.exercises())
     if made:
-        print(f"Made your workspace {workspace.root}: {count} exercises, one folder per "
-              "lesson.\ngpulab uses it from now on, from any folder.")
+        print(
+            f"Made your workspace {workspace.root}: {count} exercises, one folder per "
+            "lesson.\ngpulab uses it from now on, from any folder."
+        )
     else:
         print(f"{workspace.root} is your workspace again.")
         for line in workspace.sync(course).lines():
             print(f"  {line}")
-    print("\nNext: `gpulab` for the app, `gpulab open NAME` for a notebook in JupyterLab, "
-          "`gpulab check NAME` to check it, `gpulab list` for where you stand.")
+    print(
+        "\nNext: `gpulab` for the app, `gpulab open NAME` for a notebook in JupyterLab, "
+        "`gpulab check NAME` to check it, `gpulab list` for where you stand."
+    )
     return 0
 
 
@@ -131,7 +158,7 @@ def _check(args: argparse.Namespace) -> int:
 
     course = load_course()
     name, notebook = args.exercise, args.notebook
-    if name.endswith(".ipynb"):          # `gpulab check some/folder/namespaces.ipynb`
+    if name.endswith(".ipynb"):  # `gpulab check some/folder/namespaces.ipynb`
         notebook = notebook or name
         name = Path(name).stem.split(".backup-")[0]
     entry = _exercise(course, name)
@@ -164,15 +191,21 @@ def _open(args: argparse.Namespace) -> int:
             return BAD_INPUT
         workspace = require_workspace()
         stopped = stop_server(workspace)
-        print(f"stopped JupyterLab (pid {stopped.pid})" if stopped is not None
-              else f"no JupyterLab was running for {workspace.root}")
+        print(
+            f"stopped JupyterLab (pid {stopped.pid})"
+            if stopped is not None
+            else f"no JupyterLab was running for {workspace.root}"
+        )
         return 0
     workspace = _workspace(course)
-    target = workspace.notebook(_exercise(course, args.exercise)) if args.exercise \
-        else workspace.root
+    target = (
+        workspace.notebook(_exercise(course, args.exercise)) if args.exercise else workspace.root
+    )
     if not target.exists():
-        print(f"gpulab open: {target} is missing: `gpulab reset {args.exercise}` brings it "
-              "back", file=sys.stderr)
+        print(
+            f"gpulab open: {target} is missing: `gpulab reset {args.exercise}` brings it back",
+            file=sys.stderr,
+        )
         return BAD_INPUT
     opened = open_notebook(workspace, target, browser=not args.no_browser)
     print("\n".join(opened.lines()))
@@ -194,8 +227,11 @@ def _hint(args: argparse.Namespace) -> int:
     for number, text in enumerate(entry.hints[:seen], start=1):
         print(f"Hint {number} of {len(entry.hints)}: {text}\n")
     left = len(entry.hints) - seen
-    print(f"{left} more hint{'s' if left != 1 else ''}: run this again for the next."
-          if left else "No more hints: you have seen them all.")
+    print(
+        f"{left} more hint{'s' if left != 1 else ''}: run this again for the next."
+        if left
+        else "No more hints: you have seen them all."
+    )
     return 0
 
 
@@ -251,8 +287,10 @@ def _list(args: argparse.Namespace) -> int:
         else:
             status = Text(f"✗ failing ({record.earned:g}/{record.possible:g})", style="red")
         table.add_row(entry.name, entry.lesson, "GPU" if entry.gpu else "CPU", status)
-    console.print(f"Exercises: {passed} of {len(exercises)} passed, {failing} failing, "
-                  f"{len(exercises) - passed - failing} not started")
+    console.print(
+        f"Exercises: {passed} of {len(exercises)} passed, {failing} failing, "
+        f"{len(exercises) - passed - failing} not started"
+    )
     console.print(table)
     lessons = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("day", "lesson", "read"):

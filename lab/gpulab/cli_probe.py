@@ -24,71 +24,89 @@ BAD_INPUT = 2
 def add_commands(commands: Any) -> None:
     """Add the measuring commands to the `gpulab` parser's subcommands."""
     probe = commands.add_parser(
-        "probe", help="measure this machine: system, NVML, CUDA, microbenchmarks",
+        "probe",
+        help="measure this machine: system, NVML, CUDA, microbenchmarks",
         description="Run the probes that measure the lessons' claims on this machine.",
     )
     probe_commands = probe.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    probe_list = probe_commands.add_parser("list", help="the probes, what each needs and does",
-                                           description="List the probes.")
+    probe_list = probe_commands.add_parser(
+        "list", help="the probes, what each needs and does", description="List the probes."
+    )
     probe_list.set_defaults(handler=_probe_list)
     probe_run = probe_commands.add_parser(
-        "run", help="run probes by name",
+        "run",
+        help="run probes by name",
         description="Run probes and print their results as tables, or as JSON with --json "
-                    "(the format is `gpulab probe schema`). Each result that ran is saved for "
-                    "this machine, over the probe's last one: the app draws your figures "
-                    "from them (`gpulab probe saved` lists them).",
+        "(the format is `gpulab probe schema`). Each result that ran is saved for "
+        "this machine, over the probe's last one: the app draws your figures "
+        "from them (`gpulab probe saved` lists them).",
     )
-    probe_run.add_argument("names", metavar="NAME", nargs="*",
-                           help="probe names from `gpulab probe list`")
+    probe_run.add_argument(
+        "names", metavar="NAME", nargs="*", help="probe names from `gpulab probe list`"
+    )
     probe_run.add_argument("--all", action="store_true", help="run every probe")
     probe_run.add_argument("--json", action="store_true", help="print JSON for scripts")
-    probe_run.add_argument("--recorded", action="store_true",
-                           help="show the readings recorded on gpulab's H200 instead of "
-                                "measuring this machine (labelled as such)")
+    probe_run.add_argument(
+        "--recorded",
+        action="store_true",
+        help="show the readings recorded on gpulab's H200 instead of "
+        "measuring this machine (labelled as such)",
+    )
     probe_run.set_defaults(handler=_probe_run)
     probe_schema = probe_commands.add_parser(
-        "schema", help="print the JSON schema of `probe run --json`",
-        description="Print the JSON schema that `gpulab probe run --json` output follows.")
+        "schema",
+        help="print the JSON schema of `probe run --json`",
+        description="Print the JSON schema that `gpulab probe run --json` output follows.",
+    )
     probe_schema.set_defaults(handler=_probe_schema)
     probe_saved = probe_commands.add_parser(
-        "saved", help="list the results `probe run` and the app saved, and their machines",
+        "saved",
+        help="list the results `probe run` and the app saved, and their machines",
         description="List the probe results saved on this machine (the latest of each probe): "
-                    "when each was measured, and on which machine. Only this machine's are "
-                    "used, by the app's figures; files that cannot be read are named.")
+        "when each was measured, and on which machine. Only this machine's are "
+        "used, by the app's figures; files that cannot be read are named.",
+    )
     probe_saved.set_defaults(handler=_probe_saved)
     probe_forget = probe_commands.add_parser(
-        "forget", help="remove saved results by name, or all of them",
+        "forget",
+        help="remove saved results by name, or all of them",
         description="Remove saved probe results (`gpulab probe saved` lists them), whichever "
-                    "machine measured them; the app then draws those figures from gpulab's "
-                    "recording until you measure again.")
-    probe_forget.add_argument("names", metavar="NAME", nargs="*",
-                              help="probe names from `gpulab probe saved`")
+        "machine measured them; the app then draws those figures from gpulab's "
+        "recording until you measure again.",
+    )
+    probe_forget.add_argument(
+        "names", metavar="NAME", nargs="*", help="probe names from `gpulab probe saved`"
+    )
     probe_forget.add_argument("--all", action="store_true", help="remove every saved result")
     probe_forget.set_defaults(handler=_probe_forget)
 
     image = commands.add_parser(
-        "image", help="check a container image you built for this machine",
+        "image",
+        help="check a container image you built for this machine",
         description="Check a container image you built (docker or podman): run it with the "
-                    "GPUs passed in and see that the GPU is visible inside and that the "
-                    "driver, the image's CUDA, its nvcc and PyTorch's CUDA agree. Nothing is "
-                    "pulled. Exit status 1 if they do not, or the check cannot run.")
-    image_commands = image.add_subparsers(dest="image_command", metavar="COMMAND",
-                                          required=True)
+        "GPUs passed in and see that the GPU is visible inside and that the "
+        "driver, the image's CUDA, its nvcc and PyTorch's CUDA agree. Nothing is "
+        "pulled. Exit status 1 if they do not, or the check cannot run.",
+    )
+    image_commands = image.add_subparsers(dest="image_command", metavar="COMMAND", required=True)
     image_check = image_commands.add_parser(
-        "check", help="run IMAGE with the GPUs and check its versions",
+        "check",
+        help="run IMAGE with the GPUs and check its versions",
         description="Run IMAGE (on this machine already: docker build -t IMAGE .) with the "
-                    "GPUs passed in, and check what it holds against the driver.")
+        "GPUs passed in, and check what it holds against the driver.",
+    )
     image_check.add_argument("image", metavar="IMAGE", help="the image's name or id")
     image_check.add_argument("--json", action="store_true", help="print JSON for scripts")
     image_check.set_defaults(handler=_image_check)
 
     doctor = commands.add_parser(
-        "doctor", help="check this machine for the course: driver, CUDA, CuPy, cgroups, NUMA, "
-                       "and gpulab's own tools",
+        "doctor",
+        help="check this machine for the course: driver, CUDA, CuPy, cgroups, NUMA, "
+        "and gpulab's own tools",
         description="The environment check of days 1 and 2 as a checklist, then what the "
-                    "course tools need (pytest, JupyterLab, your workspace, bubblewrap for "
-                    "grading), with a fix for each item that fails. Exit status 1 if a check "
-                    "fails.",
+        "course tools need (pytest, JupyterLab, your workspace, bubblewrap for "
+        "grading), with a fix for each item that fails. Exit status 1 if a check "
+        "fails.",
     )
     doctor.add_argument("--json", action="store_true", help="print JSON for scripts")
     doctor.set_defaults(handler=_doctor)
@@ -155,10 +173,14 @@ def _probe_run(args: argparse.Namespace) -> int:
             keeper.keep(result)
     if keeper is not None and keeper.kept:
         console.print(Rule(style="dim"))
-        console.print(f"Saved for this machine ({keeper.machine.label}): "
-                      f"{', '.join(keeper.kept)}, in {keeper.store.folder}. "
-                      "`gpulab probe saved` lists them.", style="dim", markup=False,
-                      highlight=False)
+        console.print(
+            f"Saved for this machine ({keeper.machine.label}): "
+            f"{', '.join(keeper.kept)}, in {keeper.store.folder}. "
+            "`gpulab probe saved` lists them.",
+            style="dim",
+            markup=False,
+            highlight=False,
+        )
     return exit_status(statuses, every=args.all)
 
 
@@ -179,8 +201,11 @@ class _Keeper:
             if self.store.save(result, self.machine) is not None:
                 self.kept.append(result.probe)
         except OSError as exc:
-            print(f"gpulab: the result of {result.probe} could not be saved in "
-                  f"{self.store.folder}: {exc.strerror or exc}", file=sys.stderr)
+            print(
+                f"gpulab: the result of {result.probe} could not be saved in "
+                f"{self.store.folder}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
 
 
 def _probe_saved(args: argparse.Namespace) -> int:
@@ -197,12 +222,17 @@ def _probe_saved(args: argparse.Namespace) -> int:
         print(f"gpulab: {note}", file=sys.stderr)
     console = Console()
     if not found:
-        console.print(f"No saved results in {store.folder}: `gpulab probe run NAME` measures "
-                      "this machine and saves what it finds.", markup=False, highlight=False)
+        console.print(
+            f"No saved results in {store.folder}: `gpulab probe run NAME` measures "
+            "this machine and saves what it finds.",
+            markup=False,
+            highlight=False,
+        )
         return 0
     here = this_machine()
-    table = Table(box=None, pad_edge=False, title_justify="left",
-                  title=f"Saved results in {store.folder}")
+    table = Table(
+        box=None, pad_edge=False, title_justify="left", title=f"Saved results in {store.folder}"
+    )
     for column in ("probe", "status", "measured", "machine"):
         table.add_column(column, no_wrap=column != "machine", overflow="fold")
     for saved in found:
@@ -210,8 +240,9 @@ def _probe_saved(args: argparse.Namespace) -> int:
         if saved.machine.same_as(here):
             machine = Text(f"this machine ({saved.machine.label})")
         else:
-            machine = Text(f"another machine ({saved.machine.label}): not used here",
-                           style="yellow")
+            machine = Text(
+                f"another machine ({saved.machine.label}): not used here", style="yellow"
+            )
         when = result.started[:16].replace("T", " ") + (" UTC" if result.started else "")
         table.add_row(result.probe, result.status, when, machine)
     console.print(table)
@@ -229,16 +260,21 @@ def _probe_forget(args: argparse.Namespace) -> int:
     try:
         removed, absent = store.forget(None if args.all else args.names)
     except OSError as exc:
-        print(f"gpulab: could not remove {exc.filename or store.folder}: "
-              f"{exc.strerror or exc}", file=sys.stderr)
+        print(
+            f"gpulab: could not remove {exc.filename or store.folder}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return BAD_INPUT
     for path in removed:
         print(f"forgot {path.stem} ({path})")
     if args.all and not removed:
         print(f"nothing saved in {store.folder}")
     if absent:
-        print(f"gpulab: no saved result of {', '.join(map(repr, absent))} in {store.folder} "
-              "(`gpulab probe saved` lists them)", file=sys.stderr)
+        print(
+            f"gpulab: no saved result of {', '.join(map(repr, absent))} in {store.folder} "
+            "(`gpulab probe saved` lists them)",
+            file=sys.stderr,
+        )
         return BAD_INPUT
     return 0
 
@@ -286,8 +322,12 @@ def _doctor(args: argparse.Namespace) -> int:
     console = Console()
     with console.status("checking this machine…"):
         checks = doctor() + learner_checks()
-    marks = {"pass": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "bold red"),
-             "skip": ("–", "dim")}
+    marks = {
+        "pass": ("✓", "green"),
+        "warn": ("!", "yellow"),
+        "fail": ("✗", "bold red"),
+        "skip": ("–", "dim"),
+    }
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column(width=1)
     table.add_column(style="bold", no_wrap=True)
@@ -300,7 +340,9 @@ def _doctor(args: argparse.Namespace) -> int:
         table.add_row(Text(mark, style=style), check.name, found)
     console.print(table)
     counts = {status: sum(c.status == status for c in checks) for status in marks}
-    console.print(f"\n{counts['pass']} fine, {counts['warn']} to look at, "
-                  f"{counts['fail']} failed, {counts['skip']} skipped")
+    console.print(
+        f"\n{counts['pass']} fine, {counts['warn']} to look at, "
+        f"{counts['fail']} failed, {counts['skip']} skipped"
+    )
     failed = counts["fail"]
     return 1 if failed else 0

@@ -74,18 +74,26 @@ class Visitor:
         self.browser = browser
         self.contexts: list[BrowserContext] = []
 
-    def open(self, path: Path, *, javascript: bool = True,
-             scheme: Literal["light", "dark"] = "light") -> Visit:
+    def open(
+        self, path: Path, *, javascript: bool = True, scheme: Literal["light", "dark"] = "light"
+    ) -> Visit:
         assert path.is_file(), f"no page at {path}"
-        context = self.browser.new_context(viewport={"width": 1400, "height": 1000},
-                                           java_script_enabled=javascript, color_scheme=scheme)
+        context = self.browser.new_context(
+            viewport={"width": 1400, "height": 1000},
+            java_script_enabled=javascript,
+            color_scheme=scheme,
+        )
         context.set_default_timeout(TIMEOUT_MS)
         self.contexts.append(context)
         visit = Visit(context.new_page())
         visit.page.on("request", lambda request: visit.requests.append(request.url))
         visit.page.on("pageerror", lambda error: visit.errors.append(f"page error: {error}"))
-        visit.page.on("console", lambda message: visit.errors.append(f"console: {message.text}")
-                      if message.type == "error" else None)
+        visit.page.on(
+            "console",
+            lambda message: (
+                visit.errors.append(f"console: {message.text}") if message.type == "error" else None
+            ),
+        )
         visit.page.goto(path.as_uri())
         return visit
 
@@ -125,7 +133,8 @@ def _normalise(text: str) -> str:
 def _drawn(visit: Visit) -> list[str]:
     """The label of every node drawn in the mindmap (in markmap's order, not the tree's)."""
     labels: list[str] = visit.page.locator("#mindmap g.markmap-node").evaluate_all(
-        "nodes => nodes.map(g => g.querySelector('foreignObject').textContent)")
+        "nodes => nodes.map(g => g.querySelector('foreignObject').textContent)"
+    )
     return [_normalise(label) for label in labels]
 
 
@@ -138,13 +147,16 @@ def _wait_drawn(visit: Visit, screenshot: Path) -> None:
         visit.page.locator(".mindmap-box[data-state]").wait_for(state="attached")
     except PlaywrightTimeout as exc:
         visit.shot(screenshot)
-        raise AssertionError(f"mindmap.js never finished (see {screenshot}); "
-                             f"errors: {visit.errors}") from exc
+        raise AssertionError(
+            f"mindmap.js never finished (see {screenshot}); errors: {visit.errors}"
+        ) from exc
     state = box.get_attribute("data-state")
     if state != "ready":
         visit.shot(screenshot)
-        raise AssertionError(f"the mindmap box is {state!r}: {box.inner_text()!r} "
-                             f"(see {screenshot}); errors: {visit.errors}")
+        raise AssertionError(
+            f"the mindmap box is {state!r}: {box.inner_text()!r} "
+            f"(see {screenshot}); errors: {visit.errors}"
+        )
 
 
 def _node_path(visit: Visit, title: str) -> str:
@@ -153,7 +165,9 @@ def _node_path(visit: Visit, title: str) -> str:
         """(nodes, title) => nodes
             .filter(g => g.querySelector('foreignObject').textContent
                          .replace(/\\s+/g, ' ').trim() === title)
-            .map(g => g.getAttribute('data-path'))""", title)
+            .map(g => g.getAttribute('data-path'))""",
+        title,
+    )
     assert len(paths) == 1, f"{len(paths)} drawn nodes are labelled {title!r}"
     return paths[0]
 
@@ -168,7 +182,9 @@ def _wait_drawn_labels(visit: Visit, titles: list[str], *, present: bool) -> Non
             const drawn = Array.from(document.querySelectorAll('#mindmap g.markmap-node'),
                 g => g.querySelector('foreignObject').textContent.replace(/\\s+/g, ' ').trim());
             return titles.every(title => drawn.includes(title) === present);
-        }""", arg=[titles, present])
+        }""",
+        arg=[titles, present],
+    )
 
 
 # -- the real book -------------------------------------------------------------
@@ -223,8 +239,10 @@ def test_lesson_mindmap_shows_the_lessons_nodes_and_folds_on_click(
     zoom = visit.page.locator("#mindmap > g")
     before = zoom.get_attribute("transform")
     visit.page.get_by_role("button", name="Fit").click()
-    visit.page.wait_for_function("before => document.querySelector('#mindmap > g')"
-                                 ".getAttribute('transform') !== before", arg=before)
+    visit.page.wait_for_function(
+        "before => document.querySelector('#mindmap > g').getAttribute('transform') !== before",
+        arg=before,
+    )
     visit.shot(tmp_path / "lesson-fit.png", ".mindmap-section")
     assert visit.page.locator("nav#outline").is_visible(), "the outline must stay on the page"
     assert visit.outside_the_book() == []
@@ -258,25 +276,53 @@ PAGE = """<!doctype html>
 {scripts}
 </body></html>
 """
-TREE = {"content": "Root", "payload": {"key": "root"}, "children": [
-    {"content": "Alpha", "payload": {"key": "root/alpha"}, "children": [
-        {"content": "Alpha one", "payload": {"key": "root/alpha/one"}, "children": [
-            {"content": "Deep <code>leaf</code>", "payload": {"key": "root/alpha/one/leaf"},
-             "children": []}]}]},
-    {"content": "Beta", "payload": {"key": "root/beta"}, "children": []}]}
+TREE = {
+    "content": "Root",
+    "payload": {"key": "root"},
+    "children": [
+        {
+            "content": "Alpha",
+            "payload": {"key": "root/alpha"},
+            "children": [
+                {
+                    "content": "Alpha one",
+                    "payload": {"key": "root/alpha/one"},
+                    "children": [
+                        {
+                            "content": "Deep <code>leaf</code>",
+                            "payload": {"key": "root/alpha/one/leaf"},
+                            "children": [],
+                        }
+                    ],
+                }
+            ],
+        },
+        {"content": "Beta", "payload": {"key": "root/beta"}, "children": []},
+    ],
+}
 
 
-def _contract_page(folder: Path, *, data: str, options: str = "",
-                   vendor: tuple[str, ...] = ("d3.min.js", "markmap-view.min.js")) -> Path:
+def _contract_page(
+    folder: Path,
+    *,
+    data: str,
+    options: str = "",
+    vendor: tuple[str, ...] = ("d3.min.js", "markmap-view.min.js"),
+) -> Path:
     """A page that follows the lesson page's contract, with the book's real assets."""
     shutil.copytree(ASSETS, folder / "assets")
     scripts = [f'<script src="assets/vendor/{name}"></script>' for name in vendor]
     scripts.append('<script src="assets/mindmap.js"></script>')
     extra = f'<script type="application/json" id="mindmap-options">{options}</script>'
     page = folder / "page.html"
-    page.write_text(PAGE.format(data=data.replace("</", "<\\/"),
-                                options=extra if options else "", scripts="\n".join(scripts)),
-                    encoding="utf-8")
+    page.write_text(
+        PAGE.format(
+            data=data.replace("</", "<\\/"),
+            options=extra if options else "",
+            scripts="\n".join(scripts),
+        ),
+        encoding="utf-8",
+    )
     return page
 
 
@@ -285,8 +331,12 @@ def test_markmap_options_of_the_lesson_are_applied(visitor: Visitor, tmp_path: P
     visit = visitor.open(page)
     _wait_drawn(visit, tmp_path / "contract-not-drawn.png")
     assert sorted(_drawn(visit)) == ["Alpha", "Beta", "Root"], "initialExpandLevel 2: two levels"
-    page.with_name("page.html").write_text(page.read_text(encoding="utf-8").replace(
-        '{"initialExpandLevel": 2}', '{"initialExpandLevel": 4}'), encoding="utf-8")
+    page.with_name("page.html").write_text(
+        page.read_text(encoding="utf-8").replace(
+            '{"initialExpandLevel": 2}', '{"initialExpandLevel": 4}'
+        ),
+        encoding="utf-8",
+    )
     visit.page.reload()
     _wait_drawn(visit, tmp_path / "contract-not-drawn.png")
     assert sorted(_drawn(visit)) == ["Alpha", "Alpha one", "Beta", "Deep leaf", "Root"]
@@ -300,7 +350,8 @@ def test_dark_theme_reaches_the_mindmap(visitor: Visitor, tmp_path: Path) -> Non
     assert "markmap-dark" in (visit.page.locator(".mindmap-box").get_attribute("class") or "")
     visit.page.evaluate("document.documentElement.setAttribute('data-theme', 'light')")
     visit.page.wait_for_function(
-        "!document.querySelector('.mindmap-box').classList.contains('markmap-dark')")
+        "!document.querySelector('.mindmap-box').classList.contains('markmap-dark')"
+    )
     assert visit.errors == []
 
 

@@ -27,8 +27,11 @@ from gpulab.figures import DIAGRAMS
 from gpulab.probes.recorded import recorded_results
 
 ROOT = Path(__file__).resolve().parents[2]
-BLOCK = re.compile(r'<figure class="probe-figure diagram" id="([^"]+)">\n(<svg .*?</svg>)\s*'
-                   r"<figcaption>(.*?)</figcaption></figure>", re.DOTALL)
+BLOCK = re.compile(
+    r'<figure class="probe-figure diagram" id="([^"]+)">\n(<svg .*?</svg>)\s*'
+    r"<figcaption>(.*?)</figcaption></figure>",
+    re.DOTALL,
+)
 RECORDED = "NVIDIA H200, gpulab&#x27;s recording of 2026-12-03"
 
 
@@ -51,17 +54,19 @@ def lesson_pages() -> dict[str, str]:
 
 
 def test_each_lesson_page_holds_the_diagrams_it_places(lesson_pages: dict[str, str]) -> None:
-    placed = {lesson: [b[0] for b in BLOCK.findall(html)]
-              for lesson, html in lesson_pages.items()}
+    placed = {lesson: [b[0] for b in BLOCK.findall(html)] for lesson, html in lesson_pages.items()}
     assert placed == {
-        "roadmap": ["figure-course-timeline"], "containers": ["figure-container-stack"],
+        "roadmap": ["figure-course-timeline"],
+        "containers": ["figure-container-stack"],
         "numa": ["figure-two-socket-server", "figure-recorded-server"],
-        "gpu-architecture": ["figure-sm-layout"], "memory-hierarchy": ["figure-memory-ladder"],
-        "cuda-stack": ["figure-cuda-layers"]}
+        "gpu-architecture": ["figure-sm-layout"],
+        "memory-hierarchy": ["figure-memory-ladder"],
+        "cuda-stack": ["figure-cuda-layers"],
+    }
     for html in lesson_pages.values():
         for anchor, svg, caption in BLOCK.findall(html):
             diagram = DIAGRAMS[anchor.removeprefix("figure-")]
-            root = ET.fromstring(svg)   # well-formed where it stands
+            root = ET.fromstring(svg)  # well-formed where it stands
             assert root.get("aria-label") == diagram.title
             assert f'<span class="figure-title">{escape(diagram.title)}.</span>' in caption
             assert '<span class="figure-source">' in caption
@@ -69,7 +74,7 @@ def test_each_lesson_page_holds_the_diagrams_it_places(lesson_pages: dict[str, s
     assert "an example, not a measurement" in numa[0][2]
     assert f'<span class="figure-source">{RECORDED}</span>' in numa[1][2]
     ladder = BLOCK.findall(lesson_pages["memory-hierarchy"])[0]
-    assert "28.6 cycles, 14.4 ns per load" in ladder[1]            # drawn as text
+    assert "28.6 cycles, 14.4 ns per load" in ladder[1]  # drawn as text
     assert f"{RECORDED}; specs.toml: gpus.h200, topics.sm-units" in ladder[2]
 
 
@@ -116,7 +121,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder.mkdir()
     (folder / "course.toml").write_text(
         '[course]\ntitle = "C"\nplan_days = 1\n\n[[lessons]]\nid = "diagrams"\nday = 1\n'
-        'title = "Diagrams"\n', encoding="utf-8")
+        'title = "Diagrams"\n',
+        encoding="utf-8",
+    )
     (folder / "diagrams.md").write_text(LESSON, encoding="utf-8")
     shutil.copyfile(ROOT / "lessons" / "specs.toml", folder / "specs.toml")
     shutil.copytree(ROOT / "lessons" / "reference", folder / "reference")
@@ -126,9 +133,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_built_page_places_each_diagram_once_per_marker(built: Path) -> None:
     page = (built / "lessons" / "diagrams.html").read_text(encoding="utf-8")
     assert [b[0] for b in BLOCK.findall(page)] == [
-        "figure-memory-ladder", "figure-container-stack", "figure-container-stack-2"]
-    before, ladder, after = (page.index(t) for t in (
-        "Before the ladder.", 'id="figure-memory-ladder"', "After the ladder."))
+        "figure-memory-ladder",
+        "figure-container-stack",
+        "figure-container-stack-2",
+    ]
+    before, ladder, after = (
+        page.index(t)
+        for t in ("Before the ladder.", 'id="figure-memory-ladder"', "After the ladder.")
+    )
     assert before < ladder < after
     reader = _Ids()
     reader.feed(page)
@@ -137,16 +149,20 @@ def test_the_built_page_places_each_diagram_once_per_marker(built: Path) -> None
 
 def test_a_diagram_that_cannot_be_drawn_says_why(built: Path) -> None:
     page = (built / "lessons" / "diagrams.html").read_text(encoding="utf-8")
-    missing = re.search(r'<figure class="probe-figure diagram missing" id="figure-course-'
-                        r'timeline"><figcaption>(.*?)</figcaption>', page)
+    missing = re.search(
+        r'<figure class="probe-figure diagram missing" id="figure-course-'
+        r'timeline"><figcaption>(.*?)</figcaption>',
+        page,
+    )
     assert missing is not None
     assert "not drawn: the course has no readable roadmap lesson" in missing.group(1)
 
 
 def test_a_diagrams_words_are_searchable(built: Path) -> None:
     search = (built / "search.html").read_text(encoding="utf-8")
-    found = re.search(r'<script type="application/json" id="search-index">(.*?)</script>',
-                      search, flags=re.S)
+    found = re.search(
+        r'<script type="application/json" id="search-index">(.*?)</script>', search, flags=re.S
+    )
     assert found
     rows = {row["t"]: row["x"] for row in json.loads(found.group(1).replace("<\\/", "</"))}
     assert "nvidia-container-runtime" in rows["The toolkit"]

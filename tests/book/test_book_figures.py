@@ -55,7 +55,9 @@ def _course(tmp_path: Path, lesson: str = LESSON) -> Path:
     folder.mkdir()
     (folder / "course.toml").write_text(
         '[course]\ntitle = "C"\nplan_days = 1\n\n[[lessons]]\nid = "figs"\nday = 1\n'
-        'title = "Figures"\n', encoding="utf-8")
+        'title = "Figures"\n',
+        encoding="utf-8",
+    )
     (folder / "figs.md").write_text(lesson, encoding="utf-8")
     shutil.copyfile(ROOT / "lessons" / "specs.toml", folder / "specs.toml")
     shutil.copytree(ROOT / "lessons" / "reference", folder / "reference")
@@ -79,12 +81,20 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_the_lesson_page_holds_each_placed_figure_with_caption_and_source(page: str) -> None:
-    blocks = re.findall(r'<figure class="probe-figure" id="([^"]+)">\n(<svg .*?</svg>)\s*'
-                        r"<figcaption>(.*?)</figcaption></figure>", page, re.DOTALL)
-    assert [b[0] for b in blocks] == ["figure-latency-footprint", "figure-latency-footprint-2",
-                                      "figure-warm-cache-pitfall", "figure-latency-ladder"]
+    blocks = re.findall(
+        r'<figure class="probe-figure" id="([^"]+)">\n(<svg .*?</svg>)\s*'
+        r"<figcaption>(.*?)</figcaption></figure>",
+        page,
+        re.DOTALL,
+    )
+    assert [b[0] for b in blocks] == [
+        "figure-latency-footprint",
+        "figure-latency-footprint-2",
+        "figure-warm-cache-pitfall",
+        "figure-latency-ladder",
+    ]
     for _, svg, _caption in blocks:
-        ET.fromstring(svg)   # well-formed where it stands
+        ET.fromstring(svg)  # well-formed where it stands
     caption = blocks[0][2]
     assert FIGURES["latency-footprint"].title in caption
     assert "NVIDIA H200, gpulab&#x27;s recording of 2026-12-03" in caption
@@ -93,8 +103,10 @@ def test_the_lesson_page_holds_each_placed_figure_with_caption_and_source(page: 
 
 
 def test_a_figure_stands_where_its_marker_does(page: str) -> None:
-    before, figure, after = (page.index(t) for t in (
-        "Before the figure.", 'id="figure-latency-footprint"', "After the figure."))
+    before, figure, after = (
+        page.index(t)
+        for t in ("Before the figure.", 'id="figure-latency-footprint"', "After the figure.")
+    )
     assert before < figure < after
     # Placed before a "Check yourself" answer, it stays outside the folded answer.
     ladder, fold = page.index('id="figure-latency-ladder"'), page.index('<details class="answer"')

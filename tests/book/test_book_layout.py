@@ -49,18 +49,24 @@ def book(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class Tab:
     """A page in a fresh browser context of the given size; records errors and requests."""
 
-    def __init__(self, browser: Browser, viewport: dict[str, int], *,
-                 javascript: bool = True) -> None:
-        self.context = browser.new_context(viewport={"width": viewport["width"],
-                                                     "height": viewport["height"]},
-                                           java_script_enabled=javascript)
+    def __init__(
+        self, browser: Browser, viewport: dict[str, int], *, javascript: bool = True
+    ) -> None:
+        self.context = browser.new_context(
+            viewport={"width": viewport["width"], "height": viewport["height"]},
+            java_script_enabled=javascript,
+        )
         self.context.set_default_timeout(TIMEOUT_MS)
         self.page: Page = self.context.new_page()
         self.errors: list[str] = []
         self.outside: list[str] = []
         self.page.on("pageerror", lambda error: self.errors.append(str(error)))
-        self.page.on("request", lambda request: None if request.url.startswith("file://")
-                     else self.outside.append(request.url))
+        self.page.on(
+            "request",
+            lambda request: (
+                None if request.url.startswith("file://") else self.outside.append(request.url)
+            ),
+        )
 
     def open(self, path: Path, fragment: str = "") -> Page:
         assert path.is_file(), path
@@ -80,16 +86,16 @@ def tabs(browser: Browser) -> Iterator[list[Tab]]:
         tab.context.close()
 
 
-def _tab(tabs: list[Tab], browser: Browser, viewport: dict[str, int],
-         javascript: bool = True) -> Tab:
+def _tab(
+    tabs: list[Tab], browser: Browser, viewport: dict[str, int], javascript: bool = True
+) -> Tab:
     tab = Tab(browser, viewport, javascript=javascript)
     tabs.append(tab)
     return tab
 
 
 # -- a phone ----------------------------------------------------------------------------
-def test_no_page_scrolls_sideways_on_a_phone(book: Path, browser: Browser,
-                                              tabs: list[Tab]) -> None:
+def test_no_page_scrolls_sideways_on_a_phone(book: Path, browser: Browser, tabs: list[Tab]) -> None:
     tab = _tab(tabs, browser, PHONE)
     pages = sorted(book.rglob("*.html"))
     assert len(pages) > 20
@@ -102,14 +108,16 @@ def test_no_page_scrolls_sideways_on_a_phone(book: Path, browser: Browser,
                 """width => Array.from(document.querySelectorAll('main *'))
                     .filter(e => e.getBoundingClientRect().right > width + 1)
                     .slice(0, 3).map(e => e.tagName.toLowerCase() + '.' + e.className)""",
-                PHONE["width"])
+                PHONE["width"],
+            )
             wide.append(f"{path.relative_to(book)}: {width} px ({culprits})")
     assert not wide, "pages wider than the phone:\n" + "\n".join(wide)
     assert tab.errors == [] and tab.outside == []
 
 
 def test_the_contents_fold_on_a_phone_and_open_without_javascript(
-        book: Path, browser: Browser, tabs: list[Tab]) -> None:
+    book: Path, browser: Browser, tabs: list[Tab]
+) -> None:
     tab = _tab(tabs, browser, PHONE, javascript=False)
     page = tab.open(book / "exercises" / "roofline.html")
     assert not page.locator("nav.toc-side").is_visible()
@@ -129,7 +137,8 @@ def test_the_contents_fold_on_a_phone_and_open_without_javascript(
 
 # -- a wide screen ----------------------------------------------------------------------------
 def test_the_contents_sit_beside_the_page_on_a_wide_screen(
-        book: Path, browser: Browser, tabs: list[Tab]) -> None:
+    book: Path, browser: Browser, tabs: list[Tab]
+) -> None:
     tab = _tab(tabs, browser, DESKTOP)
     page = tab.open(book / "lessons" / f"{LESSON}.html")
     side = page.locator("nav.toc-side")
@@ -160,8 +169,8 @@ def _anchors() -> list[str]:
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 @pytest.mark.parametrize("anchor", _anchors(), ids=["claim", "node"])
 def test_a_link_target_lands_below_the_top_bar(
-        book: Path, browser: Browser, tabs: list[Tab], anchor: str,
-        viewport: dict[str, int]) -> None:
+    book: Path, browser: Browser, tabs: list[Tab], anchor: str, viewport: dict[str, int]
+) -> None:
     tab = _tab(tabs, browser, viewport)
     page = tab.open(book / "lessons" / f"{LESSON}.html", anchor)
     where = page.evaluate(
@@ -169,15 +178,19 @@ def test_a_link_target_lands_below_the_top_bar(
             scrolled: window.scrollY,
             bar: document.querySelector('.topbar').getBoundingClientRect().bottom,
             top: document.getElementById(anchor).getBoundingClientRect().top,
-        })""", anchor)
+        })""",
+        anchor,
+    )
     assert where["scrolled"] > 0, f"the page did not go to #{anchor}"
-    assert where["bar"] <= where["top"] < viewport["height"] / 2, \
+    assert where["bar"] <= where["top"] < viewport["height"] / 2, (
         f"#{anchor} lands under the top bar: {where}"
+    )
 
 
 # -- answers, the notebook's ¶, the mindmap's Fit --------------------------------------------
-def test_an_answer_stays_hidden_until_asked_for(book: Path, browser: Browser,
-                                                 tabs: list[Tab]) -> None:
+def test_an_answer_stays_hidden_until_asked_for(
+    book: Path, browser: Browser, tabs: list[Tab]
+) -> None:
     tab = _tab(tabs, browser, DESKTOP, javascript=False)
     page = tab.open(book / "lessons" / f"{LESSON}.html")
     lesson = load_course().lesson(LESSON)
@@ -190,8 +203,9 @@ def test_an_answer_stays_hidden_until_asked_for(book: Path, browser: Browser,
     assert answer.is_visible()
 
 
-def test_the_notebooks_pilcrow_shows_on_hover(book: Path, browser: Browser,
-                                              tabs: list[Tab]) -> None:
+def test_the_notebooks_pilcrow_shows_on_hover(
+    book: Path, browser: Browser, tabs: list[Tab]
+) -> None:
     tab = _tab(tabs, browser, DESKTOP)
     page = tab.open(book / "exercises" / "roofline.html")
     heading = page.locator(".notebook h4").first
@@ -199,12 +213,14 @@ def test_the_notebooks_pilcrow_shows_on_hover(book: Path, browser: Browser,
     opacity = "el => getComputedStyle(el).opacity"
     assert pilcrow.evaluate(opacity) == "0"
     heading.hover()
-    page.wait_for_function("el => getComputedStyle(el).opacity === '1'",
-                           arg=pilcrow.element_handle())
+    page.wait_for_function(
+        "el => getComputedStyle(el).opacity === '1'", arg=pilcrow.element_handle()
+    )
 
 
-def test_the_fit_button_sits_in_the_mindmaps_corner(book: Path, browser: Browser,
-                                                    tabs: list[Tab]) -> None:
+def test_the_fit_button_sits_in_the_mindmaps_corner(
+    book: Path, browser: Browser, tabs: list[Tab]
+) -> None:
     tab = _tab(tabs, browser, DESKTOP)
     page = tab.open(book / "lessons" / f"{LESSON}.html")
     page.locator(".mindmap-box[data-state='ready']").wait_for(state="attached")
@@ -214,6 +230,7 @@ def test_the_fit_button_sits_in_the_mindmaps_corner(book: Path, browser: Browser
     assert box["y"] <= fit["y"] <= box["y"] + 20
     assert box["x"] + box["width"] - 20 <= fit["x"] + fit["width"] <= box["x"] + box["width"]
     svg = page.locator("#mindmap").bounding_box()
-    assert svg is not None and abs(svg["height"] - box["height"]) <= 2, \
+    assert svg is not None and abs(svg["height"] - box["height"]) <= 2, (
         "the button must not push the mindmap down"
+    )
     assert tab.errors == []

@@ -33,10 +33,24 @@ from gpulab.probes.recorded import recorded_results
 
 ROOT = Path(__file__).resolve().parents[2]
 VENDOR = ROOT / "book" / "assets" / "vendor"
-MINDMAP_SCRIPTS = ("assets/vendor/d3.min.js", "assets/vendor/markmap-view.min.js",
-                   "assets/mindmap.js")
-LOADING_TAGS = {"script", "link", "img", "iframe", "source", "video", "audio", "embed",
-                "object", "track", "input"}
+MINDMAP_SCRIPTS = (
+    "assets/vendor/d3.min.js",
+    "assets/vendor/markmap-view.min.js",
+    "assets/mindmap.js",
+)
+LOADING_TAGS = {
+    "script",
+    "link",
+    "img",
+    "iframe",
+    "source",
+    "video",
+    "audio",
+    "embed",
+    "object",
+    "track",
+    "input",
+}
 NBFORMAT: Any = nbformat  # it has no type hints
 OUTSIDE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//)", re.IGNORECASE)
 
@@ -117,16 +131,19 @@ def test_the_command_reports_the_book_and_marks_its_folder(book: Built) -> None:
     assert f"built {len(book.pages)} pages" in book.stdout
     assert str(book.out / "index.html") in book.stdout
     assert (book.out / MARKER).is_file()
-    assert not [p for p in book.out.parent.iterdir() if p.name.startswith(".html-")], \
+    assert not [p for p in book.out.parent.iterdir() if p.name.startswith(".html-")], (
         "the build's work folder was left behind"
+    )
 
 
 @pytest.fixture(scope="module")
 def course_pages() -> set[str]:
     course = load_course()
-    return ({"index.html", "specs.html", "search.html"}
-            | {f"lessons/{e.id}.html" for e in course.entries}
-            | {f"exercises/{e.name}.html" for e in course.exercises()})
+    return (
+        {"index.html", "specs.html", "search.html"}
+        | {f"lessons/{e.id}.html" for e in course.entries}
+        | {f"exercises/{e.name}.html" for e in course.exercises()}
+    )
 
 
 def test_every_lesson_and_exercise_has_a_page(book: Built, course_pages: set[str]) -> None:
@@ -146,8 +163,7 @@ def test_no_internal_link_is_broken(book: Built) -> None:
             if not _internal(value):
                 continue
             parts = urlsplit(value)
-            target = (page.path.parent / unquote(parts.path)).resolve() if parts.path \
-                else page.path
+            target = (page.path.parent / unquote(parts.path)).resolve() if parts.path else page.path
             checked += 1
             try:
                 target.relative_to(book.out)
@@ -161,19 +177,25 @@ def test_no_internal_link_is_broken(book: Built) -> None:
                 ids = read_page(target).ids if target != page.path else page.ids
                 # a browser looks for the fragment as written, then percent-decoded
                 if not {parts.fragment, unquote(parts.fragment)} & ids:
-                    broken.append(f"{name}: <{tag} {attribute}={value!r}>: no id "
-                                  f"{unquote(parts.fragment)!r} there")
+                    broken.append(
+                        f"{name}: <{tag} {attribute}={value!r}>: no id "
+                        f"{unquote(parts.fragment)!r} there"
+                    )
     assert checked > 1000
     assert not broken, "\n".join(broken[:40])
 
 
 def test_the_link_checker_finds_a_broken_link_and_a_missing_anchor(
-        book: Built, tmp_path: Path) -> None:
+    book: Built, tmp_path: Path
+) -> None:
     """The check above can fail: a page with one dead file link and one dead anchor."""
     page = tmp_path / "lessons" / "x.html"
     page.parent.mkdir()
-    page.write_text('<a href="../nowhere.html">a</a><a href="#missing">b</a><p id="here"></p>'
-                    '<a href="#here">c</a>', encoding="utf-8")
+    page.write_text(
+        '<a href="../nowhere.html">a</a><a href="#missing">b</a><p id="here"></p>'
+        '<a href="#here">c</a>',
+        encoding="utf-8",
+    )
     read = read_page(page)
     values = [v for _, _, v in read.links]
     assert values == ["../nowhere.html", "#missing", "#here"]
@@ -193,8 +215,9 @@ def test_no_page_loads_anything_from_outside(book: Built) -> None:
                 continue
             outside.append(f"{name}: <{tag} {attribute}={value!r}>")
     for css in book.out.rglob("*.css"):
-        for found in re.findall(r"(?:url\(\s*['\"]?|@import\s+['\"])([^'\")\s]+)",
-                                css.read_text(encoding="utf-8")):
+        for found in re.findall(
+            r"(?:url\(\s*['\"]?|@import\s+['\"])([^'\")\s]+)", css.read_text(encoding="utf-8")
+        ):
             if OUTSIDE.match(found) and not found.startswith("data:"):
                 outside.append(f"{css.name}: {found}")
     assert citations > 50, "the specs and claims should cite their sources"
@@ -218,23 +241,33 @@ def _solution_lines(solution: Path) -> set[str]:
 
 def test_solutions_never_appear(book: Built) -> None:
     course = load_course()
-    public = "\n".join(c.source for e in course.exercises()
-                       for c in NBFORMAT.read(e.notebook, as_version=4).cells)
+    public = "\n".join(
+        c.source for e in course.exercises() for c in NBFORMAT.read(e.notebook, as_version=4).cells
+    )
     public += "\n".join(e.path.read_text(encoding="utf-8") for e in course.entries)
-    secrets = {line for e in course.exercises()
-               for line in _solution_lines(ROOT / "solutions" / e.lesson / e.notebook.name)
-               if line not in public}  # only what the course shows nowhere else
+    secrets = {
+        line
+        for e in course.exercises()
+        for line in _solution_lines(ROOT / "solutions" / e.lesson / e.notebook.name)
+        if line not in public
+    }  # only what the course shows nowhere else
     assert len(secrets) > 20
     texts = {name: html.unescape(page.text) for name, page in book.pages.items()}
-    leaks = [f"{name}: {line!r}" for name, text in texts.items() for line in secrets
-             if line in text]
+    leaks = [
+        f"{name}: {line!r}" for name, text in texts.items() for line in secrets if line in text
+    ]
     assert not leaks, "\n".join(leaks[:20])
     # The same comparison sees the student's own code, so it would see a solution's.
     for exercise in course.exercises():
         page = texts[f"exercises/{exercise.name}.html"]
         student = NBFORMAT.read(exercise.notebook, as_version=4)
-        code = [line.strip() for c in student.cells if c.cell_type == "code"
-                for line in c.source.splitlines() if len(line.strip()) >= 25]
+        code = [
+            line.strip()
+            for c in student.cells
+            if c.cell_type == "code"
+            for line in c.source.splitlines()
+            if len(line.strip()) >= 25
+        ]
         assert code and all(line in page for line in code), exercise.name
 
 
@@ -253,15 +286,17 @@ def test_lesson_pages_keep_the_mindmap_contract(book: Built) -> None:
     for entry in course.entries:
         lesson = course.lesson(entry.id)
         source = (book.out / "lessons" / f"{entry.id}.html").read_text(encoding="utf-8")
-        assert (f'<div class="mindmap-box">\n    <svg id="mindmap" class="mindmap" '
-                f'aria-label="mindmap of {html.escape(lesson.title)}"></svg>') in source
+        assert (
+            f'<div class="mindmap-box">\n    <svg id="mindmap" class="mindmap" '
+            f'aria-label="mindmap of {html.escape(lesson.title)}"></svg>'
+        ) in source
         page = book.pages[f"lessons/{entry.id}.html"]
         raw = page.scripts["mindmap-data"]
         assert "</" not in raw
         data = json.loads(raw)
         assert _keys(data) == [n.key for n in lesson.nodes]
         assert {node_anchor(n.key) for n in lesson.nodes} <= page.ids
-        tail = source[source.rindex("</footer>"):]
+        tail = source[source.rindex("</footer>") :]
         expected = "".join(f'<script src="../{s}"></script>\n' for s in MINDMAP_SCRIPTS)
         assert expected + "</body>" in tail
         assert '<nav class="outline" id="outline"' in source
@@ -314,7 +349,7 @@ def test_exercise_pages_say_how_to_open_and_check(book: Built) -> None:
         text = " ".join(book.pages[f"exercises/{exercise.name}.html"].text.split())
         assert f"gpulab check {exercise.name}" in text
         assert "gpulab init" in text and f"gpulab open {exercise.name}" in text
-        assert "jupyter lab exercises/" not in text     # the course's copy is never the learner's
+        assert "jupyter lab exercises/" not in text  # the course's copy is never the learner's
         assert all(f"Hint {n}" in text for n in range(1, len(exercise.hints) + 1))
 
 
@@ -362,8 +397,9 @@ def test_themes_and_print_styles_ship(book: Built) -> None:
     assert "prefers-color-scheme: dark" in css and ':root[data-theme="dark"]' in css
     assert "@media print" in css
     assert "localStorage" in (book.out / "assets" / "theme.js").read_text(encoding="utf-8")
-    assert ':root[data-theme="dark"] .highlight' in \
-        (book.out / "assets" / "pygments.css").read_text(encoding="utf-8")
+    assert ':root[data-theme="dark"] .highlight' in (
+        book.out / "assets" / "pygments.css"
+    ).read_text(encoding="utf-8")
 
 
 def _course_copy(tmp_path: Path) -> Path:
@@ -374,17 +410,19 @@ def _course_copy(tmp_path: Path) -> Path:
 
 
 def test_broken_lessons_fail_the_build_naming_each_like_the_linter(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lessons = _course_copy(tmp_path)
     numa = lessons / "numa.md"
-    numa.write_text(numa.read_text(encoding="utf-8").replace("day: 2\n", "day: two\n", 1),
-                    encoding="utf-8")
+    numa.write_text(
+        numa.read_text(encoding="utf-8").replace("day: 2\n", "day: two\n", 1), encoding="utf-8"
+    )
     containers = lessons / "containers.md"
     text = containers.read_text(encoding="utf-8")
     first_item = next(line for line in text.splitlines() if line.startswith("- "))
-    containers.write_text(text.replace(first_item, first_item + " <!-- claim: no_such_claim -->",
-                                       1), encoding="utf-8")
+    containers.write_text(
+        text.replace(first_item, first_item + " <!-- claim: no_such_claim -->", 1), encoding="utf-8"
+    )
     monkeypatch.setenv("GPULAB_COURSE_DIR", str(lessons))
     monkeypatch.chdir(tmp_path)
 
@@ -393,9 +431,12 @@ def test_broken_lessons_fail_the_build_naming_each_like_the_linter(
     out = tmp_path / "book"
     assert main(["book", "--out", str(out)]) == 2
     captured = capsys.readouterr()
-    wanted = [line for line in lint
-              if ("numa.md:" in line and "front matter" in line)
-              or ("containers.md:" in line and "no_such_claim" in line)]
+    wanted = [
+        line
+        for line in lint
+        if ("numa.md:" in line and "front matter" in line)
+        or ("containers.md:" in line and "no_such_claim" in line)
+    ]
     assert any("numa.md:" in w for w in wanted) and any("containers.md:" in w for w in wanted)
     for line in wanted:
         assert line in captured.out.splitlines(), line
@@ -406,19 +447,23 @@ def test_broken_lessons_fail_the_build_naming_each_like_the_linter(
 
 
 def test_a_missing_notebook_fails_the_build(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lessons = _course_copy(tmp_path)
     (lessons.parent / "exercises" / "numa" / "numa-topology.ipynb").unlink()
     monkeypatch.setenv("GPULAB_COURSE_DIR", str(lessons))
     assert main(["book", "--out", str(tmp_path / "book")]) == 2
     out = capsys.readouterr().out
-    assert re.search(r"course\.toml:\d+: exercise 'numa-topology': its notebook "
-                     r"exercises/numa/numa-topology\.ipynb does not exist", out)
+    assert re.search(
+        r"course\.toml:\d+: exercise 'numa-topology': its notebook "
+        r"exercises/numa/numa-topology\.ipynb does not exist",
+        out,
+    )
 
 
 def test_the_book_never_replaces_a_folder_that_is_not_a_book(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     keep = tmp_path / "mine.txt"
     keep.write_text("mine", encoding="utf-8")
     assert main(["book", "--out", str(tmp_path)]) == 2
@@ -436,8 +481,9 @@ def test_search_never_gives_a_check_yourself_answer_away(book: Built) -> None:
     from gpulab.course.tree import answer_index
 
     search = (book.out / "search.html").read_text(encoding="utf-8")
-    found = re.search(r'<script type="application/json" id="search-index">(.*?)</script>',
-                      search, flags=re.S)
+    found = re.search(
+        r'<script type="application/json" id="search-index">(.*?)</script>', search, flags=re.S
+    )
     assert found
     index = {row["u"]: row["x"] for row in json.loads(found.group(1).replace("<\\/", "</"))}
     course, asked = load_course(), 0
@@ -449,5 +495,5 @@ def test_search_never_gives_a_check_yourself_answer_away(book: Built) -> None:
             asked += 1
             answer = plain_text(node.notes[at].markdown)
             text = index[f"lessons/{entry.id}.html#{node_anchor(node.key)}"]
-            assert "Answer:" not in text and answer[len("Answer:"):].strip()[:40] not in text
+            assert "Answer:" not in text and answer[len("Answer:") :].strip()[:40] not in text
     assert asked > 50

@@ -34,8 +34,11 @@ def _course(tmp_path: Path, *, solutions: bool) -> Path:
     root = tmp_path / "course"
     folders = ("lessons", "exercises", "solutions") if solutions else ("lessons", "exercises")
     for folder in folders:
-        shutil.copytree(ROOT / folder, root / folder,
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        shutil.copytree(
+            ROOT / folder,
+            root / folder,
+            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
+        )
     return root
 
 
@@ -59,7 +62,8 @@ def _page_text(course: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def test_a_learners_answer_never_reaches_the_book(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     course = _course(tmp_path, solutions=True)
     _solve_in_place(course)
     page = _page_text(course, tmp_path / "book", monkeypatch)
@@ -70,7 +74,8 @@ def test_a_learners_answer_never_reaches_the_book(
 
 
 def test_without_solutions_the_shipped_notebook_is_shown(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     course = _course(tmp_path, solutions=False)
     _solve_in_place(course)
     page = _page_text(course, tmp_path / "book", monkeypatch)

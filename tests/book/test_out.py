@@ -23,8 +23,14 @@ BAD_INPUT = 2
 
 
 def _book(out: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpulab", "book", "--out", out],
-                          cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "gpulab", "book", "--out", out],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def _refused(result: subprocess.CompletedProcess[str], *words: str) -> str:
@@ -42,8 +48,9 @@ def _refused(result: subprocess.CompletedProcess[str], *words: str) -> str:
 def test_out_below_a_file(tmp_path: Path) -> None:
     afile = tmp_path / "afile"
     afile.write_text("mine\n", encoding="utf-8")
-    message = _refused(_book("afile/x", tmp_path), str(afile), "is a file, not a folder",
-                       "choose another --out")
+    message = _refused(
+        _book("afile/x", tmp_path), str(afile), "is a file, not a folder", "choose another --out"
+    )
     assert "afile/x" in message
     assert afile.read_text(encoding="utf-8") == "mine\n"
     _refused(_book("afile/x/y/z", tmp_path), str(afile), "is a file, not a folder")
@@ -53,8 +60,11 @@ def test_out_below_a_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize("folder", ["/proc", "/sys"])
 def test_out_in_a_folder_no_one_can_write(folder: str, tmp_path: Path) -> None:
     """/proc refuses new files to everyone (ENOENT), /sys too (EPERM as root)."""
-    _refused(_book(f"{folder}/gpulab-book", tmp_path), f"cannot write into {folder}",
-             "choose another --out")
+    _refused(
+        _book(f"{folder}/gpulab-book", tmp_path),
+        f"cannot write into {folder}",
+        "choose another --out",
+    )
     assert not Path(folder, "gpulab-book").exists()
 
 
@@ -65,16 +75,20 @@ def test_out_in_a_read_only_folder(tmp_path: Path) -> None:
     (locked / "keep.txt").write_text("mine\n", encoding="utf-8")
     locked.chmod(0o555)
     try:
-        _refused(_book(str(locked / "book"), tmp_path), f"cannot write into {locked}",
-                 "Permission denied")
+        _refused(
+            _book(str(locked / "book"), tmp_path),
+            f"cannot write into {locked}",
+            "Permission denied",
+        )
     finally:
         locked.chmod(0o755)
     assert [p.name for p in locked.iterdir()] == ["keep.txt"]
 
 
 def test_out_paths_that_name_nothing(tmp_path: Path) -> None:
-    _refused(_book("~no-such-user-gpulab/book", tmp_path), "~no-such-user-gpulab/book",
-             "home directory")
+    _refused(
+        _book("~no-such-user-gpulab/book", tmp_path), "~no-such-user-gpulab/book", "home directory"
+    )
     _refused(_book("a" * 300 + "/book", tmp_path), "File name too long")
     (tmp_path / "loop1").symlink_to("loop2")
     (tmp_path / "loop2").symlink_to("loop1")
@@ -90,7 +104,8 @@ def test_a_file_and_a_folder_of_other_files_are_still_refused(tmp_path: Path) ->
 
 
 def test_an_old_book_that_cannot_be_replaced_is_kept(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "html"
     out.mkdir()
     (out / MARKER).write_text("", encoding="utf-8")
@@ -106,8 +121,11 @@ def test_an_old_book_that_cannot_be_replaced_is_kept(
         real_replace(source, target)
 
     monkeypatch.setattr("gpulab.book.output.os.replace", refuse_the_new_book)
-    with pytest.raises(BookError, match=rf"cannot move the new book to {out} "
-                                        r"\(No space left on device\)"):
+    with pytest.raises(
+        BookError,
+        match=rf"cannot move the new book to {out} "
+        r"\(No space left on device\)",
+    ):
         put_in_place(work, out)
     assert (out / "index.html").read_text(encoding="utf-8") == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == [".html-new", "html"]

@@ -37,15 +37,19 @@ def book(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _pages(book: Path) -> dict[str, str]:
-    return {p.relative_to(book).as_posix(): p.read_text(encoding="utf-8")
-            for p in sorted(book.rglob("*.html"))}
+    return {
+        p.relative_to(book).as_posix(): p.read_text(encoding="utf-8")
+        for p in sorted(book.rglob("*.html"))
+    }
 
 
 # -- paragraphs ---------------------------------------------------------------------
 def test_a_line_end_inside_a_paragraph_is_not_a_line_break() -> None:
     renderer = MarkdownRenderer([])
-    assert renderer.block("one SM becomes\nvisible to the others") == \
-        "<p>one SM becomes\nvisible to the others</p>\n"
+    assert (
+        renderer.block("one SM becomes\nvisible to the others")
+        == "<p>one SM becomes\nvisible to the others</p>\n"
+    )
     assert "<br" not in renderer.inline("open the notebook\nand run it")
     # A hard break the author asked for (two spaces, or a backslash) stays one.
     assert "<br />" in renderer.block("first  \nsecond")
@@ -58,10 +62,17 @@ def test_no_page_breaks_a_paragraph_at_the_sources_line_ends(book: Path) -> None
     assert not broken, f"pages with line breaks the sources do not have: {broken}"
     # The notes are there, with their line ends as the source has them.
     lesson = load_course().lesson("gpu-architecture")
-    note = next(n.markdown for node in lesson.nodes for n in node.notes
-                if n.kind == "paragraph" and n.markdown.count("\n") >= 2
-                and "<" not in n.markdown and "`" not in n.markdown and "*" not in n.markdown
-                and "[" not in n.markdown)
+    note = next(
+        n.markdown
+        for node in lesson.nodes
+        for n in node.notes
+        if n.kind == "paragraph"
+        and n.markdown.count("\n") >= 2
+        and "<" not in n.markdown
+        and "`" not in n.markdown
+        and "*" not in n.markdown
+        and "[" not in n.markdown
+    )
     page = html.unescape((book / "lessons" / "gpu-architecture.html").read_text(encoding="utf-8"))
     assert f"<p>{note}</p>" in page
 
@@ -78,10 +89,12 @@ def test_every_table_sits_in_a_scrolling_box(book: Path) -> None:
             bare.append(f"{name}: {count - wrapped} of {count} tables outside a .table-wrap")
     assert not bare, "\n".join(bare)
     pages = _pages(book)
-    in_notes = sum(len(re.findall(r"<table\b", t)) for n, t in pages.items()
-                   if n.startswith("lessons/"))
-    in_notebooks = sum(len(re.findall(r"<table\b", t)) for n, t in pages.items()
-                       if n.startswith("exercises/"))
+    in_notes = sum(
+        len(re.findall(r"<table\b", t)) for n, t in pages.items() if n.startswith("lessons/")
+    )
+    in_notebooks = sum(
+        len(re.findall(r"<table\b", t)) for n, t in pages.items() if n.startswith("exercises/")
+    )
     assert tables > 20 and in_notes > 5 and in_notebooks > 5, (tables, in_notes, in_notebooks)
     css = (book / "assets" / "book.css").read_text(encoding="utf-8")
     assert re.search(r"\.table-wrap\s*\{[^}]*overflow-x:\s*auto", css)
@@ -91,8 +104,7 @@ def test_every_table_sits_in_a_scrolling_box(book: Path) -> None:
 def _node_html(page: str, anchor: str) -> str:
     """The HTML of an outline entry, up to its first child or its end."""
     start = page.index(f'<li id="{anchor}"')
-    end = min(i for i in (page.find("<li ", start + 1), page.find("</li>", start))
-              if i >= 0)
+    end = min(i for i in (page.find("<li ", start + 1), page.find("</li>", start)) if i >= 0)
     return page[start:end]
 
 
@@ -107,8 +119,9 @@ def test_check_yourself_answers_are_folded(book: Path) -> None:
             part = _node_html(page, node_anchor(node.key))
             fold = part.find('<details class="answer"><summary>Show the answer</summary>')
             answer = part.find("Answer", fold)
-            assert 0 <= fold < answer < part.index("</details>"), \
+            assert 0 <= fold < answer < part.index("</details>"), (
                 f"{entry.id}: the answer of {node.title!r} is not folded"
+            )
             folded += 1
     assert folded > 50
     # Notes that answer nothing stay open.
@@ -120,7 +133,7 @@ def test_check_yourself_answers_are_folded(book: Path) -> None:
 def test_exercise_pages_keep_the_notebooks_headings_below_their_own(book: Path) -> None:
     for exercise in load_course().exercises():
         page = (book / "exercises" / f"{exercise.name}.html").read_text(encoding="utf-8")
-        notebook = page[page.index('<section class="notebook"'):]
+        notebook = page[page.index('<section class="notebook"') :]
         assert page.count("<h1") == 1, f"{exercise.name}: more than the page's own h1"
         headings = re.findall(r"<h([1-6])\b", notebook)
         assert headings[0] == "2", exercise.name  # "The notebook as you get it"
@@ -192,4 +205,4 @@ def test_every_page_has_the_contents_with_its_own_link_marked(book: Path) -> Non
             assert toc.current == [root + name], f"{name}: marked {toc.current}"
             assert toc.days == days, name
         assert re.search(r'<details class="toc-fold">\s*<summary>Contents</summary>', text)
-        assert "<details class=\"toc-fold\" open" not in text, f"{name}: unfolded on a phone"
+        assert '<details class="toc-fold" open' not in text, f"{name}: unfolded on a phone"

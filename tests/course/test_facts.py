@@ -57,11 +57,11 @@ def lint(tmp_path: Path, body: str, *, others: tuple[str, ...] = ()) -> Found:
 
 def test_sourced_numbers_pass(tmp_path: Path) -> None:
     body = (
-        "- An H200 has 132 SMs and 4.8 TB/s\n"          # specs, unit kept
-        "- A 1.41 GHz clock, 989 TFLOPS dense\n"        # converted, rounded
+        "- An H200 has 132 SMs and 4.8 TB/s\n"  # specs, unit kept
+        "- A 1.41 GHz clock, 989 TFLOPS dense\n"  # converted, rounded
         "- A copy reaches 4.3 TB/s <!-- claim: copy_bw -->\n"
         "\n"
-        "  Here it read 4.2 to 4.4 TB/s in a run.\n"   # the claim's range covers notes
+        "  Here it read 4.2 to 4.4 TB/s in a run.\n"  # the claim's range covers notes
         "- CUDA 12.4, driver 535.104.05, GPU 0, day 3, H100, FP16, sm_90, 2:4, 16×16×16, 2017\n"
         "- A tile of 64 by 64 <!-- example: 64 -->\n"
         "- Code is exempt: `nvidia-smi -i 7` and\n"
@@ -111,8 +111,7 @@ def test_links(tmp_path: Path) -> None:
         ("1,979 TFLOPS at 77%", [("1,979", "TFLOPS"), ("77", "%")]),
         ("256KB and 64 bits", [("256", "KB"), ("64", "bits")]),
         ("64-bit indices for Llama 3 8B and 70B, 8 B per value", [("8", "B")]),
-        ("32 × (registers) and two × 32 × 128 × two bytes", [("32", ""), ("32", ""),
-                                                              ("128", "")]),
+        ("32 × (registers) and two × 32 × 128 × two bytes", [("32", ""), ("32", ""), ("128", "")]),
         ("108 × 64 × 2 = 13,824", [("108", ""), ("64", ""), ("2", ""), ("13,824", "")]),
         ("4x faster, 3rd gen, 64K", [("4", "x")]),
         ("CUDA 12.4 on Ubuntu 22.04 with driver 580.159.04", []),
@@ -160,17 +159,15 @@ def test_worked_sums(text: str, computed: float, holds: bool) -> None:
     assert found.holds is holds
 
 
-@pytest.mark.parametrize("text", ["about ≈ 4.3 TB/s", "15 = 15", "stride 2 / 8 / 32 floats",
-                                  "a 4/8 split = 2"])
+@pytest.mark.parametrize(
+    "text", ["about ≈ 4.3 TB/s", "15 = 15", "stride 2 / 8 / 32 floats", "a 4/8 split = 2"]
+)
 def test_no_sum_where_nothing_is_computed(text: str) -> None:
     assert list(sums_in(text)) == []
 
 
 def test_sum_results_are_sourced_and_wrong_sums_reported(tmp_path: Path) -> None:
-    body = (
-        "- Peak: 132 × 4.8 = 633.6 per clock\n"
-        "- Wrong: 132 × 4.8 = 600\n"
-    )
+    body = "- Peak: 132 × 4.8 = 633.6 per clock\n- Wrong: 132 × 4.8 = 600\n"
     assert lint(tmp_path, body) == [
         (9, "the arithmetic in '132 × 4.8 = 600' does not hold: it gives 633.6"),
         (9, "the number '600' has no source"),
@@ -184,14 +181,14 @@ def test_a_number_with_a_unit_matches_no_spec_counted_in_another(tmp_path: Path)
     size = Number("64", 64.0, 0, "MiB", 1)
     assert not _matches(size, 64, "lanes")
     assert _matches(size, 64, "MiB") and _matches(size, 67.108864, "MB")
-    assert _matches(Number("64", 64.0, 0, "", 1), 64, "lanes")    # no unit written: any
+    assert _matches(Number("64", 64.0, 0, "", 1), 64, "lanes")  # no unit written: any
 
 
 def test_sizes_match_in_decimal_or_binary_units() -> None:
     from gpulab.course.units import conversions, convert
 
     assert conversions(228, "KB", "bytes") == [228_000, 233_472]
-    assert conversions(1, "GB/s", "MB/s") == [1000]      # rates convert one way only
+    assert conversions(1, "GB/s", "MB/s") == [1000]  # rates convert one way only
     assert conversions(1, "GHz", "bytes") == []
     assert convert(1410, "MHz", "GHz") == 1.41
     assert convert(3, "SMs", "SMs") == 3 and convert(3, "SMs", "lanes") is None

@@ -70,7 +70,11 @@ def test_lines_are_one_based_and_in_document_order() -> None:
 def test_keys_are_stable_paths_and_unique() -> None:
     lesson = parse("# Root\n\n## Same\n\n- x\n\n## Same\n\n- x\n")
     assert [n.key for n in lesson.nodes] == [
-        "root", "root/same", "root/same/x", "root/same-2", "root/same-2/x",
+        "root",
+        "root/same",
+        "root/same/x",
+        "root/same-2",
+        "root/same-2/x",
     ]
     assert lesson.by_key["root/same-2/x"].text == "x"
 
@@ -123,8 +127,11 @@ def test_claims_unchecked_without_a_registry() -> None:
         ("---\n- a list\n---\n", 2, "front matter: must be a mapping"),
         ("---\ntitle: T\nday: one\nobjectives: [x]\n---\n", 3, "front matter: `day` must be"),
         ("---\ntitle: T\nday: 1\n---\n", 2, "front matter: `objectives` must be"),
-        ("---\ntitle: T\nday: 1\nobjectives: [x]\ncolour: red\n---\n", 5,
-         "front matter: unknown field 'colour'"),
+        (
+            "---\ntitle: T\nday: 1\nobjectives: [x]\ncolour: red\n---\n",
+            5,
+            "front matter: unknown field 'colour'",
+        ),
         ("---\ntitle: ''\nday: 1\nobjectives: [x]\n---\n", 2, "front matter: `title` must be"),
     ],
 )

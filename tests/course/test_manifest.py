@@ -34,17 +34,22 @@ def test_real_course_loads_in_teaching_order() -> None:
 
 
 def test_lessons_and_exercises(tmp_path: Path) -> None:
-    text = entry("a", 1, "A") + entry("b", 2, "B") + (
-        '[[exercises]]\nname = "ex-1"\nlesson = "b"\ngpu = true\ntime_limit = 90\n'
-        'hints = ["gentle", "strong"]\n'
+    text = (
+        entry("a", 1, "A")
+        + entry("b", 2, "B")
+        + (
+            '[[exercises]]\nname = "ex-1"\nlesson = "b"\ngpu = true\ntime_limit = 90\n'
+            'hints = ["gentle", "strong"]\n'
+        )
     )
     listing = LESSON.format(title="B", day=2).replace(
-        "- a node\n", "## Exercises\n\n- `ex-1`: the first exercise\n")
-    folder = write_course(tmp_path, text, {"a": LESSON.format(title="A", day=1),
-                                           "b": listing})
+        "- a node\n", "## Exercises\n\n- `ex-1`: the first exercise\n"
+    )
+    folder = write_course(tmp_path, text, {"a": LESSON.format(title="A", day=1), "b": listing})
     course = load_course(folder)
     assert [(e.id, e.day, e.title, e.line) for e in course.entries] == [
-        ("a", 1, "A", 2), ("b", 2, "B", 7),
+        ("a", 1, "A", 2),
+        ("b", 2, "B", 7),
     ]
     (ex,) = course.exercises("b")
     assert (ex.name, ex.gpu, ex.time_limit, ex.hints) == ("ex-1", True, 90, ("gentle", "strong"))
@@ -56,12 +61,14 @@ def test_lessons_and_exercises(tmp_path: Path) -> None:
     (folder / "b.md").write_text(LESSON.format(title="B", day=2))
     unlisted = load_course(folder).lint()
     assert [(p.line, p.message) for p in unlisted] == [
-        (12, "exercise 'ex-1' is listed under no lesson's Exercises heading")]
+        (12, "exercise 'ex-1' is listed under no lesson's Exercises heading")
+    ]
 
 
 def test_missing_lesson_file_breaks_only_that_lesson(tmp_path: Path) -> None:
-    folder = write_course(tmp_path, entry("here") + entry("gone"),
-                          {"here": LESSON.format(title="T", day=1)})
+    folder = write_course(
+        tmp_path, entry("here") + entry("gone"), {"here": LESSON.format(title="T", day=1)}
+    )
     course = load_course(folder)
     assert course.lesson("here").title == "T"
     with pytest.raises(CourseError) as caught:
@@ -73,9 +80,11 @@ def test_missing_lesson_file_breaks_only_that_lesson(tmp_path: Path) -> None:
 
 
 def test_duplicate_ids_are_reported_on_the_second(tmp_path: Path) -> None:
-    folder = write_course(tmp_path, entry("a") + entry("b") + entry("a"),
-                          {"a": LESSON.format(title="T", day=1),
-                           "b": LESSON.format(title="T", day=1)})
+    folder = write_course(
+        tmp_path,
+        entry("a") + entry("b") + entry("a"),
+        {"a": LESSON.format(title="T", day=1), "b": LESSON.format(title="T", day=1)},
+    )
     manifest = load_manifest(folder / "course.toml")
     first, _, second = manifest.lessons
     assert first.problems == ()
@@ -90,7 +99,7 @@ def test_duplicate_ids_are_reported_on_the_second(tmp_path: Path) -> None:
     [
         ('[[lessons]]\nid = "a"\nday = "x"\ntitle = "T"\n', 2, "lesson 'a': day must be"),
         ('[[lessons]]\nid = "Bad Id"\nday = 1\ntitle = "T"\n', 2, "lesson id 'Bad Id' is not"),
-        ('[[lessons]]\nday = 1\ntitle = "T"\n', 1, "lesson 1 has no id"),   # its header
+        ('[[lessons]]\nday = 1\ntitle = "T"\n', 1, "lesson 1 has no id"),  # its header
         ('[[lessons]]\nid = "a"\nday = 1\ntitle = ""\n', 2, "lesson 'a': title must be"),
     ],
 )
@@ -151,8 +160,9 @@ def test_exercise_problems(tmp_path: Path) -> None:
 
 
 def test_lint_checks_title_and_day_agree(tmp_path: Path) -> None:
-    folder = write_course(tmp_path, entry("a", 2, "Manifest title"),
-                          {"a": LESSON.format(title="Other", day=1)})
+    folder = write_course(
+        tmp_path, entry("a", 2, "Manifest title"), {"a": LESSON.format(title="Other", day=1)}
+    )
     problems = load_course(folder).lint()
     assert [(p.line, p.message) for p in problems] == [
         (2, "title 'Other' differs from course.toml's 'Manifest title'"),
@@ -173,8 +183,9 @@ tolerance = 0.1
 
 def test_claims_load(tmp_path: Path) -> None:
     path = tmp_path / "claims.toml"
-    path.write_text(CLAIM.format(id="one") + CLAIM.format(id="two").replace(
-        "value = 1.0", "min = 2\nmax = 3"))
+    path.write_text(
+        CLAIM.format(id="one") + CLAIM.format(id="two").replace("value = 1.0", "min = 2\nmax = 3")
+    )
     claims = load_claims(path)
     assert claims["one"].expected == "1 GB/s" and claims["one"].line == 1
     assert claims["two"].expected == "2–3 GB/s" and claims["two"].line == 9
@@ -222,8 +233,10 @@ def test_hidden_points_must_be_a_number_of_points(tmp_path: Path) -> None:
     lessons = tmp_path / "lessons"
     lessons.mkdir()
     (lessons / "a.md").write_text("---\ntitle: A\nday: 1\nobjectives: [x]\n---\n# A\n")
-    base = ('[[lessons]]\nid = "a"\nday = 1\ntitle = "A"\n\n[[exercises]]\nname = "e"\n'
-            'lesson = "a"\nhints = ["h"]\n')
+    base = (
+        '[[lessons]]\nid = "a"\nday = 1\ntitle = "A"\n\n[[exercises]]\nname = "e"\n'
+        'lesson = "a"\nhints = ["h"]\n'
+    )
     (lessons / "course.toml").write_text(base + "hidden_points = 4.5\n")
     (entry,) = load_manifest(lessons / "course.toml").exercises
     assert entry.hidden_points == 4.5
@@ -243,8 +256,9 @@ def test_a_course_in_a_newer_format_is_refused_with_advice(tmp_path: Path) -> No
     with pytest.raises(CourseError) as caught:
         load_course(write_course(tmp_path, newer, lesson))
     (problem,) = caught.value.problems
-    assert problem.message == ("this course is written in course format 2; this gpulab reads "
-                               "format 1 and older")
+    assert problem.message == (
+        "this course is written in course format 2; this gpulab reads format 1 and older"
+    )
     assert "upgrade gpulab" in problem.hint
     bad = '[course]\nformat_version = "one"\ntitle = "T"\n\n' + entry("a", 1, "A")
     with pytest.raises(CourseError, match="format_version must be a whole number"):

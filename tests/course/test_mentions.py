@@ -43,27 +43,32 @@ def test_listed_and_planned_exercises_pass(tmp_path: Path) -> None:
 def test_an_exercise_that_does_not_exist_is_told(tmp_path: Path) -> None:
     body = BODY.replace("`pointer-chase` (planned)", "`pointer-chase`")
     assert _problems(tmp_path, body, [_exercise("vector-add")]) == [
-        (13, "no exercise named 'pointer-chase' in course.toml")]
+        (13, "no exercise named 'pointer-chase' in course.toml")
+    ]
 
 
 def test_a_planned_exercise_that_landed_is_told(tmp_path: Path) -> None:
-    assert _problems(tmp_path, BODY, [_exercise("vector-add"), _exercise("pointer-chase")]) \
-        == [(13, "exercise 'pointer-chase' is marked planned but course.toml has it")]
+    assert _problems(tmp_path, BODY, [_exercise("vector-add"), _exercise("pointer-chase")]) == [
+        (13, "exercise 'pointer-chase' is marked planned but course.toml has it")
+    ]
 
 
 def test_every_exercise_of_the_lesson_is_listed(tmp_path: Path) -> None:
     exercises = [_exercise("vector-add"), _exercise("reduction"), _exercise("other", "y")]
     assert _problems(tmp_path, BODY, exercises) == [
-        (8, "course.toml's exercise 'reduction' of this lesson is not listed here")]
+        (8, "course.toml's exercise 'reduction' of this lesson is not listed here")
+    ]
     assert _problems(tmp_path, "# T\n\n## Notes\n\nNone.\n", exercises) == []
 
 
 def test_an_exercise_of_another_lesson_is_told(tmp_path: Path) -> None:
     assert _problems(tmp_path, BODY, [_exercise("vector-add", "y")]) == [
-        (10, "exercise 'vector-add' belongs to the lesson 'y' in course.toml")]
+        (10, "exercise 'vector-add' belongs to the lesson 'y' in course.toml")
+    ]
 
 
 def test_gpulab_check_must_name_an_exercise(tmp_path: Path) -> None:
     body = BODY.replace("gpulab check vector-add", "gpulab check vektor-add")
     assert _problems(tmp_path, body, [_exercise("vector-add")]) == [
-        (12, "`gpulab check vektor-add` names no exercise in course.toml")]
+        (12, "`gpulab check vektor-add` names no exercise in course.toml")
+    ]

@@ -14,15 +14,19 @@ def test_the_layout() -> None:
     paths = CoursePaths(Path("/c"))
     assert paths.manifest == Path("/c/lessons/course.toml")
     assert paths.notebook("numa", "gpu-topology") == Path("/c/exercises/numa/gpu-topology.ipynb")
-    assert paths.visible_checks("numa", "gpu-topology") == \
-        Path("/c/exercises/numa/test_gpu_topology.py")
+    assert paths.visible_checks("numa", "gpu-topology") == Path(
+        "/c/exercises/numa/test_gpu_topology.py"
+    )
     assert paths.solution("numa", "gpu-topology") == Path("/c/solutions/numa/gpu-topology.ipynb")
-    assert paths.hidden_checks("numa", "gpu-topology") == \
-        Path("/c/solutions/numa/test_gpu_topology_hidden.py")
-    for found in (CoursePaths.of_manifest(paths.manifest),
-                  CoursePaths.of_lesson(paths.lessons / "numa.md"),
-                  CoursePaths.of_notebook(paths.notebook("numa", "x")),
-                  CoursePaths.of_hidden_checks(paths.hidden_checks("numa", "x"))):
+    assert paths.hidden_checks("numa", "gpu-topology") == Path(
+        "/c/solutions/numa/test_gpu_topology_hidden.py"
+    )
+    for found in (
+        CoursePaths.of_manifest(paths.manifest),
+        CoursePaths.of_lesson(paths.lessons / "numa.md"),
+        CoursePaths.of_notebook(paths.notebook("numa", "x")),
+        CoursePaths.of_hidden_checks(paths.hidden_checks("numa", "x")),
+    ):
         assert found == paths
 
 
@@ -33,8 +37,10 @@ def test_every_exercise_of_the_course_is_where_its_paths_say() -> None:
     assert exercises
     for entry in exercises:
         assert entry.notebook == paths.notebook(entry.lesson, entry.name)
-        assert check_files(entry, hidden=True) == [paths.visible_checks(entry.lesson, entry.name),
-                                                   paths.hidden_checks(entry.lesson, entry.name)]
+        assert check_files(entry, hidden=True) == [
+            paths.visible_checks(entry.lesson, entry.name),
+            paths.hidden_checks(entry.lesson, entry.name),
+        ]
         assert solution_path(entry) == paths.solution(entry.lesson, entry.name)
         for path in (entry.notebook, *check_files(entry, hidden=True), solution_path(entry)):
             assert path.is_file(), path

@@ -46,9 +46,15 @@ def test_state_dir_defaults_to_xdg_state(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 @pytest.mark.parametrize(
     "content",
-    ["{not json", "[]", "{}", '{"version": 99}',
-     '{"version": 1, "lessons": {"a": {"visited": 3}}}', '{"version": 1, "last_lesson": 7}',
-     '{"version": 1, "hints": {"a": "two"}}'],
+    [
+        "{not json",
+        "[]",
+        "{}",
+        '{"version": 99}',
+        '{"version": 1, "lessons": {"a": {"visited": 3}}}',
+        '{"version": 1, "last_lesson": 7}',
+        '{"version": 1, "hints": {"a": "two"}}',
+    ],
 )
 def test_unreadable_file_is_kept_aside(tmp_path: Path, content: str) -> None:
     path = tmp_path / "progress.json"
@@ -80,10 +86,20 @@ def test_predictions_survive_a_round_trip(tmp_path: Path) -> None:
 
     store = ProgressStore(tmp_path / "progress.json")
     progress = store.load()
-    progress.predictions.append(Prediction("h200_hbm_bandwidth", 3.0, "TB/s",
-                                           "2026-12-02T15:00:00+00:00"))
-    progress.predictions.append(Prediction("warp_size", 32, "threads", "2026-12-02T15:01:00+00:00",
-                                           measured=32, verdict="agrees", device="NVIDIA H200"))
+    progress.predictions.append(
+        Prediction("h200_hbm_bandwidth", 3.0, "TB/s", "2026-12-02T15:00:00+00:00")
+    )
+    progress.predictions.append(
+        Prediction(
+            "warp_size",
+            32,
+            "threads",
+            "2026-12-02T15:01:00+00:00",
+            measured=32,
+            verdict="agrees",
+            device="NVIDIA H200",
+        )
+    )
     store.save(progress)
     again = ProgressStore(tmp_path / "progress.json").load()
     assert again.predictions == progress.predictions
@@ -97,15 +113,29 @@ def test_exercise_records_round_trip_and_old_files_load(tmp_path: Path) -> None:
     store = ProgressStore(path)
     progress = store.load()  # written before exercises were recorded
     assert store.warning is None and progress.workspaces == {}
-    record = progress.record_check("squares", workspace="/w/one", passed=False, earned=2,
-                                   possible=3.0, at="2026-12-02T15:00:00+00:00")
+    record = progress.record_check(
+        "squares",
+        workspace="/w/one",
+        passed=False,
+        earned=2,
+        possible=3.0,
+        at="2026-12-02T15:00:00+00:00",
+    )
     assert record == ExerciseRecord("failing", 2.0, 3.0, "2026-12-02T15:00:00+00:00")
     assert not record.passed
     store.save(progress)
     saved = json.loads(path.read_text())
     assert saved["version"] == 1
-    assert saved["workspaces"] == {"/w/one": {"squares": {
-        "status": "failing", "earned": 2.0, "possible": 3.0, "at": "2026-12-02T15:00:00+00:00"}}}
+    assert saved["workspaces"] == {
+        "/w/one": {
+            "squares": {
+                "status": "failing",
+                "earned": 2.0,
+                "possible": 3.0,
+                "at": "2026-12-02T15:00:00+00:00",
+            }
+        }
+    }
     again = ProgressStore(path).load()
     assert again == progress and again.last_lesson == "numa"
     now = again.record_check("squares", workspace="/w/one", passed=True, earned=3, possible=3)
@@ -125,8 +155,10 @@ def test_each_workspace_has_its_own_exercise_records(tmp_path: Path) -> None:
 
 def test_results_saved_before_workspaces_are_kept_apart(tmp_path: Path) -> None:
     path = tmp_path / "progress.json"
-    path.write_text('{"version": 1, "exercises": {"squares": {"status": "passed", "earned": 3, '
-                    '"possible": 3, "at": "2026-12-02T15:00:00+00:00"}}}')
+    path.write_text(
+        '{"version": 1, "exercises": {"squares": {"status": "passed", "earned": 3, '
+        '"possible": 3, "at": "2026-12-02T15:00:00+00:00"}}}'
+    )
     progress = ProgressStore(path).load()
     # checks of the course's own exercises/ folder: no workspace of the learner's is named ""
     assert progress.exercises("")["squares"].passed
@@ -135,8 +167,10 @@ def test_results_saved_before_workspaces_are_kept_apart(tmp_path: Path) -> None:
 
 def test_a_bad_exercise_record_is_kept_aside(tmp_path: Path) -> None:
     path = tmp_path / "progress.json"
-    path.write_text('{"version": 1, "exercises": {"squares": {"status": "done", "earned": 1, '
-                    '"possible": 1, "at": "x"}}}')
+    path.write_text(
+        '{"version": 1, "exercises": {"squares": {"status": "done", "earned": 1, '
+        '"possible": 1, "at": "x"}}}'
+    )
     store = ProgressStore(path)
     assert store.load() == Progress()
     assert store.warning is not None and str(path) in store.warning
@@ -145,8 +179,7 @@ def test_a_bad_exercise_record_is_kept_aside(tmp_path: Path) -> None:
 
 def test_newer_exercise_records_are_adopted(tmp_path: Path) -> None:
     def check(progress: Progress, name: str, passed: bool, earned: float, at: str) -> None:
-        progress.record_check(name, workspace="/w", passed=passed, earned=earned, possible=3,
-                              at=at)
+        progress.record_check(name, workspace="/w", passed=passed, earned=earned, possible=3, at=at)
 
     mine, theirs = Progress(), Progress()
     check(mine, "a", False, 0, "2026-12-02T15:00:00+00:00")
@@ -184,8 +217,10 @@ def test_peek_never_moves_a_file(tmp_path: Path) -> None:
 
 def test_a_mistyped_field_is_named_with_the_file(tmp_path: Path) -> None:
     path = tmp_path / "progress.json"
-    path.write_text('{"version": 1, "predictions": [{"claim": "warp_size", "predicted": "32", '
-                    '"unit": "threads", "at": "2026-12-02T15:00:00+00:00"}]}')
+    path.write_text(
+        '{"version": 1, "predictions": [{"claim": "warp_size", "predicted": "32", '
+        '"unit": "threads", "at": "2026-12-02T15:00:00+00:00"}]}'
+    )
     store = ProgressStore(path)
     assert store.load() == Progress()
     assert store.warning is not None
@@ -193,12 +228,16 @@ def test_a_mistyped_field_is_named_with_the_file(tmp_path: Path) -> None:
     assert "Expected `float`, got `str` - at `$.predictions[0].predicted`" in store.warning
 
 
-@pytest.mark.parametrize(("content", "said"), [
-    ('{"version": 2}', "not a gpulab progress file of version 1 (its version is 2)"),
-    ('{"last_lesson": "numa"}', "missing required field `version`"),
-])
-def test_a_file_of_another_version_is_refused_in_words(tmp_path: Path, content: str,
-                                                       said: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ('{"version": 2}', "not a gpulab progress file of version 1 (its version is 2)"),
+        ('{"last_lesson": "numa"}', "missing required field `version`"),
+    ],
+)
+def test_a_file_of_another_version_is_refused_in_words(
+    tmp_path: Path, content: str, said: str
+) -> None:
     path = tmp_path / "progress.json"
     path.write_text(content)
     store = ProgressStore(path)
@@ -277,13 +316,25 @@ def test_a_file_written_before_msgspec_loads_unchanged(tmp_path: Path) -> None:
     progress = store.load()
     assert store.warning is None
     assert progress == Progress(
-        last_lesson="numa", hints={"squares": 2},
+        last_lesson="numa",
+        hints={"squares": 2},
         lessons={"numa": LessonState("root/caf\u00e9", None, ["root", "root/caf\u00e9"])},
-        predictions=[Prediction("warp_size", 32.0, "threads", "2026-12-02T15:00:00+00:00",
-                                32.0, "agrees", "NVIDIA H200"),
-                     Prediction("h200_hbm_bandwidth", 3.0, "TB/s", "2026-12-02T15:01:00+00:00")],
-        workspaces={"/w/one": {"squares": ExerciseRecord("failing", 2.0, 3.0,
-                                                         "2026-12-02T15:00:00+00:00")}})
-    store.save(progress)            # the same keys and values: an older gpulab reads it too
+        predictions=[
+            Prediction(
+                "warp_size",
+                32.0,
+                "threads",
+                "2026-12-02T15:00:00+00:00",
+                32.0,
+                "agrees",
+                "NVIDIA H200",
+            ),
+            Prediction("h200_hbm_bandwidth", 3.0, "TB/s", "2026-12-02T15:01:00+00:00"),
+        ],
+        workspaces={
+            "/w/one": {"squares": ExerciseRecord("failing", 2.0, 3.0, "2026-12-02T15:00:00+00:00")}
+        },
+    )
+    store.save(progress)  # the same keys and values: an older gpulab reads it too
     assert json.loads(path.read_text()) == json.loads(EARLIER_FILE)
     assert ProgressStore(path).load() == progress

@@ -18,18 +18,48 @@ from gpulab.course.source import read_text
 FRONT = "---\ntitle: T\nday: 1\nobjectives: [x]\n---\n"
 
 # Lines that exercise every construct the parser handles, plus noise.
-PIECES = st.sampled_from([
-    "# Root", "## Section", "### Sub", "#### Deep", "- item", "  - nested item",
-    "    - deeper", "1. first", "  2. second", "", "", "plain paragraph text",
-    "  indented note", "```py", "```", "x = 1", "| a | b |", "|---|---|", "| 1 | 2 |",
-    "> quote", "<!-- claim: some_claim -->", "- with claim <!-- claim: a_b -->",
-    "- folded <!-- markmap: fold -->", "## Folded <!-- markmap: foldAll -->",
-    "![img](x.png)", "<div>html</div>", "---", "***", "- ", "-", "*emph* and `code`",
-    "<!-- claim: -->", "- bad <!-- claim: Bad! -->", "\t- tab item", "  ```", "  ```bash",
-])
+PIECES = st.sampled_from(
+    [
+        "# Root",
+        "## Section",
+        "### Sub",
+        "#### Deep",
+        "- item",
+        "  - nested item",
+        "    - deeper",
+        "1. first",
+        "  2. second",
+        "",
+        "",
+        "plain paragraph text",
+        "  indented note",
+        "```py",
+        "```",
+        "x = 1",
+        "| a | b |",
+        "|---|---|",
+        "| 1 | 2 |",
+        "> quote",
+        "<!-- claim: some_claim -->",
+        "- with claim <!-- claim: a_b -->",
+        "- folded <!-- markmap: fold -->",
+        "## Folded <!-- markmap: foldAll -->",
+        "![img](x.png)",
+        "<div>html</div>",
+        "---",
+        "***",
+        "- ",
+        "-",
+        "*emph* and `code`",
+        "<!-- claim: -->",
+        "- bad <!-- claim: Bad! -->",
+        "\t- tab item",
+        "  ```",
+        "  ```bash",
+    ]
+)
 
-SETTINGS = settings(max_examples=300, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def check_tree(lesson: Lesson, source: str) -> None:
@@ -85,7 +115,10 @@ def test_arbitrary_bytes_read_cleanly(tmp_path_factory: object, data: bytes) -> 
 
 
 TOML_VALUES = st.one_of(
-    st.integers(-3, 70), st.text(max_size=12), st.booleans(), st.floats(allow_nan=False),
+    st.integers(-3, 70),
+    st.text(max_size=12),
+    st.booleans(),
+    st.floats(allow_nan=False),
     st.lists(st.text(max_size=5), max_size=3),
 )
 LESSON_TABLE = st.dictionaries(st.sampled_from(["id", "day", "title", "extra"]), TOML_VALUES)
@@ -105,11 +138,16 @@ def to_toml(value: object) -> str:
 
 
 @SETTINGS
-@given(st.lists(LESSON_TABLE, max_size=5), st.lists(EXERCISE_TABLE, max_size=3),
-       st.sampled_from(["", "[course]\ntitle = 3\n", "[bogus]\n", "garbage = [\n"]))
+@given(
+    st.lists(LESSON_TABLE, max_size=5),
+    st.lists(EXERCISE_TABLE, max_size=3),
+    st.sampled_from(["", "[course]\ntitle = 3\n", "[bogus]\n", "garbage = [\n"]),
+)
 def test_broken_manifests_load_or_fail_cleanly(
-    tmp_path_factory: object, lessons: list[dict[str, object]],
-    exercises: list[dict[str, object]], head: str,
+    tmp_path_factory: object,
+    lessons: list[dict[str, object]],
+    exercises: list[dict[str, object]],
+    head: str,
 ) -> None:
     parts = [head]
     for table, items in (("lessons", lessons), ("exercises", exercises)):

@@ -28,5 +28,5 @@ def test_eight_lines_are_fine() -> None:
 
 def test_the_root_and_an_answer_may_run_longer() -> None:
     intro = LONG.replace("  ", "")
-    body = (f"# T\n\n{intro}\n\n## Check yourself\n\n- Why?\n\n  Answer: because\n{LONG}\n")
+    body = f"# T\n\n{intro}\n\n## Check yourself\n\n- Why?\n\n  Answer: because\n{LONG}\n"
     assert _problems(body) == []

@@ -72,24 +72,48 @@ Edit = Callable[[str], str]
         (lambda t: t.replace('source = "blog"\n', ""), 13, "h200.sms has no source"),
         (lambda t: t.replace('"blog"', '"blgo"'), 13, "gpu 'h200': unknown source 'blgo'"),
         (lambda t: t.replace(', unit = "SMs"', ""), 14, "h200.sms: a number needs its unit"),
-        (lambda t: t.replace("value = 132", 'value = "132"'), 14,
-         "h200.sms: value must be a number"),
+        (
+            lambda t: t.replace("value = 132", 'value = "132"'),
+            14,
+            "h200.sms: value must be a number",
+        ),
         (lambda t: t.replace("min = 600", "min = 800"), 15, "h200.tdp: min is larger than max"),
-        (lambda t: t.replace('text = "Gen5 x16"', 'text = "x", value = 3, unit = "W"'), 16,
-         "h200.pcie: give exactly one of"),
-        (lambda t: t.replace("sms = { value", "sms = { colour = 1, value"), 14,
-         "h200.sms: unknown field colour"),
-        (lambda t: t.replace('architecture = "Hopper"\n', ""), 9,
-         "gpu 'h200': missing architecture"),
-        (lambda t: t.replace("https://example.org/post", "example.org/post"), 3,
-         "source 'blog': url 'example.org/post' is not an http(s) address"),
-        (lambda t: t.replace("reference/baseline.md", "reference/gone.md"), 7,
-         "source 'local': reference/gone.md does not exist"),
+        (
+            lambda t: t.replace('text = "Gen5 x16"', 'text = "x", value = 3, unit = "W"'),
+            16,
+            "h200.pcie: give exactly one of",
+        ),
+        (
+            lambda t: t.replace("sms = { value", "sms = { colour = 1, value"),
+            14,
+            "h200.sms: unknown field colour",
+        ),
+        (
+            lambda t: t.replace('architecture = "Hopper"\n', ""),
+            9,
+            "gpu 'h200': missing architecture",
+        ),
+        (
+            lambda t: t.replace("https://example.org/post", "example.org/post"),
+            3,
+            "source 'blog': url 'example.org/post' is not an http(s) address",
+        ),
+        (
+            lambda t: t.replace("reference/baseline.md", "reference/gone.md"),
+            7,
+            "source 'local': reference/gone.md does not exist",
+        ),
         (lambda t: t + "\n[gadgets.x]\ny = 1\n", 22, "unknown table [gadgets]"),
-        (lambda t: t.replace("[topics.pcie]", "[topics.h200]"), 18,
-         "topic 'h200' has the id of a GPU"),
-        (lambda t: t.replace("sms = { value = 132, unit = \"SMs\" }", "sms = 132"), 14,
-         "h200.sms must be an inline table"),
+        (
+            lambda t: t.replace("[topics.pcie]", "[topics.h200]"),
+            18,
+            "topic 'h200' has the id of a GPU",
+        ),
+        (
+            lambda t: t.replace('sms = { value = 132, unit = "SMs" }', "sms = 132"),
+            14,
+            "h200.sms must be an inline table",
+        ),
     ],
 )
 def test_bad_specs_say_what_and_where(tmp_path: Path, edit: Edit, line: int, message: str) -> None:
@@ -110,9 +134,13 @@ def test_toml_syntax_error_has_its_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("url", "why"),
-    [("https://docs.nvidia.com/cuda/", ""), ("http://man7.org/x", ""),
-     ("ftp://x.org", "is not an http(s) address"), ("https://localhost/x", "has no host name"),
-     ("https://x.org/a b", "contains white space")],
+    [
+        ("https://docs.nvidia.com/cuda/", ""),
+        ("http://man7.org/x", ""),
+        ("ftp://x.org", "is not an http(s) address"),
+        ("https://localhost/x", "has no host name"),
+        ("https://x.org/a b", "contains white space"),
+    ],
 )
 def test_url_problem(url: str, why: str) -> None:
     assert url_problem(url) == why

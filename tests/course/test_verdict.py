@@ -10,27 +10,41 @@ from gpulab.course.verdict import applies_to, judge
 
 
 def claim(**fields: object) -> Claim:
-    base: dict[str, object] = dict(id="c", statement="s", unit="GB/s", device="H200 SXM",
-                                   source="https://example.org", probe="p", tolerance=0.1,
-                                   value=4.8)
+    base: dict[str, object] = dict(
+        id="c",
+        statement="s",
+        unit="GB/s",
+        device="H200 SXM",
+        source="https://example.org",
+        probe="p",
+        tolerance=0.1,
+        value=4.8,
+    )
     base.update(fields)
     return Claim(**base)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     ("value", "unit", "kind"),
-    [(4.5, "GB/s", "agrees"), (4.32, "GB/s", "agrees"), (4.31, "GB/s", "differs"),
-     (4500, "MB/s", "agrees"), (5.25, "GB/s", "agrees"), (5.3, "GB/s", "differs"),
-     (5.3, "GHz", "not_comparable"),
-     (None, "GB/s", "not_measured")],
+    [
+        (4.5, "GB/s", "agrees"),
+        (4.32, "GB/s", "agrees"),
+        (4.31, "GB/s", "differs"),
+        (4500, "MB/s", "agrees"),
+        (5.25, "GB/s", "agrees"),
+        (5.3, "GB/s", "differs"),
+        (5.3, "GHz", "not_comparable"),
+        (None, "GB/s", "not_measured"),
+    ],
 )
 def test_value_with_tolerance(value: float | None, unit: str, kind: str) -> None:
     assert judge(claim(), value, unit, "NVIDIA H200").kind == kind
 
 
 def test_range_and_exact_claims() -> None:
-    chase = claim(unit="cycles", value=None, min=600, max=860, tolerance=0.0,
-                  device="A100, H100, H200")
+    chase = claim(
+        unit="cycles", value=None, min=600, max=860, tolerance=0.0, device="A100, H100, H200"
+    )
     assert judge(chase, 690, "cycles", "NVIDIA H200").kind == "agrees"
     verdict = judge(chase, 590, "cycles", "NVIDIA H200")
     assert verdict.kind == "differs"
@@ -51,19 +65,29 @@ def test_sizes_convert_both_ways() -> None:
 
 @pytest.mark.parametrize(
     ("device_claim", "device", "applies"),
-    [("H200 SXM", "NVIDIA H200", True), ("H100 SXM5", "NVIDIA H100 PCIe", False),
-     ("H100 PCIe", "NVIDIA H100 PCIe", True), ("H100 PCIe", "NVIDIA H100 80GB HBM3", False),
-     ("any", "NVIDIA H200", True), ("A100, H100, H200", "NVIDIA H200", True),
-     ("RTX 4090", "NVIDIA GeForce RTX 4090", True), ("A100 SXM4 / PCIe", "NVIDIA H200", False),
-     ("compute capability 8.0 / 9.0 (A100, H100, H200)", "NVIDIA A100-SXM4-80GB", True)],
+    [
+        ("H200 SXM", "NVIDIA H200", True),
+        ("H100 SXM5", "NVIDIA H100 PCIe", False),
+        ("H100 PCIe", "NVIDIA H100 PCIe", True),
+        ("H100 PCIe", "NVIDIA H100 80GB HBM3", False),
+        ("any", "NVIDIA H200", True),
+        ("A100, H100, H200", "NVIDIA H200", True),
+        ("RTX 4090", "NVIDIA GeForce RTX 4090", True),
+        ("A100 SXM4 / PCIe", "NVIDIA H200", False),
+        ("compute capability 8.0 / 9.0 (A100, H100, H200)", "NVIDIA A100-SXM4-80GB", True),
+    ],
 )
 def test_applies_to(device_claim: str, device: str, applies: bool) -> None:
     assert applies_to(claim(device=device_claim), device) is applies
 
 
 def test_other_device_is_not_a_disagreement() -> None:
-    verdict = judge(claim(device="H100 SXM5", unit="SMs", value=132, tolerance=0.0), 132,
-                    "SMs", "NVIDIA H100 PCIe")
+    verdict = judge(
+        claim(device="H100 SXM5", unit="SMs", value=132, tolerance=0.0),
+        132,
+        "SMs",
+        "NVIDIA H100 PCIe",
+    )
     assert verdict.kind == "other_device"
     assert "the claim is about H100 SXM5" in verdict.text
 

@@ -31,8 +31,11 @@ def course_copy(tmp_path: Path) -> Path:
     """A copy of the course's lessons and exercises; returns its root."""
     root = tmp_path / "course"
     shutil.copytree(ROOT / "lessons", root / "lessons")
-    shutil.copytree(ROOT / "exercises", root / "exercises",
-                    ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    shutil.copytree(
+        ROOT / "exercises",
+        root / "exercises",
+        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"),
+    )
     return root
 
 
@@ -41,12 +44,14 @@ def load(root: Path) -> Course:
 
 
 def tree(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
-def test_init_copies_every_notebook_and_its_visible_checks(course_copy: Path,
-                                                          tmp_path: Path) -> None:
+def test_init_copies_every_notebook_and_its_visible_checks(
+    course_copy: Path, tmp_path: Path
+) -> None:
     course = load(course_copy)
     before = tree(course_copy / "exercises")
     workspace, made = init_workspace(course, tmp_path / "mine")
@@ -58,8 +63,8 @@ def test_init_copies_every_notebook_and_its_visible_checks(course_copy: Path,
         checks = f"test_{entry.name.replace('-', '_')}.py"
         assert (mine.parent / checks).read_bytes() == (entry.notebook.parent / checks).read_bytes()
     assert (workspace.root / "README.md").is_file()
-    assert tree(course_copy / "exercises") == before          # the course is never written
-    assert current_workspace() == workspace                   # remembered
+    assert tree(course_copy / "exercises") == before  # the course is never written
+    assert current_workspace() == workspace  # remembered
     assert require_workspace().root == workspace.root
 
 
@@ -81,7 +86,7 @@ def test_init_refuses_a_folder_that_is_not_empty_and_reuses_a_workspace(
     workspace, _ = init_workspace(course, tmp_path / "ws")
     entry = course.exercises()[0]
     workspace.notebook(entry).write_text("my answers")
-    again, made = init_workspace(course, tmp_path / "ws")   # taken into use again
+    again, made = init_workspace(course, tmp_path / "ws")  # taken into use again
     assert not made and again.root == workspace.root
     assert workspace.notebook(entry).read_text() == "my answers"
 
@@ -123,8 +128,10 @@ def test_an_upgrade_adds_updates_and_reports_but_never_overwrites(
         data["cells"][0]["source"] = "# a newer version of the exercise\n"
         entry.notebook.write_text(json.dumps(data))
     manifest = course_copy / "lessons" / "course.toml"
-    manifest.write_text(manifest.read_text() + '\n[[exercises]]\nname = "extra"\nlesson = '
-                        '"containers"\ngpu = false\ntime_limit = 30\nhints = ["h"]\n')
+    manifest.write_text(
+        manifest.read_text() + '\n[[exercises]]\nname = "extra"\nlesson = '
+        '"containers"\ngpu = false\ntime_limit = 30\nhints = ["h"]\n'
+    )
     shutil.copy(touched.notebook, touched.notebook.with_name("extra.ipynb"))
     (touched.notebook.parent / "test_extra.py").write_text("def test_x():\n    pass\n")
     upgraded = load(course_copy)
@@ -133,7 +140,7 @@ def test_an_upgrade_adds_updates_and_reports_but_never_overwrites(
     assert report.added == ("extra",)
     assert report.updated == ("roofline",)
     assert report.changed == ("namespaces",)
-    assert workspace.notebook(touched).read_text() == "my answers"     # never overwritten
+    assert workspace.notebook(touched).read_text() == "my answers"  # never overwritten
     assert workspace.notebook(untouched).read_bytes() == untouched.notebook.read_bytes()
     assert (workspace.root / "containers" / "extra.ipynb").is_file()
     lines = "\n".join(report.lines())

@@ -94,9 +94,15 @@ def test_the_sm_counts_come_from_the_recording_and_specs_toml() -> None:
     sm = _box(data, "One SM of 132")
     partitions = [b for b in sm.walk() if b.label.startswith("Partition ")]
     assert len(partitions) == parts == 4
-    per = {ref: int(specs.get(ref).value / parts)  # type: ignore[union-attr,operator]
-           for ref in ("sm-units.int32_lanes", "sm-units.fp64_lanes_cc90",
-                       "sm-units.sfus_per_sm", "sm-units.tensor_cores_per_sm")}
+    per = {
+        ref: int(specs.get(ref).value / parts)  # type: ignore[union-attr,operator]
+        for ref in (
+            "sm-units.int32_lanes",
+            "sm-units.fp64_lanes_cc90",
+            "sm-units.sfus_per_sm",
+            "sm-units.tensor_cores_per_sm",
+        )
+    }
     fp32 = specs.get("sm-units.fp32_lanes_per_partition_cc90").value  # type: ignore[union-attr]
     registers = specs.get("cc-limits.registers_per_partition").value  # type: ignore[union-attr]
     for partition in partitions:
@@ -113,17 +119,20 @@ def test_the_sm_counts_come_from_the_recording_and_specs_toml() -> None:
     assert register_file == "256 KiB" and register_file in sm.lines[0]
     shared = binary_size(_reading("cuda_properties", "sharedMemPerMultiprocessor"))
     memory = _box(data, "L1 data cache and shared memory")
-    assert memory.lines == (f"{_spec('sm-units.l1_shared_cc90')} of SRAM, up to {shared} "
-                            "as shared memory",)
+    assert memory.lines == (
+        f"{_spec('sm-units.l1_shared_cc90')} of SRAM, up to {shared} as shared memory",
+    )
     l2 = _box(data, "L2 cache, shared by all 132 SMs")
-    assert l2.lines == (f"{binary_size(_reading('cuda_properties', 'l2CacheSize'))} as CUDA "
-                        f"reports it; {_spec('h200.l2_cache')} on the datasheet",)
+    assert l2.lines == (
+        f"{binary_size(_reading('cuda_properties', 'l2CacheSize'))} as CUDA "
+        f"reports it; {_spec('h200.l2_cache')} on the datasheet",
+    )
     assert l2.lines[0].startswith("60 MiB") and "50 MB" in l2.lines[0]
     hbm = _box(data, "HBM3e")
-    assert hbm.lines == (f"{_spec('h200.memory')}, {_spec('h200.memory_bandwidth')} on the "
-                         "datasheet",)
-    assert data.source == (f"{RECORDED}; specs.toml: topics.sm-units, topics.cc-limits, "
-                           "gpus.h200")
+    assert hbm.lines == (
+        f"{_spec('h200.memory')}, {_spec('h200.memory_bandwidth')} on the datasheet",
+    )
+    assert data.source == (f"{RECORDED}; specs.toml: topics.sm-units, topics.cc-limits, gpus.h200")
 
 
 def test_the_ladder_is_the_recordings_latencies_and_sizes() -> None:
@@ -131,12 +140,20 @@ def test_the_ladder_is_the_recordings_latencies_and_sizes() -> None:
     assert data.root is not None
     rungs = data.root.children
     assert [r.label.split(":")[0] for r in rungs] == [
-        "Registers", "Shared memory", "L1", "L2", "HBM3e"]
+        "Registers",
+        "Shared memory",
+        "L1",
+        "L2",
+        "HBM3e",
+    ]
     widths = [r.width for r in rungs]
     assert widths == sorted(widths) and widths[-1] == 1
-    latencies = [("smem_latency", "smem_latency"), ("pointer_chase_latency", "l1_latency"),
-                 ("pointer_chase_latency", "l2_latency"),
-                 ("pointer_chase_latency", "hbm_latency")]
+    latencies = [
+        ("smem_latency", "smem_latency"),
+        ("pointer_chase_latency", "l1_latency"),
+        ("pointer_chase_latency", "l2_latency"),
+        ("pointer_chase_latency", "hbm_latency"),
+    ]
     cycles = []
     for rung, (probe, key) in zip(rungs[1:], latencies, strict=True):
         value, ns = _reading(probe, f"{key}_cycles"), _reading(probe, f"{key}_ns")
@@ -147,8 +164,9 @@ def test_the_ladder_is_the_recordings_latencies_and_sizes() -> None:
     assert rungs[1].lines[0] == "up to 228 KiB per SM"
     assert rungs[3].lines[0] == "60 MiB as CUDA reports it, 50 MB on the datasheet"
     copy = _reading("hbm_bandwidth", "memcpy_bandwidth")
-    assert rungs[4].lines[0] == (f"141 GB and 4.8 TB/s on the datasheet; cudaMemcpy "
-                                 f"{copy:,.0f} GB/s, read + written")
+    assert rungs[4].lines[0] == (
+        f"141 GB and 4.8 TB/s on the datasheet; cudaMemcpy {copy:,.0f} GB/s, read + written"
+    )
     assert data.source.startswith(RECORDED)
 
 
@@ -159,13 +177,14 @@ def test_the_recorded_server_is_what_the_probes_recorded() -> None:
     assert len(nodes.rows) == 1
     node = _box(data, "NUMA node 0")
     cpus = next(b for b in node.walk() if b.label == "CPUs")
-    assert cpus.lines == (f"{nodes.rows[0][1]} ({nodes.rows[0][2]} CPUs)",) == (
-        "0-15 (16 CPUs)",)
+    assert cpus.lines == (f"{nodes.rows[0][1]} ({nodes.rows[0][2]} CPUs)",) == ("0-15 (16 CPUs)",)
     gpu = _box(data, "GPU0")
     assert gpu.lines == ("NVIDIA H200", "00000000:00:06.0", "PCIe 32.0 GT/s x16")
     assert not any(b.label == "Inter-socket link" for b in data.boxes())
-    assert data.notes[0] == ("one NUMA node and one GPU recorded; the NUMA node nearest "
-                             "each GPU: 0 (NVML memory affinity)")
+    assert data.notes[0] == (
+        "one NUMA node and one GPU recorded; the NUMA node nearest "
+        "each GPU: 0 (NVML memory affinity)"
+    )
     assert "numa_node is -1" in data.notes[1]
     assert data.source == RECORDED
 
@@ -173,8 +192,12 @@ def test_the_recorded_server_is_what_the_probes_recorded() -> None:
 def _lesson_matrix() -> dict[str, dict[str, str]]:
     """The numa lesson's illustrative `nvidia-smi topo -m`, row by row."""
     lesson = _course().lesson("numa")
-    block = next(note.markdown for node in lesson.nodes for note in node.notes
-                 if note.kind == "code" and "CPU Affinity" in note.markdown)
+    block = next(
+        note.markdown
+        for node in lesson.nodes
+        for note in node.notes
+        if note.kind == "code" and "CPU Affinity" in note.markdown
+    )
     lines = [line for line in block.splitlines() if line.strip() and not line.startswith("`")]
     header = lines[0].split()[:5]
     rows = {}
@@ -186,10 +209,11 @@ def _lesson_matrix() -> dict[str, dict[str, str]]:
 
 def test_the_two_socket_example_is_the_numa_lessons_matrix() -> None:
     data = _built("two-socket-server")
-    assert data.source == ("an example, not a measurement: the numa lesson's illustrative "
-                           "nvidia-smi topo -m")
+    assert data.source == (
+        "an example, not a measurement: the numa lesson's illustrative nvidia-smi topo -m"
+    )
     matrix = _lesson_matrix()
-    where: dict[str, tuple[int, int, int]] = {}   # device: (node, bridge, group)
+    where: dict[str, tuple[int, int, int]] = {}  # device: (node, bridge, group)
     for node in EXAMPLE_SERVER:
         for b, bridge in enumerate(node.bridges):
             for g, group in enumerate(bridge.groups):
@@ -204,7 +228,7 @@ def test_the_two_socket_example_is_the_numa_lessons_matrix() -> None:
             if other not in where or other == name:
                 continue
             one, two = where[name], where[other]
-            expected = ("PIX" if one == two else "NODE" if one[0] == two[0] else "SYS")
+            expected = "PIX" if one == two else "NODE" if one[0] == two[0] else "SYS"
             assert label == expected, (name, other)
     labels = [b.label for b in data.boxes()]
     assert labels.count("PCIe switch") == 2 and "Inter-socket link" in labels
@@ -214,10 +238,12 @@ def test_the_stacks_follow_their_lessons_and_quote_the_recorded_driver() -> None
     cuda = _built("cuda-layers")
     lesson = _course().lesson("cuda-stack")
     heading = next(n for n in lesson.nodes if n.label == "The layers, top to bottom")
-    taught = [c.label.split(":")[0].lower() for c in heading.children
-              if ":" in c.label and "machine" not in c.label]
-    assert taught == ["framework", "libraries", "cuda runtime", "driver api",
-                      "kernel-mode driver"]
+    taught = [
+        c.label.split(":")[0].lower()
+        for c in heading.children
+        if ":" in c.label and "machine" not in c.label
+    ]
+    assert taught == ["framework", "libraries", "cuda runtime", "driver api", "kernel-mode driver"]
     drawn = [b.label.lower() for b in cuda.boxes() if not b.children]
     positions = [next(i for i, label in enumerate(drawn) if layer in label) for layer in taught]
     assert positions == sorted(positions)
@@ -229,8 +255,9 @@ def test_the_stacks_follow_their_lessons_and_quote_the_recorded_driver() -> None
     container = _built("container-stack")
     assert "NVIDIA Container Toolkit 1.18: three ways in" in container.text()
     assert "gpulab's H200: 580.159.04, open modules" in container.text()
-    assert container.notes[0].startswith("On gpulab's H200 no toolkit was installed "
-                                         "(nvidia-ctk: not on PATH")
+    assert container.notes[0].startswith(
+        "On gpulab's H200 no toolkit was installed (nvidia-ctk: not on PATH"
+    )
 
 
 def test_the_stacks_draw_their_structure_without_a_recording() -> None:
@@ -258,7 +285,11 @@ def test_the_timeline_is_course_toml_and_the_roadmaps_tables() -> None:
     listed = [line for box in detail.children for line in box.lines[:-1]]
     assert listed == [e.id for e in sorted(course.entries, key=lambda e: e.day)]
     assert [b.lines[-1] for b in detail.children] == [
-        "plan day 1", "plan day 2", "plan day 3", "gpulab's own"]
+        "plan day 1",
+        "plan day 2",
+        "plan day 3",
+        "gpulab's own",
+    ]
     assert data.source == "course.toml and the roadmap lesson's tables"
 
 
@@ -272,16 +303,23 @@ def test_a_diagram_without_its_sources_says_why() -> None:
     assert timeline.missing == "the course is not here"
     other = dict(recorded_results())
     props = other["cuda_properties"].to_dict()
-    props["readings"] = [{**r, "value": "8.0"} if r["key"] == "computeCapability" else r
-                         for r in props["readings"]]
+    props["readings"] = [
+        {**r, "value": "8.0"} if r["key"] == "computeCapability" else r for r in props["readings"]
+    ]
     other["cuda_properties"] = ProbeResult.from_dict(props)
-    assert "compute capability 8.0" in build_diagram(DIAGRAMS["sm-layout"],
-                                                     _inputs(recorded=other)).missing
+    assert (
+        "compute capability 8.0"
+        in build_diagram(DIAGRAMS["sm-layout"], _inputs(recorded=other)).missing
+    )
 
 
 def test_a_link_to_no_box_is_a_mistake_in_the_declaration() -> None:
-    broken = Diagram("broken", "Broken", "A link to nowhere.",
-                     lambda _f: Drawing(Box("a", key="a"), (Link("a", "b"),)))
+    broken = Diagram(
+        "broken",
+        "Broken",
+        "A link to nowhere.",
+        lambda _f: Drawing(Box("a", key="a"), (Link("a", "b"),)),
+    )
     with pytest.raises(ValueError, match="links to no box: \\['b'\\]"):
         build_diagram(broken, DiagramInputs())
     with pytest.raises(ValueError, match="span must be positive"):
@@ -289,10 +327,17 @@ def test_a_link_to_no_box_is_a_mistake_in_the_declaration() -> None:
 
 
 def test_a_result_that_is_not_recorded_is_named_as_measured() -> None:
-    own = {name: ProbeResult.from_dict({**r.to_dict(), "recorded": None,
-                                        "device": "NVIDIA Test GPU",
-                                        "started": "2026-12-24T10:00:00Z"})
-           for name, r in recorded_results().items()}
+    own = {
+        name: ProbeResult.from_dict(
+            {
+                **r.to_dict(),
+                "recorded": None,
+                "device": "NVIDIA Test GPU",
+                "started": "2026-12-24T10:00:00Z",
+            }
+        )
+        for name, r in recorded_results().items()
+    }
     data = build_diagram(DIAGRAMS["memory-ladder"], _inputs(recorded=own))
     assert data.source.startswith("NVIDIA Test GPU, measured 2026-12-24")
 
@@ -311,22 +356,36 @@ def test_the_data_side_imports_no_drawing_library() -> None:
         assert not heavy, heavy
         print("ok")
     """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=False, env=dict(os.environ))
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=dict(os.environ),
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
 
 
 def test_every_diagram_is_placed_in_its_lesson() -> None:
     course = _course()
-    placed = {mark.id: entry.id for entry in course.entries
-              for node in course.lesson(entry.id).nodes for mark in node.figures
-              if mark.id in DIAGRAMS}
+    placed = {
+        mark.id: entry.id
+        for entry in course.entries
+        for node in course.lesson(entry.id).nodes
+        for mark in node.figures
+        if mark.id in DIAGRAMS
+    }
     assert placed == {
-        "course-timeline": "roadmap", "container-stack": "containers",
-        "cuda-layers": "cuda-stack", "two-socket-server": "numa",
-        "recorded-server": "numa", "sm-layout": "gpu-architecture",
-        "memory-ladder": "memory-hierarchy"}
+        "course-timeline": "roadmap",
+        "container-stack": "containers",
+        "cuda-layers": "cuda-stack",
+        "two-socket-server": "numa",
+        "recorded-server": "numa",
+        "sm-layout": "gpu-architecture",
+        "memory-ladder": "memory-hierarchy",
+    }
 
 
 def test_probe_results_are_read_not_changed() -> None:
@@ -339,7 +398,9 @@ def test_probe_results_are_read_not_changed() -> None:
 
 def test_a_markdown_table_is_read_row_by_row() -> None:
     assert markdown_table("| phase | days |\n| --- | :-: |\n| serving | days 19-26 |\n") == [
-        ["phase", "days"], ["serving", "days 19-26"]]
+        ["phase", "days"],
+        ["serving", "days 19-26"],
+    ]
 
 
 def test_the_linter_knows_diagram_ids_and_still_reports_unknown_ones(tmp_path: Path) -> None:
@@ -348,14 +409,14 @@ def test_the_linter_knows_diagram_ids_and_still_reports_unknown_ones(tmp_path: P
     folder = tmp_path / "lessons"
     folder.mkdir()
     (folder / "course.toml").write_text(
-        '[course]\ntitle = "C"\n\n[[lessons]]\nid = "t"\nday = 1\ntitle = "T"\n',
-        encoding="utf-8")
+        '[course]\ntitle = "C"\n\n[[lessons]]\nid = "t"\nday = 1\ntitle = "T"\n', encoding="utf-8"
+    )
     (folder / "t.md").write_text(
         "---\ntitle: T\nday: 1\nobjectives: [x]\n---\n# T\n\n- The SM\n\n"
         "  <!-- figure: sm-layout -->\n- Nothing\n\n  <!-- figure: no-such-diagram -->\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     course = load_course(folder)
     problems = [p for p in course.lint(figures=FIGURE_IDS) if "unknown figure" in p.message]
-    assert [(p.line, p.message) for p in problems] == [
-        (13, "unknown figure 'no-such-diagram'")]
+    assert [(p.line, p.message) for p in problems] == [(13, "unknown figure 'no-such-diagram'")]
     assert unknown_figures(course.lesson("t"), FIGURE_IDS) == problems

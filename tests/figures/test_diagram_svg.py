@@ -31,8 +31,9 @@ SVG = "{http://www.w3.org/2000/svg}"
 @cache
 def _data(diagram_id: str) -> DiagramData:
     course = load_course()
-    return build_diagram(DIAGRAMS[diagram_id],
-                         DiagramInputs(recorded_results(), course.specs, course))
+    return build_diagram(
+        DIAGRAMS[diagram_id], DiagramInputs(recorded_results(), course.specs, course)
+    )
 
 
 @cache
@@ -94,8 +95,14 @@ def test_drawing_is_deterministic_within_and_across_processes() -> None:
         assert "matplotlib" in sys.modules
     """)
     env = {**os.environ, "PYTHONHASHSEED": "4242"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=False, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == _svg("two-socket-server")
 
@@ -137,9 +144,13 @@ def test_every_box_sits_inside_its_parent_and_beside_its_neighbours(diagram_id: 
 
 
 def test_an_arrow_joins_the_facing_edges_of_its_boxes() -> None:
-    root = Box("", children=(
-        Box("", layout="row", children=(Box("a", key="a"), Box("b", key="b"))),
-        Box("c", key="c")))
+    root = Box(
+        "",
+        children=(
+            Box("", layout="row", children=(Box("a", key="a"), Box("b", key="b"))),
+            Box("c", key="c"),
+        ),
+    )
     links = (Link("a", "b"), Link("a", "c", "down"), Link("c", "b"))
     placed, arrows, _ = layout(root, links, 200)
     box = {p.box.key: p for p in placed if p.box.key}

@@ -51,8 +51,11 @@ def _rows(probe: str, column: str) -> list[dict[str, Any]]:
 @cache
 def _inputs() -> Inputs:
     course = load_course()
-    return Inputs(recorded=recorded_results(), specs=course.specs,
-                  baseline=load_baseline(course.manifest.path.parent))
+    return Inputs(
+        recorded=recorded_results(),
+        specs=course.specs,
+        baseline=load_baseline(course.manifest.path.parent),
+    )
 
 
 def _built(figure_id: str, inputs: Inputs | None = None) -> FigureData:
@@ -77,7 +80,7 @@ def test_every_figure_builds_from_the_h200_recording(figure_id: str) -> None:
     assert data.series and all(s.y for s in data.series)
     figure = FIGURES[figure_id]
     used = [_json()[p] for p in (*figure.probes, *figure.optional) if p in _json()]
-    dates = ", ".join(sorted({r["started"][:10] for r in used}))   # each probe's run
+    dates = ", ".join(sorted({r["started"][:10] for r in used}))  # each probe's run
     if figure.datasheets:
         assert data.source == "NVIDIA's datasheets, as specs.toml cites them"
     elif figure.baseline:
@@ -92,8 +95,9 @@ def test_latency_against_footprint_is_the_recorded_sweep() -> None:
     rows = _rows("pointer_chase_latency", "footprint")
     assert points == {float(r["footprint"]): float(r["latency"]) for r in rows}
     plateaus = {line.value for line in data.lines if line.axis == "y"}
-    assert plateaus == {_reading("pointer_chase_latency", f"{k}_latency_cycles")
-                        for k in ("l1", "l2", "hbm")}
+    assert plateaus == {
+        _reading("pointer_chase_latency", f"{k}_latency_cycles") for k in ("l1", "l2", "hbm")
+    }
     (l2,) = [line for line in data.lines if line.axis == "x"]
     assert l2.value == _reading("cuda_properties", "l2CacheSize")
 
@@ -110,13 +114,15 @@ def test_the_warm_cache_pitfall_is_the_baselines_two_chases() -> None:
 
 def test_bandwidth_figures_carry_the_recorded_rates() -> None:
     stride = _series(_built("stride-sweep"), "measured")
-    assert stride == {float(r["stride"]): r["useful bandwidth"]
-                      for r in _rows("stride_sweep", "useful bandwidth")}
+    assert stride == {
+        float(r["stride"]): r["useful bandwidth"] for r in _rows("stride_sweep", "useful bandwidth")
+    }
     occupancy = _series(_built("occupancy-bandwidth"), "copy_float4")
     assert occupancy[64.0] == 3985.5 and occupancy[4.0] == 1134.7
     shapes = _built("copy-launch-shapes")
-    assert sorted(shapes.series[0].y) == sorted(r["bandwidth"] for r in
-                                                _rows("hbm_bandwidth", "blocks"))
+    assert sorted(shapes.series[0].y) == sorted(
+        r["bandwidth"] for r in _rows("hbm_bandwidth", "blocks")
+    )
     lines = {line.label.split(":")[0]: line for line in shapes.lines}
     assert lines["cudaMemcpy"].value == _reading("hbm_bandwidth", "memcpy_bandwidth")
     sheet = lines["datasheet"]
@@ -124,15 +130,17 @@ def test_bandwidth_figures_carry_the_recorded_rates() -> None:
     pcie = _built("pcie-copy")
     assert _series(pcie, "host to device") == {
         "pinned host memory": _reading("pcie_bandwidth", "h2d_pinned_bandwidth"),
-        "pageable host memory": _reading("pcie_bandwidth", "h2d_pageable_bandwidth")}
+        "pageable host memory": _reading("pcie_bandwidth", "h2d_pageable_bandwidth"),
+    }
     assert pcie.lines[0].value == _reading("pcie_bandwidth", "link_bandwidth")
 
 
 def test_compute_figures_carry_the_recorded_throughputs_and_datasheet_peaks() -> None:
     dtypes = _built("matmul-dtypes")
     measured, sheet = _series(dtypes, "measured"), _series(dtypes, "datasheet")
-    assert measured == {r["precision"]: r["throughput"]
-                        for r in _rows("matmul_throughput", "throughput")}
+    assert measured == {
+        r["precision"]: r["throughput"] for r in _rows("matmul_throughput", "throughput")
+    }
     assert sheet == {"fp16": 989.4, "bf16": 989.4, "tf32": 494.7, "fp32": 67.0}
     roofline = _built("roofline")
     fp16_roof = _series(roofline, "FP16 Tensor Cores, measured")
@@ -148,8 +156,10 @@ def test_compute_figures_carry_the_recorded_throughputs_and_datasheet_peaks() ->
     assert (at, rate) == (pytest.approx(8192 / 3), 659.3)
     peak = _built("fp32-peak")
     assert [s.y[0] for s in peak.series] == [
-        _reading("fp32_peak", "fp32_tflops"), _reading("fp32_peak", "fp32_peak_at_clock_tflops"),
-        67.0]
+        _reading("fp32_peak", "fp32_tflops"),
+        _reading("fp32_peak", "fp32_peak_at_clock_tflops"),
+        67.0,
+    ]
     divergence = _series(_built("divergence-cost"), "kernel time")
     assert divergence["two ways: lanes 0-15 A, 16-31 B"] == 1.965
     conflicts = _series(_built("bank-conflicts"), "measured")
@@ -158,8 +168,9 @@ def test_compute_figures_carry_the_recorded_throughputs_and_datasheet_peaks() ->
 
 def test_device_figures_carry_the_recorded_telemetry() -> None:
     power = _series(_built("power-by-probe"), "highest power")
-    assert power["Matrix multiply throughput"] == \
-        _json()["matmul_throughput"]["telemetry"]["power_w"]
+    assert (
+        power["Matrix multiply throughput"] == _json()["matmul_throughput"]["telemetry"]["power_w"]
+    )
     assert len(power) == sum(1 for r in _json().values() if r.get("telemetry"))
     clock = _built("sm-clock-by-probe")
     assert _series(clock, "lowest")["Matrix multiply throughput"] == 1425.0
@@ -171,8 +182,10 @@ def test_device_figures_carry_the_recorded_telemetry() -> None:
 
 
 def test_a_figure_whose_probe_is_missing_says_why() -> None:
-    bare = Inputs(recorded={k: v for k, v in recorded_results().items()
-                            if k != "stride_sweep"}, specs=_inputs().specs)
+    bare = Inputs(
+        recorded={k: v for k, v in recorded_results().items() if k != "stride_sweep"},
+        specs=_inputs().specs,
+    )
     data = _built("stride-sweep", bare)
     assert not data.drawable and not data.series
     assert "stride_sweep" in data.missing and "gpulab probe run stride_sweep" in data.missing
@@ -183,15 +196,17 @@ def test_a_figure_whose_probe_is_missing_says_why() -> None:
 def test_a_result_without_the_table_says_which_table() -> None:
     chase = recorded_results()["pointer_chase_latency"]
     bare = structs.replace(chase, tables=())
-    data = _built("latency-footprint",
-                  replace(_inputs(), recorded={**recorded_results(), chase.probe: bare}))
+    data = _built(
+        "latency-footprint", replace(_inputs(), recorded={**recorded_results(), chase.probe: bare})
+    )
     assert not data.drawable
     assert "pointer_chase_latency" in data.missing and "'footprint'" in data.missing
 
 
 def _own(result: ProbeResult, device: str) -> ProbeResult:
-    return structs.replace(result, recorded=None, device=device,
-                           started="2026-12-05T10:00:00+00:00")
+    return structs.replace(
+        result, recorded=None, device=device, started="2026-12-05T10:00:00+00:00"
+    )
 
 
 def test_the_learners_own_results_win_and_say_so() -> None:
@@ -205,7 +220,7 @@ def test_the_learners_own_results_win_and_say_so() -> None:
 
 def test_a_figure_never_mixes_two_machines() -> None:
     recorded = recorded_results()
-    mine = _own(recorded["hbm_bandwidth"], "NVIDIA H100 PCIe")   # one of the roofline's three
+    mine = _own(recorded["hbm_bandwidth"], "NVIDIA H100 PCIe")  # one of the roofline's three
     data = _built("roofline", replace(_inputs(), own={"hbm_bandwidth": mine}))
     assert data.source.startswith("NVIDIA H200, gpulab's recording")
 
@@ -219,23 +234,48 @@ def test_a_gpu_without_a_datasheet_gets_no_datasheet_lines_and_says_so() -> None
 
 def test_datasheet_tables_are_matched_by_model_and_form_factor() -> None:
     specs = _inputs().specs
-    found = {name: (t.id if (t := datasheet_gpu(specs, name)) else None) for name in (
-        "NVIDIA H200", "NVIDIA H100 PCIe", "NVIDIA A100-SXM4-80GB", "NVIDIA H20",
-        "NVIDIA GeForce RTX 4090", "NVIDIA H100 80GB HBM3", "Tesla T4")}
-    assert found == {"NVIDIA H200": "h200", "NVIDIA H100 PCIe": "h100-pcie",
-                     "NVIDIA A100-SXM4-80GB": "a100-80gb", "NVIDIA H20": "h20",
-                     "NVIDIA GeForce RTX 4090": "rtx-4090",
-                     "NVIDIA H100 80GB HBM3": None,   # SXM5 or PCIe: the name does not say
-                     "Tesla T4": None}
+    found = {
+        name: (t.id if (t := datasheet_gpu(specs, name)) else None)
+        for name in (
+            "NVIDIA H200",
+            "NVIDIA H100 PCIe",
+            "NVIDIA A100-SXM4-80GB",
+            "NVIDIA H20",
+            "NVIDIA GeForce RTX 4090",
+            "NVIDIA H100 80GB HBM3",
+            "Tesla T4",
+        )
+    }
+    assert found == {
+        "NVIDIA H200": "h200",
+        "NVIDIA H100 PCIe": "h100-pcie",
+        "NVIDIA A100-SXM4-80GB": "a100-80gb",
+        "NVIDIA H20": "h20",
+        "NVIDIA GeForce RTX 4090": "rtx-4090",
+        "NVIDIA H100 80GB HBM3": None,  # SXM5 or PCIe: the name does not say
+        "Tesla T4": None,
+    }
 
 
 def test_a_partial_table_row_is_skipped_not_invented() -> None:
     sweep = recorded_results()["stride_sweep"]
     table = sweep.tables[0]
-    holed = Table(table.title, table.columns,
-                  (table.rows[0], (2, None, None, 2), *table.rows[2:]), table.units)
-    data = _built("stride-sweep", replace(_inputs(), recorded={
-        **recorded_results(), "stride_sweep": structs.replace(sweep, tables=(holed,))}))
+    holed = Table(
+        table.title,
+        table.columns,
+        (table.rows[0], (2, None, None, 2), *table.rows[2:]),
+        table.units,
+    )
+    data = _built(
+        "stride-sweep",
+        replace(
+            _inputs(),
+            recorded={
+                **recorded_results(),
+                "stride_sweep": structs.replace(sweep, tables=(holed,)),
+            },
+        ),
+    )
     measured = _series(data, "measured")
     assert 2.0 not in measured and measured[4.0] == 1110.8
 
@@ -255,8 +295,14 @@ def test_the_data_side_imports_no_plotting_library() -> None:
         assert not heavy, heavy
         print("ok")
     """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=False, env=dict(os.environ))
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=dict(os.environ),
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
 
@@ -288,8 +334,9 @@ def test_the_decode_ridge_divides_each_datasheet_peak_by_its_bandwidth() -> None
             assert peak.unit == "TFLOPS" and bandwidth.unit in ("TB/s", "GB/s"), table.id
             tbs = bandwidth.value / (1000 if bandwidth.unit == "GB/s" else 1)
             expected[table.title.split(" (")[0].removeprefix("NVIDIA ")] = round(
-                peak.value / tbs, 1)
+                peak.value / tbs, 1
+            )
     assert ridges == expected and len(ridges) >= 4
-    assert ridges["H100 SXM5"] == 295.3                 # the lesson's worked example, 295
+    assert ridges["H100 SXM5"] == 295.3  # the lesson's worked example, 295
     (decode,) = data.lines
     assert decode.value == 1.0 and all(r > 10 * decode.value for r in ridges.values())

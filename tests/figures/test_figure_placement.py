@@ -50,8 +50,8 @@ def _lesson(tmp_path: Path, text: str = LESSON) -> Path:
     folder = tmp_path / "lessons"
     folder.mkdir(exist_ok=True)
     (folder / "course.toml").write_text(
-        '[course]\ntitle = "C"\n\n[[lessons]]\nid = "t"\nday = 1\ntitle = "T"\n',
-        encoding="utf-8")
+        '[course]\ntitle = "C"\n\n[[lessons]]\nid = "t"\nday = 1\ntitle = "T"\n', encoding="utf-8"
+    )
     (folder / "t.md").write_text(text, encoding="utf-8")
     return folder
 
@@ -70,7 +70,7 @@ def test_markers_place_figures_on_their_nodes(tmp_path: Path) -> None:
         FigureMark("latency-footprint", _line(LESSON, "figure: latency-footprint"), 1),
     )
     assert [n.markdown for n in sweep.notes] == ["First note.", "Second note."]
-    assert lesson.nodes[2].figures == ()   # inside a note's text it places nothing ...
+    assert lesson.nodes[2].figures == ()  # inside a note's text it places nothing ...
     warned = {(p.line, p.message) for p in lesson.problems}
     assert (_line(LESSON, "A note with"), "a figure annotation inside a note's text") in warned
     # ... and an id that cannot be one is a lint warning where it stands.
@@ -82,14 +82,16 @@ def test_an_unknown_figure_is_a_lint_problem_at_its_line(tmp_path: Path) -> None
     course = load_course(folder)
     problems = [p for p in course.lint(figures=FIGURE_IDS) if "unknown figure" in p.message]
     assert [(p.path, p.line, p.message) for p in problems] == [
-        (folder / "t.md", _line(LESSON, "no-such-figure"), "unknown figure 'no-such-figure'")]
+        (folder / "t.md", _line(LESSON, "no-such-figure"), "unknown figure 'no-such-figure'")
+    ]
     assert unknown_figures(course.lesson("t"), FIGURE_IDS) == problems
     # Without the ids the course cannot tell, and says nothing about them.
     assert not any("unknown figure" in p.message for p in course.lint())
 
 
 def test_the_linter_command_reports_it_as_file_and_line(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = _lesson(tmp_path)
     monkeypatch.setenv("GPULAB_COURSE_DIR", str(folder))
     out = io.StringIO()
@@ -114,7 +116,15 @@ def test_every_figure_is_placed_in_some_lesson_and_every_placement_exists() -> N
 
 def test_every_lesson_with_probe_data_shows_a_figure() -> None:
     course = load_course()
-    with_figures = {e.id for e in course.entries
-                    if any(n.figures for n in course.lesson(e.id).nodes)}
-    assert {"memory-hierarchy", "gpu-architecture", "tensor-cores", "numa", "gpu-management",
-            "measuring", "cuda-programming"} <= with_figures
+    with_figures = {
+        e.id for e in course.entries if any(n.figures for n in course.lesson(e.id).nodes)
+    }
+    assert {
+        "memory-hierarchy",
+        "gpu-architecture",
+        "tensor-cores",
+        "numa",
+        "gpu-management",
+        "measuring",
+        "cuda-programming",
+    } <= with_figures

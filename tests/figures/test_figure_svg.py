@@ -30,8 +30,11 @@ XLINK = "{http://www.w3.org/1999/xlink}href"
 @cache
 def _data(figure_id: str) -> FigureData:
     course = load_course()
-    inputs = Inputs(recorded=recorded_results(), specs=course.specs,
-                    baseline=load_baseline(course.manifest.path.parent))
+    inputs = Inputs(
+        recorded=recorded_results(),
+        specs=course.specs,
+        baseline=load_baseline(course.manifest.path.parent),
+    )
     return build_figure(FIGURES[figure_id], inputs)
 
 
@@ -54,7 +57,7 @@ def test_every_figure_draws_well_formed_inline_svg(figure_id: str) -> None:
     # Every id is the figure's own, and every reference points at one of them.
     ids = {e.get("id", "") for e in root.iter() if e.get("id")}
     assert all(i.startswith(f"fig-{figure_id}-") for i in ids), ids
-    refs = set(re.findall(r'url\(#([^)]+)\)', svg))
+    refs = set(re.findall(r"url\(#([^)]+)\)", svg))
     refs |= {e.get(XLINK, "")[1:] for e in root.iter() if e.get(XLINK)}
     assert refs <= ids, refs - ids
     # Colours come from the book's theme, through CSS custom properties.
@@ -88,8 +91,14 @@ def test_drawing_is_deterministic_within_and_across_processes() -> None:
         sys.stdout.write(render_svg(build_figure(FIGURES["latency-footprint"], inputs)))
     """)
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=True, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
+    )
     assert done.stdout == _svg("latency-footprint")
 
 

@@ -44,20 +44,27 @@ from run_attacks import _raises_in_a_check, graded_count, sha, tagged_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_REPORT = ROOT / "solutions" / "landscape" / "env-report.ipynb"
-WRONG_ENV_REPORT = ROOT / "tests" / "fixtures" / "wrong_answers" / "env-report" / \
-    "wrong1-split-every-equals.ipynb"
-STUBS = {"env-report": ROOT / "exercises" / "landscape" / "env-report.ipynb",
-         "roofline": ROOT / "exercises" / "memory-hierarchy" / "roofline.ipynb"}
+WRONG_ENV_REPORT = (
+    ROOT / "tests" / "fixtures" / "wrong_answers" / "env-report" / "wrong1-split-every-equals.ipynb"
+)
+STUBS = {
+    "env-report": ROOT / "exercises" / "landscape" / "env-report.ipynb",
+    "roofline": ROOT / "exercises" / "memory-hierarchy" / "roofline.ipynb",
+}
 TIMEOUT = 30.0
-SEED = "20260807"     # the hidden checks' draws (GPULAB_CHECK_SEED): the same here and there
+SEED = "20260807"  # the hidden checks' draws (GPULAB_CHECK_SEED): the same here and there
 
 pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
-                       reason="gpulab[cluster] is not installed (distributed, dask-jobqueue): "
-                              "make test installs it"),
-    pytest.mark.skipif(not sandbox.available().bubblewrap,
-                       reason="bubblewrap cannot make a sandbox on this machine: "
-                              + sandbox.available().bubblewrap_problem),
+    pytest.mark.skipif(
+        importlib.util.find_spec("distributed") is None,
+        reason="gpulab[cluster] is not installed (distributed, dask-jobqueue): "
+        "make test installs it",
+    ),
+    pytest.mark.skipif(
+        not sandbox.available().bubblewrap,
+        reason="bubblewrap cannot make a sandbox on this machine: "
+        + sandbox.available().bubblewrap_problem,
+    ),
 ]
 
 
@@ -68,12 +75,14 @@ class Processes:
         self.folder = folder
         self.started: list[subprocess.Popen[bytes]] = []
 
-    def start(self, name: str, *argv: str, env: dict[str, str] | None = None
-              ) -> tuple[subprocess.Popen[bytes], Path]:
+    def start(
+        self, name: str, *argv: str, env: dict[str, str] | None = None
+    ) -> tuple[subprocess.Popen[bytes], Path]:
         log = self.folder / f"{name}-{uuid.uuid4().hex[:6]}.log"
         with log.open("wb") as out:
-            process = subprocess.Popen([sys.executable, *argv], stdout=out, stderr=out,
-                                       env={**os.environ, **(env or {})})
+            process = subprocess.Popen(
+                [sys.executable, *argv], stdout=out, stderr=out, env={**os.environ, **(env or {})}
+            )
         self.started.append(process)
         return process, log
 
@@ -81,14 +90,25 @@ class Processes:
         """A scheduler on 127.0.0.1; its address."""
         where = self.folder / f"scheduler-{uuid.uuid4().hex[:6]}.json"
         process, log = self.start(
-            "scheduler", "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-            "--port", "0", "--dashboard-address", "127.0.0.1:0", "--scheduler-file",
-            str(where), env={"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "2"})
+            "scheduler",
+            "-m",
+            "distributed.cli.dask_scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--dashboard-address",
+            "127.0.0.1:0",
+            "--scheduler-file",
+            str(where),
+            env={"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "2"},
+        )
         _until(lambda: where.is_file() and where.stat().st_size > 0, 30, process, log)
         return str(json.loads(where.read_text())["address"])
 
-    def worker(self, address: str, *args: str, env: dict[str, str] | None = None,
-               ready: bool = True) -> tuple[subprocess.Popen[bytes], Path]:
+    def worker(
+        self, address: str, *args: str, env: dict[str, str] | None = None, ready: bool = True
+    ) -> tuple[subprocess.Popen[bytes], Path]:
         """`gpulab worker ADDRESS ARGS`; with `ready`, once it serves."""
         process, log = self.start("worker", "-m", "gpulab", "worker", address, *args, env=env)
         if ready:
@@ -132,8 +152,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     started = Processes(tmp_path_factory.mktemp("cluster"))
     try:
         address = started.scheduler()
-        started.worker(address, "--gpus", "0,1", "--fake-gpus", "--cpu-slots", "2",
-                       env={"GPULAB_CHECK_SEED": SEED})
+        started.worker(
+            address,
+            "--gpus",
+            "0,1",
+            "--fake-gpus",
+            "--cpu-slots",
+            "2",
+            env={"GPULAB_CHECK_SEED": SEED},
+        )
         yield address
     finally:
         started.end()
@@ -155,34 +182,48 @@ def _class(folder: Path) -> None:
 
 
 def _grades(summary: GradeSummary) -> dict[tuple[str, str], ExerciseGrade]:
-    return {(learner.slug, grade.exercise): grade for learner in summary.learners
-            for grade in learner.exercises}
+    return {
+        (learner.slug, grade.exercise): grade
+        for learner in summary.learners
+        for grade in learner.exercises
+    }
 
 
 def _seen(grade: ExerciseGrade) -> tuple[object, ...]:
-    return (grade.kind, grade.earned, grade.possible, grade.notebook_hash, grade.guards,
-            tuple((c.check, c.outcome, c.earned, c.hidden) for c in grade.checks))
+    return (
+        grade.kind,
+        grade.earned,
+        grade.possible,
+        grade.notebook_hash,
+        grade.guards,
+        tuple((c.check, c.outcome, c.earned, c.hidden) for c in grade.checks),
+    )
 
 
-def test_a_cluster_grades_a_class_as_this_machine_does(cluster: str, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cluster_grades_a_class_as_this_machine_does(
+    cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GPULAB_CHECK_SEED", SEED)
     folder = tmp_path / "class"
     _class(folder)
     here = grade_class(GradeOptions(folder, tmp_path / "here", workers=2, timeout=TIMEOUT))
-    there = grade_class(GradeOptions(folder, tmp_path / "there", workers=2, timeout=TIMEOUT,
-                                     cluster=_target(cluster)))
+    there = grade_class(
+        GradeOptions(
+            folder, tmp_path / "there", workers=2, timeout=TIMEOUT, cluster=_target(cluster)
+        )
+    )
     local, remote = _grades(here), _grades(there)
     assert len(local) == 8 and set(local) == set(remote)
-    assert {key: _seen(g) for key, g in remote.items()} == \
-        {key: _seen(g) for key, g in local.items()}
+    assert {key: _seen(g) for key, g in remote.items()} == {
+        key: _seen(g) for key, g in local.items()
+    }
     kinds = {key: g.kind for key, g in remote.items()}
     assert kinds[("good", "roofline")] == kinds[("good", "env-report")] == "right"
     assert kinds[("stub", "roofline")] == kinds[("wrong", "env-report")] == "wrong"
     assert kinds[("late", "env-report")] == "missing"
     hostile = remote[("wrong", "roofline")]
     message = next(c.message for c in hostile.checks if c.check == "test_arithmetic_intensity")
-    assert "\ufffd lone \ufffd" in message                  # made storable, as locally
+    assert "\ufffd lone \ufffd" in message  # made storable, as locally
     assert there.graded == here.graded == 7 and not there.problems
     assert any("graded on the Dask cluster at" in note for note in there.notes)
     with Gradebook(tmp_path / "there" / "gradebook.sqlite") as book:
@@ -198,9 +239,19 @@ def test_no_two_jobs_overlap_on_one_gpu(cluster: str, tmp_path: Path) -> None:
     jobs = _gpu_jobs(course, tmp_path, 6)
     timeline: list[tuple[str, str, float, float]] = []
     policy = sandbox.Policy(tag=uuid.uuid4().hex[:12])
-    results = list(run_on_cluster(_target(cluster), jobs, course=course,
-                                  policy=policy, timeout=TIMEOUT, recovery_s=1.0, notes=[],
-                                  problems=[], timeline=timeline))
+    results = list(
+        run_on_cluster(
+            _target(cluster),
+            jobs,
+            course=course,
+            policy=policy,
+            timeout=TIMEOUT,
+            recovery_s=1.0,
+            notes=[],
+            problems=[],
+            timeline=timeline,
+        )
+    )
     done = [r for r in results if isinstance(r, Done)]
     assert len(done) == len(results) == 6
     assert sorted(d.job.slug for d in done) == [f"l{n}" for n in range(6)]
@@ -221,8 +272,17 @@ def _gpu_jobs(course: Course, folder: Path, count: int) -> list[Job]:
     for n in range(count):
         notebook = folder / f"l{n}" / "env-report.ipynb"
         _write(nbformat.read(ENV_REPORT, as_version=4), notebook)
-        jobs.append(Job(f"l{n}", replace(entry, gpu=True), notebook, sha(notebook),
-                        checks_hash(entry), 15.0, ()))
+        jobs.append(
+            Job(
+                f"l{n}",
+                replace(entry, gpu=True),
+                notebook,
+                sha(notebook),
+                checks_hash(entry),
+                15.0,
+                (),
+            )
+        )
     return jobs
 
 
@@ -243,8 +303,9 @@ def _stick(dask_worker: object) -> str:
     return str(dask_worker.name)
 
 
-def test_a_gpu_that_does_not_recover_retires_its_worker(processes: Processes,
-                                                        tmp_path: Path) -> None:
+def test_a_gpu_that_does_not_recover_retires_its_worker(
+    processes: Processes, tmp_path: Path
+) -> None:
     """Both GPUs stick after their first job: each is retired, with its event, and the jobs
     left run on the CPU slot, as locally when every GPU is out of rotation."""
     import cloudpickle
@@ -257,8 +318,14 @@ def test_a_gpu_that_does_not_recover_retires_its_worker(processes: Processes,
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     try:
         with Client(address, set_as_default=False) as client:
-            stuck = client.run(_stick, workers=[a for a, i in client.scheduler_info()[
-                "workers"].items() if i["resources"].get("GPU")])
+            stuck = client.run(
+                _stick,
+                workers=[
+                    a
+                    for a, i in client.scheduler_info()["workers"].items()
+                    if i["resources"].get("GPU")
+                ],
+            )
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     assert len(stuck) == 2
@@ -266,32 +333,42 @@ def test_a_gpu_that_does_not_recover_retires_its_worker(processes: Processes,
     jobs = _gpu_jobs(course, tmp_path, 4)
     timeline: list[tuple[str, str, float, float]] = []
     notes: list[str] = []
-    results = list(run_on_cluster(_target(address), jobs, course=course,
-                                  policy=sandbox.Policy(tag=uuid.uuid4().hex[:12]),
-                                  timeout=TIMEOUT, recovery_s=1.0, notes=notes, problems=[],
-                                  timeline=timeline))
+    results = list(
+        run_on_cluster(
+            _target(address),
+            jobs,
+            course=course,
+            policy=sandbox.Policy(tag=uuid.uuid4().hex[:12]),
+            timeout=TIMEOUT,
+            recovery_s=1.0,
+            notes=notes,
+            problems=[],
+            timeline=timeline,
+        )
+    )
     events = [r for r in results if isinstance(r, GpuEvent)]
     done = [r for r in results if isinstance(r, Done)]
     assert sorted(e.gpu[-2:] for e in events) == [":0", ":1"]
     assert all("did not recover within 1 s" in e.text for e in events)
     assert sorted(d.job.slug for d in done) == ["l0", "l1", "l2", "l3"]
     assert all(d.grade.kind == "right" for d in done)
-    assert sorted(gpu[-2:] for gpu, *_ in timeline) == ["", "", ":0", ":1"]   # once each
-    assert worker.poll() is None                       # its CPU slot serves on
+    assert sorted(gpu[-2:] for gpu, *_ in timeline) == ["", "", ":0", ":1"]  # once each
+    assert worker.poll() is None  # its CPU slot serves on
     with Client(address, set_as_default=False) as client:
         left = client.scheduler_info()["workers"].values()
     assert [i["resources"] for i in left] == [{"CPU_SLOT": 1}]
 
 
-def test_a_worker_killed_mid_job_loses_and_duplicates_nothing(processes: Processes,
-                                                              tmp_path: Path) -> None:
+def test_a_worker_killed_mid_job_loses_and_duplicates_nothing(
+    processes: Processes, tmp_path: Path
+) -> None:
     address = processes.scheduler()
     first, _ = processes.worker(address, "--gpus", "", "--cpu-slots", "1")
     second, _ = processes.worker(address, "--gpus", "", "--cpu-slots", "1")
     folder = tmp_path / "class"
     for name in ("a", "b", "c"):
         _write(nbformat.read(ROOFLINE, as_version=4), folder / name / "roofline.ipynb")
-    slow = nbformat.read(ROOFLINE, as_version=4)       # right, but slow: killed in the middle
+    slow = nbformat.read(ROOFLINE, as_version=4)  # right, but slow: killed in the middle
     _answer(slow).source = "import time\ntime.sleep(2)\n\n" + _answer(slow).source
     _write(slow, folder / "slow" / "roofline.ipynb")
     killed: list[int] = []
@@ -301,7 +378,7 @@ def test_a_worker_killed_mid_job_loses_and_duplicates_nothing(processes: Process
         while time.monotonic() < deadline:
             worker = _grading("/slow/", {first.pid, second.pid})
             if worker:
-                time.sleep(0.5)                         # its learner code sleeps (2 s)
+                time.sleep(0.5)  # its learner code sleeps (2 s)
                 os.kill(worker, signal.SIGKILL)
                 killed.append(worker)
                 return
@@ -310,8 +387,9 @@ def test_a_worker_killed_mid_job_loses_and_duplicates_nothing(processes: Process
     killer = threading.Thread(target=kill_the_slow_ones_worker)
     killer.start()
     try:
-        summary = grade_class(GradeOptions(folder, tmp_path / "out", timeout=TIMEOUT,
-                                           cluster=_target(address)))
+        summary = grade_class(
+            GradeOptions(folder, tmp_path / "out", timeout=TIMEOUT, cluster=_target(address))
+        )
     finally:
         killer.join()
     assert killed and killed[0] in (first.pid, second.pid)
@@ -319,15 +397,17 @@ def test_a_worker_killed_mid_job_loses_and_duplicates_nothing(processes: Process
     assert survivor.poll() is None
     grades = _grades(summary)
     worth = summary.maxima["roofline"]
-    assert {key: (g.kind, g.earned) for key, g in grades.items()} == \
-        {(name, "roofline"): ("right", worth) for name in ("a", "b", "c", "slow")}
-    assert summary.graded == 4 and not summary.problems      # each job's grade yielded once
+    assert {key: (g.kind, g.earned) for key, g in grades.items()} == {
+        (name, "roofline"): ("right", worth) for name in ("a", "b", "c", "slow")
+    }
+    assert summary.graded == 4 and not summary.problems  # each job's grade yielded once
     assert any("left the cluster" in note for note in summary.notes)
     with Gradebook(tmp_path / "out" / "gradebook.sqlite") as book:
-        rows = book.db.execute("SELECT learner, count(*) FROM grades GROUP BY learner "
-                               "ORDER BY learner").fetchall()
+        rows = book.db.execute(
+            "SELECT learner, count(*) FROM grades GROUP BY learner ORDER BY learner"
+        ).fetchall()
     assert rows == [("a", 1), ("b", 1), ("c", 1), ("slow", 1)]
-    deadline = time.monotonic() + 15                   # the killed worker's jobs died with it
+    deadline = time.monotonic() + 15  # the killed worker's jobs died with it
     while tagged_processes(summary.tag) and time.monotonic() < deadline:
         time.sleep(0.2)
     left = tagged_processes(summary.tag)
@@ -342,19 +422,21 @@ def _grading(part: str, workers: set[int]) -> int | None:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if not any(item.startswith(b"--gpulab-notebook=") and part.encode() in item
-                   for item in argv) or not _sandboxed_below(int(entry.name)):
+        if not any(
+            item.startswith(b"--gpulab-notebook=") and part.encode() in item for item in argv
+        ) or not _sandboxed_below(int(entry.name)):
             continue
         pid = int(entry.name)
-        while pid > 1:                                  # up to the worker that started it
+        while pid > 1:  # up to the worker that started it
             if pid in workers:
                 return pid
             try:
                 status = Path(f"/proc/{pid}/status").read_text()
             except OSError:
                 break
-            pid = int(next(line.split()[1] for line in status.splitlines()
-                           if line.startswith("PPid:")))
+            pid = int(
+                next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:"))
+            )
     return None
 
 
@@ -385,53 +467,74 @@ def _described(pid: int) -> str:
         status = Path(f"/proc/{pid}/status").read_text().splitlines()
     except OSError:
         return f"{pid}: gone"
-    return f"{pid}: {command[:300]} " + " ".join(s for s in status if s.startswith(("PPid",
-                                                                                   "State")))
+    return f"{pid}: {command[:300]} " + " ".join(
+        s for s in status if s.startswith(("PPid", "State"))
+    )
 
 
 def _one_learner(folder: Path) -> None:
     _write(nbformat.read(ROOFLINE, as_version=4), folder / "solo" / "roofline.ipynb")
 
 
-def _refused(cluster: str, tmp_path: Path, worker: subprocess.Popen[bytes], log: Path,
-             reason: str) -> None:
+def _refused(
+    cluster: str, tmp_path: Path, worker: subprocess.Popen[bytes], log: Path, reason: str
+) -> None:
     """Grading with `worker` on the cluster: it is refused for `reason`, the class graded."""
     _one_learner(tmp_path / "class")
-    summary = grade_class(GradeOptions(tmp_path / "class", tmp_path / "out", timeout=TIMEOUT,
-                                       cluster=_target(cluster)))
-    assert [(g.kind, g.earned) for g in _grades(summary).values()] == \
-        [("right", summary.maxima["roofline"])]
+    summary = grade_class(
+        GradeOptions(
+            tmp_path / "class", tmp_path / "out", timeout=TIMEOUT, cluster=_target(cluster)
+        )
+    )
+    assert [(g.kind, g.earned) for g in _grades(summary).values()] == [
+        ("right", summary.maxima["roofline"])
+    ]
     refused = [p for p in summary.problems if " refused: " in p]
     assert len(refused) == 1 and reason in refused[0], summary.problems
-    worker.wait(timeout=20)                            # its only Dask worker was retired
-    assert reason in log.read_text()                   # and it said why, where it runs
+    worker.wait(timeout=20)  # its only Dask worker was retired
+    assert reason in log.read_text()  # and it said why, where it runs
 
 
-def test_a_worker_with_other_checks_is_refused_and_says_why(cluster: str, tmp_path: Path,
-                                                            processes: Processes) -> None:
+def test_a_worker_with_other_checks_is_refused_and_says_why(
+    cluster: str, tmp_path: Path, processes: Processes
+) -> None:
     course = tmp_path / "course"
     for part in ("lessons", "exercises", "solutions"):
         shutil.copytree(ROOT / part, course / part)
     hidden = course / "solutions" / "memory-hierarchy" / "test_roofline_hidden.py"
     hidden.write_text(hidden.read_text() + "\n# one line more\n")
-    worker, log = processes.worker(cluster, "--gpus", "", "--cpu-slots", "1",
-                                   "--course", str(course))
-    _refused(cluster, tmp_path, worker, log,
-             f"its checks of roofline differ from this grader's (its course at {course})")
+    worker, log = processes.worker(
+        cluster, "--gpus", "", "--cpu-slots", "1", "--course", str(course)
+    )
+    _refused(
+        cluster,
+        tmp_path,
+        worker,
+        log,
+        f"its checks of roofline differ from this grader's (its course at {course})",
+    )
 
 
-def test_a_worker_without_bubblewrap_is_refused(cluster: str, tmp_path: Path,
-                                                processes: Processes) -> None:
-    empty = tmp_path / "bin"          # a PATH without bwrap: bubblewrap is not installed
+def test_a_worker_without_bubblewrap_is_refused(
+    cluster: str, tmp_path: Path, processes: Processes
+) -> None:
+    empty = tmp_path / "bin"  # a PATH without bwrap: bubblewrap is not installed
     empty.mkdir()
-    plain, log = processes.worker(cluster, "--gpus", "", "--cpu-slots", "1",
-                                  env={"PATH": str(empty)}, ready=False)
+    plain, log = processes.worker(
+        cluster, "--gpus", "", "--cpu-slots", "1", env={"PATH": str(empty)}, ready=False
+    )
     assert plain.wait(timeout=30) == 2
     assert "refusing to serve" in log.read_text() and "--unsafe" in log.read_text()
-    worker, log = processes.worker(cluster, "--gpus", "", "--cpu-slots", "1", "--unsafe",
-                                   env={"PATH": str(empty)})
-    _refused(cluster, tmp_path, worker, log, "this grader's jobs run in bubblewrap, which it "
-                                             "has not: bubblewrap is not installed")
+    worker, log = processes.worker(
+        cluster, "--gpus", "", "--cpu-slots", "1", "--unsafe", env={"PATH": str(empty)}
+    )
+    _refused(
+        cluster,
+        tmp_path,
+        worker,
+        log,
+        "this grader's jobs run in bubblewrap, which it has not: bubblewrap is not installed",
+    )
 
 
 def test_slurm_pilot_jobs_each_run_gpulab_worker(tmp_path: Path) -> None:
@@ -439,18 +542,25 @@ def test_slurm_pilot_jobs_each_run_gpulab_worker(tmp_path: Path) -> None:
     `gpulab worker` with the node's GPUs, CPU slots and this course, on this scheduler."""
     from gpulab.cli import _parser
 
-    pilots = slurm_cluster(Target("slurm", nodes=8, gpus_per_node=4, cpu_slots=8,
-                                  partition="gpu", walltime="2:00:00"), ROOT)
+    pilots = slurm_cluster(
+        Target("slurm", nodes=8, gpus_per_node=4, cpu_slots=8, partition="gpu", walltime="2:00:00"),
+        ROOT,
+    )
     try:
         script, address = pilots.job_script(), pilots.scheduler_address
     finally:
         pilots.close()
     header = [line for line in script.splitlines() if line.startswith("#SBATCH")]
-    assert {"#SBATCH -p gpu", "#SBATCH -t 2:00:00", "#SBATCH --gres=gpu:4",
-            "#SBATCH --cpus-per-task=12", "#SBATCH -J gpulab-worker"} <= set(header)
+    assert {
+        "#SBATCH -p gpu",
+        "#SBATCH -t 2:00:00",
+        "#SBATCH --gres=gpu:4",
+        "#SBATCH --cpus-per-task=12",
+        "#SBATCH -J gpulab-worker",
+    } <= set(header)
     command = shlex.split(script.strip().splitlines()[-1])
     assert command[:5] == [sys.executable, "-m", "gpulab", "worker", address]
-    args = _parser().parse_args(command[3:])              # gpulab's own parser takes it
+    args = _parser().parse_args(command[3:])  # gpulab's own parser takes it
     assert (args.cpu_slots, args.course, args.gpus) == (8, str(ROOT), None)
     # the GPUs: those Slurm gives the job, in CUDA_VISIBLE_DEVICES (gpulab worker's default);
     # on nodes asked for no GPU, none, whatever the node has
@@ -461,8 +571,12 @@ def test_slurm_pilot_jobs_each_run_gpulab_worker(tmp_path: Path) -> None:
         pilots.close()
     assert "--gres" not in script and "--cpu-slots 4 " in script
     assert _parser().parse_args(shlex.split(script.strip().splitlines()[-1])[3:]).gpus == "none"
-    bad = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(tmp_path), "--nodes",
-                          "2"], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "gpulab", "grade", str(tmp_path), "--nodes", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "go with --cluster slurm" in bad.stderr
 
 
@@ -470,14 +584,17 @@ def _contents(out: Path) -> dict[str, list[tuple[object, ...]]]:
     """The gradebook's grades and checks, the run's own folder written as OUT."""
     with Gradebook(out / "gradebook.sqlite") as book:
         dump = book.dump()
-    return {table: [tuple(str(v).replace(str(out), "OUT") if isinstance(v, str) else v
-                          for v in row) for row in dump[table]]
-            for table in ("grades", "checks")}
+    return {
+        table: [
+            tuple(str(v).replace(str(out), "OUT") if isinstance(v, str) else v for v in row)
+            for row in dump[table]
+        ]
+        for table in ("grades", "checks")
+    }
 
 
 @pytest.mark.parametrize("kill_at", [1, 3])
-def test_the_coordinator_killed_mid_run_resumes(cluster: str, tmp_path: Path,
-                                                kill_at: int) -> None:
+def test_the_coordinator_killed_mid_run_resumes(cluster: str, tmp_path: Path, kill_at: int) -> None:
     """`gpulab grade --cluster` killed (SIGKILL) once the gradebook holds `kill_at` grades:
     the same command again grades only what is left, and the gradebook is the one a run
     on this machine makes; the workers serve on."""
@@ -489,19 +606,33 @@ def test_the_coordinator_killed_mid_run_resumes(cluster: str, tmp_path: Path,
     reference = tmp_path / "reference"
     grade_class(GradeOptions(folder, reference, ("roofline",), workers=2, timeout=TIMEOUT))
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "gpulab", "grade", str(folder), "--out", str(out),
-               "--exercises", "roofline", "--timeout", str(TIMEOUT), "--cluster", cluster]
+    command = [
+        sys.executable,
+        "-m",
+        "gpulab",
+        "grade",
+        str(folder),
+        "--out",
+        str(out),
+        "--exercises",
+        "roofline",
+        "--timeout",
+        str(TIMEOUT),
+        "--cluster",
+        cluster,
+    ]
     log = tmp_path / "killed.log"
     with log.open("wb") as written:
-        process = subprocess.Popen(command, stdout=written, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            command, stdout=written, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
         deadline = time.monotonic() + 120
         while process.poll() is None and graded_count(out) < kill_at:
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.02)
         assert process.poll() is None, f"it finished first:\n{log.read_text()}"
-        os.killpg(process.pid, signal.SIGKILL)     # the coordinator, as `kill -9` does
+        os.killpg(process.pid, signal.SIGKILL)  # the coordinator, as `kill -9` does
         process.wait()
     finally:
         if process.poll() is None:
@@ -515,18 +646,20 @@ def test_the_coordinator_killed_mid_run_resumes(cluster: str, tmp_path: Path,
     assert _contents(out) == _contents(reference)
     with Gradebook(out / "gradebook.sqlite") as book:
         runs = book.db.execute("SELECT id, status, tag FROM runs ORDER BY id").fetchall()
-        by_run = dict(book.db.execute("SELECT run_id, count(*) FROM grades GROUP BY run_id"
-                                      ).fetchall())
+        by_run = dict(
+            book.db.execute("SELECT run_id, count(*) FROM grades GROUP BY run_id").fetchall()
+        )
     assert [status for _, status, _ in runs] == ["killed", "finished"]
-    assert by_run == {runs[0][0]: kept, runs[1][0]: 7 - kept}   # nothing graded twice
-    deadline = time.monotonic() + 30          # the killed run's jobs end on the workers
+    assert by_run == {runs[0][0]: kept, runs[1][0]: 7 - kept}  # nothing graded twice
+    deadline = time.monotonic() + 30  # the killed run's jobs end on the workers
     while tagged_processes(runs[0][2]) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not tagged_processes(runs[0][2])
 
 
 def test_what_sbatch_said_reaches_the_message_not_the_screen(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """dask-jobqueue logs a refused sbatch as a traceback through tornado's logger; the
     grader keeps sbatch's own words for its message and prints none of it."""
     import logging
@@ -535,23 +668,29 @@ def test_what_sbatch_said_reaches_the_message_not_the_screen(
 
     from gpulab.grading.slurm import SbatchErrors, lost_pilots
 
-    error = RuntimeError("Command exited with non-zero exit code.\nstderr:\nsbatch: error: "
-                         "invalid partition specified: nosuch\nsbatch: error: Batch job "
-                         "submission failed: Invalid partition name specified\n")
+    error = RuntimeError(
+        "Command exited with non-zero exit code.\nstderr:\nsbatch: error: "
+        "invalid partition specified: nosuch\nsbatch: error: Batch job "
+        "submission failed: Invalid partition name specified\n"
+    )
     with SbatchErrors() as sbatch:
         try:
             raise error
         except RuntimeError:
             logging.getLogger("tornado.application").exception("Exception in callback")
-    assert sbatch.said == ["invalid partition specified: nosuch",
-                           "Batch job submission failed: Invalid partition name specified"]
+    assert sbatch.said == [
+        "invalid partition specified: nosuch",
+        "Batch job submission failed: Invalid partition name specified",
+    ]
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err
 
-    class Pilot:                       # a pilot job sbatch refused has no job id
+    class Pilot:  # a pilot job sbatch refused has no job id
         job_id = None
 
     pilots = SimpleNamespace(workers={"slurm-0": Pilot()})
     said = lost_pilots(pilots, [], Target("slurm"), sbatch.said)
-    assert said == ("sbatch refused 1 pilot job: invalid partition specified: nosuch; "
-                    "Batch job submission failed: Invalid partition name specified")
+    assert said == (
+        "sbatch refused 1 pilot job: invalid partition specified: nosuch; "
+        "Batch job submission failed: Invalid partition name specified"
+    )

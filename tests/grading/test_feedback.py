@@ -45,19 +45,46 @@ VERDICT_WORDS: dict[Kind, str] = {
 def ada() -> LearnerGrades:
     """Three exercises: one right, one wrong with a hidden check, one missing."""
     squares = ExerciseGrade(
-        exercise="squares", kind="right", earned=3, possible=3, guards=(BOX, LIMITS),
-        checks=(CheckRow("shape", "Returns the right shape", "passed", 1, 1),
-                CheckRow("values", "Squares every element", "passed", 2, 2)))
+        exercise="squares",
+        kind="right",
+        earned=3,
+        possible=3,
+        guards=(BOX, LIMITS),
+        checks=(
+            CheckRow("shape", "Returns the right shape", "passed", 1, 1),
+            CheckRow("values", "Squares every element", "passed", 2, 2),
+        ),
+    )
     reduce = ExerciseGrade(
-        exercise="reduce", kind="wrong", earned=1.5, possible=4, guards=(LIMITS, CGROUP),
-        checks=(CheckRow("small", "Sums a short list", "passed", 1.5, 1.5),
-                CheckRow("tail", "", "failed", 1, 0,
-                         message="expected 10, got 9 | the last element was dropped\n"
-                                 "check the loop bound"),
-                CheckRow("big", f"Hidden: sums {SECRET}", "failed", 1.5, 0,
-                         message=f"expected {SECRET}, got 3", hidden=True)))
-    matmul = ExerciseGrade(exercise="matmul", kind="missing", earned=0, possible=0,
-                           message="no notebook handed in")
+        exercise="reduce",
+        kind="wrong",
+        earned=1.5,
+        possible=4,
+        guards=(LIMITS, CGROUP),
+        checks=(
+            CheckRow("small", "Sums a short list", "passed", 1.5, 1.5),
+            CheckRow(
+                "tail",
+                "",
+                "failed",
+                1,
+                0,
+                message="expected 10, got 9 | the last element was dropped\ncheck the loop bound",
+            ),
+            CheckRow(
+                "big",
+                f"Hidden: sums {SECRET}",
+                "failed",
+                1.5,
+                0,
+                message=f"expected {SECRET}, got 3",
+                hidden=True,
+            ),
+        ),
+    )
+    matmul = ExerciseGrade(
+        exercise="matmul", kind="missing", earned=0, possible=0, message="no notebook handed in"
+    )
     return LearnerGrades("Ada Lovelace", "ada", (squares, reduce, matmul))
 
 
@@ -95,8 +122,9 @@ class Page(HTMLParser):
 
 
 def written(tmp_path: Path, grades: LearnerGrades) -> tuple[Page, str, str]:
-    html_path, md_path = write_feedback(grades, tmp_path / "feedback", title="GPU course",
-                                        run_at=RUN_AT, maxima=MAXIMA)
+    html_path, md_path = write_feedback(
+        grades, tmp_path / "feedback", title="GPU course", run_at=RUN_AT, maxima=MAXIMA
+    )
     html, md = html_path.read_text(encoding="utf-8"), md_path.read_text(encoding="utf-8")
     return Page(html), html, md
 
@@ -123,14 +151,17 @@ def test_html_has_a_section_per_exercise_with_points_verdict_and_checks(tmp_path
     assert page.all_text("h2") == (
         "squares: 3/3 points, all checks passed"
         "reduce: 1.5/4 points, some checks failed"
-        "matmul: 0/5 points, not handed in")
-    assert page.tags.count("table") == 2            # matmul has no checks
-    assert page.tags.count("tr") == 2 + 2 + 2       # a header row per table; no hidden rows
+        "matmul: 0/5 points, not handed in"
+    )
+    assert page.tags.count("table") == 2  # matmul has no checks
+    assert page.tags.count("tr") == 2 + 2 + 2  # a header row per table; no hidden rows
     cells = page.all_text("td")
-    assert "passedReturns the right shape" not in cells   # points sit between the two
+    assert "passedReturns the right shape" not in cells  # points sit between the two
     assert "passed1/1Returns the right shape" in cells
-    assert "failed0/1tailexpected 10, got 9 | the last element was dropped\ncheck the loop bound" \
-        in cells                                      # no title: the check's name
+    assert (
+        "failed0/1tailexpected 10, got 9 | the last element was dropped\ncheck the loop bound"
+        in cells
+    )  # no title: the check's name
     assert "no notebook handed in" in page.all_text("pre")
     assert "Ada Lovelace" in page.all_text("strong")
 
@@ -143,9 +174,12 @@ def test_footer_has_total_run_time_and_each_guard_once(tmp_path: Path) -> None:
     assert footer.count("Isolation in force") == 1
     assert [g.strip() for g in page.text["li"]] == [BOX, LIMITS, CGROUP]
     assert md.count("Isolation in force") == 1
-    tail = md[md.index("Isolation in force"):]
+    tail = md[md.index("Isolation in force") :]
     assert [line for line in tail.splitlines() if line.startswith("- ")] == [
-        f"- {BOX}", f"- {LIMITS}", f"- {CGROUP}"]
+        f"- {BOX}",
+        f"- {LIMITS}",
+        f"- {CGROUP}",
+    ]
     assert "**Total: 4.5/12 points**" in md
     assert md.rstrip().endswith(f"Graded {RUN_AT}.")
 
@@ -178,7 +212,7 @@ def test_hidden_checks_are_one_total_with_their_names_never_one_by_one(tmp_path:
     assert "Hidden checks: 0/1.5 points in all, shown only as a total (big)." in page.all_text("p")
     assert "**Hidden checks: 0/1.5 points** in all, shown only as a total (big)." in md
     assert not [line for line in md.splitlines() if line.startswith("| hidden")]
-    assert "squares: 3/3" in page.all_text("h2")     # no hidden checks: no hidden line
+    assert "squares: 3/3" in page.all_text("h2")  # no hidden checks: no hidden line
     assert md.count("Hidden checks") == 1
 
 
@@ -188,17 +222,24 @@ def _hidden_failing(which: str) -> LearnerGrades:
     rows = [CheckRow("shape", "Returns the right shape", "passed", 1, 1)]
     for name in names:
         failed = name == which
-        rows.append(CheckRow(name, f"hidden title of {name}", "failed" if failed else "passed",
-                             2, 0 if failed else 2, hidden=True,
-                             instructor_message=f"{name} saw h20" if failed else ""))
+        rows.append(
+            CheckRow(
+                name,
+                f"hidden title of {name}",
+                "failed" if failed else "passed",
+                2,
+                0 if failed else 2,
+                hidden=True,
+                instructor_message=f"{name} saw h20" if failed else "",
+            )
+        )
     rows.append(CheckRow("test_on_a_gpu", "needs a GPU", "skipped", 3, 0, hidden=True))
     grade = ExerciseGrade("matmul", "wrong", 5, 7, checks=tuple(rows), guards=(BOX,))
     return LearnerGrades("Mallory", "mallory", (grade,))
 
 
 @pytest.mark.parametrize("which", ["test_every_gpu", "test_place_on_every_gpu"])
-def test_which_hidden_check_failed_cannot_be_read_from_the_page(tmp_path: Path,
-                                                                 which: str) -> None:
+def test_which_hidden_check_failed_cannot_be_read_from_the_page(tmp_path: Path, which: str) -> None:
     """The red team's bit channel (V17): a learner fails one hidden check on purpose when
     their code sees a hidden input. Failing another check of the same worth must give the
     very same page, in HTML and in Markdown."""
@@ -206,18 +247,31 @@ def test_which_hidden_check_failed_cannot_be_read_from_the_page(tmp_path: Path,
     _, other_html, other_md = written(tmp_path / "other", _hidden_failing("test_random_roofs"))
     assert html == other_html and md == other_md
     assert "saw h20" not in html and "hidden title" not in html and "hidden title" not in md
-    assert ("Hidden checks: 4/6 points in all, shown only as a total (test_every_gpu, "
-            "test_place_on_every_gpu, test_random_roofs, test_on_a_gpu). 3 more points of "
-            "them were not run here.") in page.all_text("p")
+    assert (
+        "Hidden checks: 4/6 points in all, shown only as a total (test_every_gpu, "
+        "test_place_on_every_gpu, test_random_roofs, test_on_a_gpu). 3 more points of "
+        "them were not run here."
+    ) in page.all_text("p")
     assert page.all_text("h2") == "matmul: 5/7 points, some checks failed"
 
 
 def test_learner_text_is_escaped_in_html_and_markdown(tmp_path: Path) -> None:
     name = "<script>alert('name')</script>"
     evil = "<img src=x onerror=alert(1)> & </td></table><script>x()</script>"
-    grades = LearnerGrades(name, "mallory", (
-        ExerciseGrade("squares", "crashed", 0, 3, message=f"Traceback:\n  {evil}",
-                      checks=(CheckRow("values", "Squares", "failed", 3, 0, message=evil),)),))
+    grades = LearnerGrades(
+        name,
+        "mallory",
+        (
+            ExerciseGrade(
+                "squares",
+                "crashed",
+                0,
+                3,
+                message=f"Traceback:\n  {evil}",
+                checks=(CheckRow("values", "Squares", "failed", 3, 0, message=evil),),
+            ),
+        ),
+    )
     page, html, md = written(tmp_path, grades)
     assert "script" not in page.tags and "img" not in page.tags
     assert not [a for a in page.attrs if a[0].startswith("on")]
@@ -230,7 +284,7 @@ def test_learner_text_is_escaped_in_html_and_markdown(tmp_path: Path) -> None:
     fenced = re.search(r"^(`{3,})text\n(.*?)\n\1$", md, re.S | re.M)
     assert fenced and fenced.group(2) == f"Traceback:\n  {evil}"
     outside = md.replace(fenced.group(0), "")
-    assert not re.search(r"(?<!\\)<(?!br>)", outside)     # every other "<" is escaped
+    assert not re.search(r"(?<!\\)<(?!br>)", outside)  # every other "<" is escaped
     assert "\\<script\\>" in outside
     row = [line for line in md.splitlines() if line.startswith("| failed")]
     assert len(row) == 1 and len(md_row(row[0])) == 4
@@ -239,16 +293,23 @@ def test_learner_text_is_escaped_in_html_and_markdown(tmp_path: Path) -> None:
 def test_markdown_escapes_pipes_and_newlines_in_cells(tmp_path: Path) -> None:
     md = feedback_markdown(ada(), title="GPU course", run_at=RUN_AT, maxima=MAXIMA)
     rows = [md_row(line) for line in md.splitlines() if line.startswith("| failed")]
-    assert rows == [["failed", "0/1", "tail",
-                     r"expected 10, got 9 \| the last element was dropped<br>check the loop bound"]]
+    assert rows == [
+        [
+            "failed",
+            "0/1",
+            "tail",
+            r"expected 10, got 9 \| the last element was dropped<br>check the loop bound",
+        ]
+    ]
     assert "## reduce: 1.5/4 points, some checks failed" in md
     assert "## matmul: 0/5 points, not handed in" in md
 
 
 def test_a_fence_inside_a_message_does_not_end_the_block(tmp_path: Path) -> None:
     message = "line one\n```\n<b>still inside</b>"
-    grades = LearnerGrades("Bo", "bo", (ExerciseGrade("squares", "invalid", 0, 0,
-                                                      message=message),))
+    grades = LearnerGrades(
+        "Bo", "bo", (ExerciseGrade("squares", "invalid", 0, 0, message=message),)
+    )
     md = feedback_markdown(grades, title="t", run_at=RUN_AT, maxima=MAXIMA)
     assert f"````text\n{message}\n````" in md
 
@@ -289,10 +350,14 @@ def read_csv(path: Path) -> list[list[str]]:
 
 
 def test_grades_csv_has_header_points_possible_and_a_row_per_learner(tmp_path: Path) -> None:
-    bo = LearnerGrades("Bo, the second", "bo", (ExerciseGrade("squares", "right", 3, 3),
-                                               ExerciseGrade("matmul", "wrong", 2.25, 5)))
-    path = write_grades_csv([ada(), bo], ["squares", "reduce", "matmul"], MAXIMA,
-                            tmp_path / "grades.csv")
+    bo = LearnerGrades(
+        "Bo, the second",
+        "bo",
+        (ExerciseGrade("squares", "right", 3, 3), ExerciseGrade("matmul", "wrong", 2.25, 5)),
+    )
+    path = write_grades_csv(
+        [ada(), bo], ["squares", "reduce", "matmul"], MAXIMA, tmp_path / "grades.csv"
+    )
     assert path == tmp_path / "grades.csv"
     raw = path.read_bytes()
     assert not raw.startswith(b"\xef\xbb\xbf") and b"\r" not in raw
@@ -300,32 +365,56 @@ def test_grades_csv_has_header_points_possible_and_a_row_per_learner(tmp_path: P
         ["Learner", "Slug", "squares", "reduce", "matmul", "Total"],
         ["Points possible", "", "3", "4", "5", "12"],
         ["Ada Lovelace", "ada", "3", "1.5", "0", "4.5"],
-        ["Bo, the second", "bo", "3", "", "2.25", "5.25"],   # no grade: left blank
+        ["Bo, the second", "bo", "3", "", "2.25", "5.25"],  # no grade: left blank
     ]
 
 
-@pytest.mark.parametrize(("earned", "shown"), [
-    (3.0, "3"), (3, "3"), (2.5, "2.5"), (1 / 3, "0.33"), (2 / 3, "0.67"), (2.999, "3"),
-    (0.1 + 0.2, "0.3"), (0.0, "0"), (10.05, "10.05"), (1e-9, "0")])
-def test_points_are_written_as_people_write_them(tmp_path: Path, earned: float,
-                                                  shown: str) -> None:
+@pytest.mark.parametrize(
+    ("earned", "shown"),
+    [
+        (3.0, "3"),
+        (3, "3"),
+        (2.5, "2.5"),
+        (1 / 3, "0.33"),
+        (2 / 3, "0.67"),
+        (2.999, "3"),
+        (0.1 + 0.2, "0.3"),
+        (0.0, "0"),
+        (10.05, "10.05"),
+        (1e-9, "0"),
+    ],
+)
+def test_points_are_written_as_people_write_them(tmp_path: Path, earned: float, shown: str) -> None:
     grades = LearnerGrades("Bo", "bo", (ExerciseGrade("squares", "wrong", earned, 3),))
-    rows = read_csv(write_grades_csv([grades], ["squares"], {"squares": 3.5},
-                                     tmp_path / "grades.csv"))
+    rows = read_csv(
+        write_grades_csv([grades], ["squares"], {"squares": 3.5}, tmp_path / "grades.csv")
+    )
     assert rows[1] == ["Points possible", "", "3.5", "3.5"]
     assert rows[2] == ["Bo", "bo", shown, shown]
     md = feedback_markdown(grades, title="t", run_at=RUN_AT, maxima=MAXIMA)
     assert f"## squares: {shown}/3 points" in md
 
 
-@pytest.mark.parametrize("name", ["=HYPERLINK(\"http://x\")", "+1+1", "-2", "@SUM(A1)",
-                                  "\tcmd", "\rcmd", " =1+1", "\u3000 @SUM(A1)"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        '=HYPERLINK("http://x")',
+        "+1+1",
+        "-2",
+        "@SUM(A1)",
+        "\tcmd",
+        "\rcmd",
+        " =1+1",
+        "\u3000 @SUM(A1)",
+    ],
+)
 def test_csv_cells_that_look_like_formulas_are_defused(tmp_path: Path, name: str) -> None:
     grades = LearnerGrades(name, name, (ExerciseGrade("=squares", "right", 3, 3),))
-    rows = read_csv(write_grades_csv([grades], ["=squares"], {"=squares": 3},
-                                     tmp_path / "grades.csv"))
+    rows = read_csv(
+        write_grades_csv([grades], ["=squares"], {"=squares": 3}, tmp_path / "grades.csv")
+    )
     assert rows[0][2] == "'=squares"
-    one_line = "'" + name.replace("\r", " ")      # a lone CR would end the CSV row
+    one_line = "'" + name.replace("\r", " ")  # a lone CR would end the CSV row
     assert rows[2][:2] == [one_line, one_line]
     assert rows[2][2:] == ["3", "3"]
 
@@ -333,8 +422,11 @@ def test_csv_cells_that_look_like_formulas_are_defused(tmp_path: Path, name: str
 def test_ordinary_names_are_left_alone(tmp_path: Path) -> None:
     grades = LearnerGrades("Zoë O'Neil = best", "zoe", ())
     rows = read_csv(write_grades_csv([grades], [], {}, tmp_path / "grades.csv"))
-    assert rows == [["Learner", "Slug", "Total"], ["Points possible", "", "0"],
-                    ["Zoë O'Neil = best", "zoe", "0"]]
+    assert rows == [
+        ["Learner", "Slug", "Total"],
+        ["Points possible", "", "0"],
+        ["Zoë O'Neil = best", "zoe", "0"],
+    ]
 
 
 def test_csv_without_a_maximum_is_an_error_naming_the_exercise(tmp_path: Path) -> None:
@@ -359,14 +451,22 @@ def test_an_exercise_listed_twice_is_refused(tmp_path: Path) -> None:
 
 def test_work_the_grader_did_not_run_is_blank_in_the_csv_never_zero(tmp_path: Path) -> None:
     """A GPU exercise on a machine without a GPU: no grade, said in the points row."""
-    cy = LearnerGrades("Cy", "cy", (ExerciseGrade("squares", "right", 3, 3),
-                                    ExerciseGrade("matmul", "not-run", 0, 5,
-                                                  message="not graded: no GPU")))
+    cy = LearnerGrades(
+        "Cy",
+        "cy",
+        (
+            ExerciseGrade("squares", "right", 3, 3),
+            ExerciseGrade("matmul", "not-run", 0, 5, message="not graded: no GPU"),
+        ),
+    )
     di = LearnerGrades("Di", "di", (ExerciseGrade("matmul", "not-run", 0, 5),))
-    rows = read_csv(write_grades_csv([cy, di], ["squares", "matmul"], MAXIMA,
-                                     tmp_path / "grades.csv"))
+    rows = read_csv(
+        write_grades_csv([cy, di], ["squares", "matmul"], MAXIMA, tmp_path / "grades.csv")
+    )
     assert rows[1] == ["Points possible", NOT_RUN_NOTE, "3", "5", "8"]
-    assert rows[2:] == [["Cy", "cy", "3", "", "3"],     # the total of what was graded
-                        ["Di", "di", "", "", ""]]       # nothing graded: no total either
+    assert rows[2:] == [
+        ["Cy", "cy", "3", "", "3"],  # the total of what was graded
+        ["Di", "di", "", "", ""],
+    ]  # nothing graded: no total either
     ordinary = read_csv(write_grades_csv([ada()], ["squares"], MAXIMA, tmp_path / "o.csv"))
-    assert ordinary[1] == ["Points possible", "", "3", "3"]   # the note only where it applies
+    assert ordinary[1] == ["Points possible", "", "3", "3"]  # the note only where it applies

@@ -31,9 +31,10 @@ SOLUTION = ROOT / "solutions" / "cuda-programming" / "vector-add.ipynb"
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(bool(gpu_missing()), reason=gpu_missing() or ""),
-    pytest.mark.skipif(not sandbox.available().bubblewrap,
-                       reason="bubblewrap cannot make a sandbox here: "
-                              + sandbox.available().bubblewrap_problem),
+    pytest.mark.skipif(
+        not sandbox.available().bubblewrap,
+        reason="bubblewrap cannot make a sandbox here: " + sandbox.available().bubblewrap_problem,
+    ),
 ]
 
 GOOD_LOOP = "c[i] = a[i] + b[i];"
@@ -46,9 +47,11 @@ PREFIX = {
     # the learner's Python holds 100 GiB of the GPU's memory while its checks run
     "vram-hog": "import cupy\n_hog = cupy.empty(100 * 2**30, dtype=cupy.uint8)\n",
     # a CuPy kernel that writes far out of bounds, in the learner's own process
-    "cupy-fault": ("import cupy\n_k = cupy.RawKernel(r'''extern \"C\" __global__ void f(float* x)"
-                   " { x[(size_t)1 << 40] = 1; }''', 'f')\n_x = cupy.zeros(1, cupy.float32)\n"
-                   "_k((1,), (1,), (_x,))\ncupy.cuda.runtime.deviceSynchronize()\n"),
+    "cupy-fault": (
+        "import cupy\n_k = cupy.RawKernel(r'''extern \"C\" __global__ void f(float* x)"
+        " { x[(size_t)1 << 40] = 1; }''', 'f')\n_x = cupy.zeros(1, cupy.float32)\n"
+        "_k((1,), (1,), (_x,))\ncupy.cuda.runtime.deviceSynchronize()\n"
+    ),
 }
 
 
@@ -69,16 +72,23 @@ def _learner(folder: Path, name: str) -> None:
 
 def test_gpu_faults_stay_with_their_learner(tmp_path: Path) -> None:
     folder = tmp_path / "class"
-    names = ["a-good", "out-of-bounds", "b-good", "endless-kernel", "vram-hog", "cupy-fault",
-             "c-good"]
+    names = [
+        "a-good",
+        "out-of-bounds",
+        "b-good",
+        "endless-kernel",
+        "vram-hog",
+        "cupy-fault",
+        "c-good",
+    ]
     for name in names:
         _learner(folder, name)
-    summary = grade_class(GradeOptions(folder, tmp_path / "out", ("vector-add",), workers=2,
-                                       timeout=120))
+    summary = grade_class(
+        GradeOptions(folder, tmp_path / "out", ("vector-add",), workers=2, timeout=120)
+    )
     worth = summary.maxima["vector-add"]
     got = {learner.slug: learner.exercises[0] for learner in summary.learners}
-    shown = "; ".join(f"{slug}: {g.kind} {g.earned:g} {g.message[:100]}"
-                      for slug, g in got.items())
+    shown = "; ".join(f"{slug}: {g.kind} {g.earned:g} {g.message[:100]}" for slug, g in got.items())
     for good in ("a-good", "b-good", "c-good", "vram-hog"):
         assert got[good].kind == "right" and got[good].earned == worth, shown
     assert got["out-of-bounds"].kind == "gpu-fault", shown
@@ -99,17 +109,34 @@ def test_a_gpu_that_does_not_recover_is_taken_out_of_rotation(tmp_path: Path) ->
     squatter: list[subprocess.Popen[bytes]] = []
 
     def progress(text: str, done: int, total: int) -> None:
-        if done == 1 and not squatter:      # after the first job: hold 4 GiB and wait
-            squatter.append(subprocess.Popen(
-                [sys.executable, "-c", "import cupy, time; x = cupy.ones(2**30, cupy.float32);"
-                 " cupy.cuda.runtime.deviceSynchronize(); print('held', flush=True); "
-                 "time.sleep(300)"], stdout=subprocess.PIPE))
+        if done == 1 and not squatter:  # after the first job: hold 4 GiB and wait
+            squatter.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-c",
+                        "import cupy, time; x = cupy.ones(2**30, cupy.float32);"
+                        " cupy.cuda.runtime.deviceSynchronize(); print('held', flush=True); "
+                        "time.sleep(300)",
+                    ],
+                    stdout=subprocess.PIPE,
+                )
+            )
             assert squatter[0].stdout is not None
             squatter[0].stdout.readline()
 
     try:
-        summary = grade_class(GradeOptions(folder, tmp_path / "out", ("vector-add",), workers=1,
-                                           timeout=120, gpu_recovery_s=3.0), progress=progress)
+        summary = grade_class(
+            GradeOptions(
+                folder,
+                tmp_path / "out",
+                ("vector-add",),
+                workers=1,
+                timeout=120,
+                gpu_recovery_s=3.0,
+            ),
+            progress=progress,
+        )
     finally:
         for process in squatter:
             process.kill()
@@ -118,10 +145,9 @@ def test_a_gpu_that_does_not_recover_is_taken_out_of_rotation(tmp_path: Path) ->
                 process.stdout.close()
     kinds = [learner.exercises[0].kind for learner in summary.learners]
     assert kinds[0] == "right"
-    assert "partial" in kinds, kinds             # the rest ran without a GPU
+    assert "partial" in kinds, kinds  # the rest ran without a GPU
     assert any("taken out of rotation" in event for event in summary.gpu_events)
-    partial = [e for learner in summary.learners for e in learner.exercises
-               if e.kind == "partial"]
+    partial = [e for learner in summary.learners for e in learner.exercises if e.kind == "partial"]
     assert all(e.message.startswith("every GPU was taken out of rotation: ") for e in partial)
     time.sleep(2)
 
@@ -141,7 +167,8 @@ def _gpu_count() -> int:
 
 @pytest.mark.skipif(_gpu_count() < 2, reason=f"needs two GPUs: NVML sees {_gpu_count()}")
 def test_twenty_learners_spread_over_two_gpus_and_a_failed_gpu_stops_only_itself(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """`--gpus 0,1`: both GPUs take jobs; when GPU 1 stops recovering, GPU 0 grades the rest."""
     folder = tmp_path / "class"
     hostile = {3: "out-of-bounds", 11: "endless-kernel"}
@@ -152,20 +179,37 @@ def test_twenty_learners_spread_over_two_gpus_and_a_failed_gpu_stops_only_itself
     squatter: list[subprocess.Popen[bytes]] = []
 
     def progress(text: str, done: int, total: int) -> None:
-        if done == 6 and not squatter:     # an outside process takes 4 GiB of GPU 1 and stays
-            squatter.append(subprocess.Popen(
-                [sys.executable, "-c", "import cupy, time; x = cupy.ones(2**30, cupy.float32);"
-                 " cupy.cuda.runtime.deviceSynchronize(); print('held', flush=True); "
-                 "time.sleep(600)"], stdout=subprocess.PIPE,
-                env={**os.environ, "CUDA_VISIBLE_DEVICES": "1", **NO_MULTICAST}))
+        if done == 6 and not squatter:  # an outside process takes 4 GiB of GPU 1 and stays
+            squatter.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-c",
+                        "import cupy, time; x = cupy.ones(2**30, cupy.float32);"
+                        " cupy.cuda.runtime.deviceSynchronize(); print('held', flush=True); "
+                        "time.sleep(600)",
+                    ],
+                    stdout=subprocess.PIPE,
+                    env={**os.environ, "CUDA_VISIBLE_DEVICES": "1", **NO_MULTICAST},
+                )
+            )
             assert squatter[0].stdout is not None
             squatter[0].stdout.readline()
 
     out = tmp_path / "out"
     try:
-        summary = grade_class(GradeOptions(folder, out, ("vector-add",), workers=2, timeout=120,
-                                           gpus=("0", "1"), gpu_recovery_s=3.0),
-                              progress=progress)
+        summary = grade_class(
+            GradeOptions(
+                folder,
+                out,
+                ("vector-add",),
+                workers=2,
+                timeout=120,
+                gpus=("0", "1"),
+                gpu_recovery_s=3.0,
+            ),
+            progress=progress,
+        )
     finally:
         for process in squatter:
             process.kill()
@@ -181,8 +225,9 @@ def test_twenty_learners_spread_over_two_gpus_and_a_failed_gpu_stops_only_itself
             assert (grade.kind, grade.earned) == ("right", worth), shown
     assert got["03-out-of-bounds"].kind == "gpu-fault", shown
     assert got["11-endless-kernel"].kind == "timeout", shown
-    assert [e for e in summary.gpu_events if "GPU 1" in e and "out of rotation" in e], \
+    assert [e for e in summary.gpu_events if "GPU 1" in e and "out of rotation" in e], (
         summary.gpu_events
+    )
     assert not [e for e in summary.gpu_events if "GPU 0" in e], summary.gpu_events
     with sqlite3.connect(out / "gradebook.sqlite") as db:
         per_gpu = dict(db.execute("SELECT gpu, count(*) FROM grades GROUP BY gpu").fetchall())

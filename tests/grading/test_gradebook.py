@@ -20,19 +20,34 @@ from gpulab.grading.gradebook import (
 from gpulab.grading.verdict import CheckRow, ExerciseGrade, LearnerGrades
 
 GRADE = ExerciseGrade(
-    "roofline", "wrong", 7.0, 21.0, "", (
+    "roofline",
+    "wrong",
+    7.0,
+    21.0,
+    "",
+    (
         CheckRow("test_a", "A", "passed", 7.0, 7.0, "fine"),
         CheckRow("test_b", "B", "failed", 7.0, 0.0, "expected 4, got 5"),
-        CheckRow("test_h", "H", "failed", 7.0, 0.0, "", True, "expected 42, got 7")),
-    ("bubblewrap", "rlimits"), 1.5, "nb-hash")
+        CheckRow("test_h", "H", "failed", 7.0, 0.0, "", True, "expected 42, got 7"),
+    ),
+    ("bubblewrap", "rlimits"),
+    1.5,
+    "nb-hash",
+)
 
 
 @pytest.fixture
 def book(tmp_path: Path) -> Iterator[Gradebook]:
     """A gradebook holding one run, one exercise, one learner and `GRADE`."""
     with Gradebook(tmp_path / "gradebook.sqlite") as book:
-        run = book.start_run(started="t0", command="gpulab grade class", version="0.1",
-                             guards=["bubblewrap"], tag="job-1", cgroups="v2:/gpulab/1")
+        run = book.start_run(
+            started="t0",
+            command="gpulab grade class",
+            version="0.1",
+            guards=["bubblewrap"],
+            tag="job-1",
+            cgroups="v2:/gpulab/1",
+        )
         book.set_exercise("roofline", "ck", 21.0, False)
         book.set_learner("ada", "Ada Lovelace", "class/ada")
         book.record("ada", GRADE, checks_hash="ck", gpu="", run_id=run, graded_at="t1")
@@ -40,11 +55,26 @@ def book(tmp_path: Path) -> Iterator[Gradebook]:
 
 
 def test_a_grade_comes_back_as_it_was_stored(book: Gradebook) -> None:
-    hidden = CheckRow("test_h", "H", "failed", 7.0, 0.0, "", True)   # its message: not here
-    assert book.learners(["roofline", "vector-add"]) == [LearnerGrades(
-        "Ada Lovelace", "ada", (ExerciseGrade(
-            "roofline", "wrong", 7.0, 21.0, "", (*GRADE.checks[:2], hidden),
-            ("bubblewrap", "rlimits"), 1.5, "nb-hash"),))]
+    hidden = CheckRow("test_h", "H", "failed", 7.0, 0.0, "", True)  # its message: not here
+    assert book.learners(["roofline", "vector-add"]) == [
+        LearnerGrades(
+            "Ada Lovelace",
+            "ada",
+            (
+                ExerciseGrade(
+                    "roofline",
+                    "wrong",
+                    7.0,
+                    21.0,
+                    "",
+                    (*GRADE.checks[:2], hidden),
+                    ("bubblewrap", "rlimits"),
+                    1.5,
+                    "nb-hash",
+                ),
+            ),
+        )
+    ]
     assert book.hidden_messages("ada", "roofline") == {"test_h": "expected 42, got 7"}
     assert book.graded() == {("ada", "roofline"): StoredGrade("nb-hash", "ck", "wrong")}
     assert book.exercise("roofline") == KnownExercise("roofline", "ck", 21.0, False)
@@ -56,49 +86,95 @@ def test_the_rows_are_what_earlier_gradebooks_hold(book: Gradebook) -> None:
     """The same columns and the same SQLite types as before the records were msgspec's:
     a gradebook of either gpulab opens in the other."""
     assert book.db.execute("SELECT * FROM grades").fetchall() == [
-        ("ada", "roofline", "nb-hash", "ck", "wrong", 7.0, 21.0, "",
-         '["bubblewrap", "rlimits"]', "", 1.5, 1, "t1")]
+        (
+            "ada",
+            "roofline",
+            "nb-hash",
+            "ck",
+            "wrong",
+            7.0,
+            21.0,
+            "",
+            '["bubblewrap", "rlimits"]',
+            "",
+            1.5,
+            1,
+            "t1",
+        )
+    ]
     assert book.db.execute("SELECT * FROM checks ORDER BY position").fetchall() == [
         ("ada", "roofline", 0, "test_a", "A", "passed", 7.0, 7.0, "fine", 0),
         ("ada", "roofline", 1, "test_b", "B", "failed", 7.0, 0.0, "expected 4, got 5", 0),
-        ("ada", "roofline", 2, "test_h", "H", "failed", 7.0, 0.0, "", 1)]
-    assert book.db.execute("SELECT typeof(hidden), typeof(points) FROM checks LIMIT 1"
-                           ).fetchone() == ("integer", "real")
+        ("ada", "roofline", 2, "test_h", "H", "failed", 7.0, 0.0, "", 1),
+    ]
+    assert book.db.execute(
+        "SELECT typeof(hidden), typeof(points) FROM checks LIMIT 1"
+    ).fetchone() == ("integer", "real")
     assert book.db.execute("SELECT * FROM exercises").fetchall() == [("roofline", "ck", 21.0, 0)]
 
 
 def test_learner_text_is_stored_plain(book: Gradebook) -> None:
     run = book.start_run(started="t3", command="c", version="v", guards=[])
-    shouting = ExerciseGrade("roofline", "crashed", 0.0, 21.0, "bye\x1b[2J\ud800",
-                             guards=("rlimits\u202e",))
+    shouting = ExerciseGrade(
+        "roofline", "crashed", 0.0, 21.0, "bye\x1b[2J\ud800", guards=("rlimits\u202e",)
+    )
     book.set_learner("ada\x07", "Ada", "class/ada")
     book.record("ada\x07", shouting, checks_hash="ck", gpu="", run_id=run, graded_at="t3")
-    row = book.db.execute("SELECT learner, message, guards FROM grades WHERE kind = 'crashed'"
-                          ).fetchone()
+    row = book.db.execute(
+        "SELECT learner, message, guards FROM grades WHERE kind = 'crashed'"
+    ).fetchone()
     assert row == ("ada\\x07", "bye\\x1b[2J\ufffd", '["rlimits\\\\u202e"]')
 
 
-@pytest.mark.parametrize(("change", "read", "said"), [
-    ("UPDATE grades SET kind = 'splendid'", "learners",
-     "the grade of ada on roofline cannot be read: Invalid enum value 'splendid' - at `$.kind`"),
-    ("UPDATE grades SET earned = 'lots'", "learners",
-     "the grade of ada on roofline cannot be read: Expected `float`, got `str` - at `$.earned`"),
-    ("UPDATE grades SET guards = '[not json'", "learners", "at `$.guards`"),
-    ("UPDATE grades SET guards = '[1]'", "learners",
-     "Expected `str`, got `int` - at `$.guards[0]`"),
-    ("UPDATE checks SET outcome = 'maybe' WHERE position = 1", "learners",
-     "Invalid enum value 'maybe' - at `$.checks[1].outcome`"),
-    ("UPDATE checks SET hidden = 'yes'", "learners", "at `$.checks[0].hidden`"),
-    ("UPDATE grades SET kind = 'splendid'", "graded",
-     "the grade of ada on roofline cannot be read: Invalid enum value 'splendid' - at `$.kind`"),
-    ("UPDATE exercises SET max_points = 'many'", "exercise",
-     "exercise roofline cannot be read: Expected `float`, got `str` - at `$.max_points`"),
-    ("UPDATE runs SET tag = x'00ff'", "mark_killed",
-     "run 1 cannot be read: Expected `str`, got `bytes` - at `$.tag`"),
-])
+@pytest.mark.parametrize(
+    ("change", "read", "said"),
+    [
+        (
+            "UPDATE grades SET kind = 'splendid'",
+            "learners",
+            "the grade of ada on roofline cannot be read: "
+            "Invalid enum value 'splendid' - at `$.kind`",
+        ),
+        (
+            "UPDATE grades SET earned = 'lots'",
+            "learners",
+            "the grade of ada on roofline cannot be read: "
+            "Expected `float`, got `str` - at `$.earned`",
+        ),
+        ("UPDATE grades SET guards = '[not json'", "learners", "at `$.guards`"),
+        (
+            "UPDATE grades SET guards = '[1]'",
+            "learners",
+            "Expected `str`, got `int` - at `$.guards[0]`",
+        ),
+        (
+            "UPDATE checks SET outcome = 'maybe' WHERE position = 1",
+            "learners",
+            "Invalid enum value 'maybe' - at `$.checks[1].outcome`",
+        ),
+        ("UPDATE checks SET hidden = 'yes'", "learners", "at `$.checks[0].hidden`"),
+        (
+            "UPDATE grades SET kind = 'splendid'",
+            "graded",
+            "the grade of ada on roofline cannot be read: "
+            "Invalid enum value 'splendid' - at `$.kind`",
+        ),
+        (
+            "UPDATE exercises SET max_points = 'many'",
+            "exercise",
+            "exercise roofline cannot be read: Expected `float`, got `str` - at `$.max_points`",
+        ),
+        (
+            "UPDATE runs SET tag = x'00ff'",
+            "mark_killed",
+            "run 1 cannot be read: Expected `str`, got `bytes` - at `$.tag`",
+        ),
+    ],
+)
 def test_a_value_of_the_wrong_type_is_refused_naming_file_row_and_field(
-        book: Gradebook, change: str, read: str, said: str) -> None:
-    with contextlib.closing(sqlite3.connect(book.path)) as other, other:   # not gpulab
+    book: Gradebook, change: str, read: str, said: str
+) -> None:
+    with contextlib.closing(sqlite3.connect(book.path)) as other, other:  # not gpulab
         other.execute(change)
     with Gradebook(book.path) as again, pytest.raises(GradebookError) as refused:
         if read == "learners":
@@ -111,5 +187,6 @@ def test_a_value_of_the_wrong_type_is_refused_naming_file_row_and_field(
             again.mark_killed(finished="t2")
     message = str(refused.value)
     assert message.startswith(f"{book.path}: ") and said in message
-    assert message.endswith("Something other than gpulab changed the gradebook; grade into "
-                            "another --out")
+    assert message.endswith(
+        "Something other than gpulab changed the gradebook; grade into another --out"
+    )

@@ -53,35 +53,53 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-@pytest.mark.skipif(not GUARDS.bubblewrap,
-                    reason=f"no bubblewrap sandbox here: {GUARDS.bubblewrap_problem}")
+@pytest.mark.skipif(
+    not GUARDS.bubblewrap, reason=f"no bubblewrap sandbox here: {GUARDS.bubblewrap_problem}"
+)
 def test_sigkill_of_the_grader_ends_its_learner_code(tmp_path: Path) -> None:
     notebook = nbformat.read(STUB, as_version=4)
-    answer = next(c for c in notebook.cells
-                  if c.get("metadata", {}).get("gpulab", {}).get("role") == "answer")
-    answer.source = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" \
-                    "while True:\n    pass\n" + answer.source
+    answer = next(
+        c for c in notebook.cells if c.get("metadata", {}).get("gpulab", {}).get("role") == "answer"
+    )
+    answer.source = (
+        "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "while True:\n    pass\n" + answer.source
+    )
     (tmp_path / "class" / "looper").mkdir(parents=True)
     nbformat.write(notebook, tmp_path / "class" / "looper" / "roofline.ipynb")
     grader = subprocess.Popen(
-        [sys.executable, "-m", "gpulab", "grade", str(tmp_path / "class"), "--out",
-         str(tmp_path / "out"), "--exercises", "roofline", "--workers", "1",
-         "--timeout", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "gpulab",
+            "grade",
+            str(tmp_path / "class"),
+            "--out",
+            str(tmp_path / "out"),
+            "--exercises",
+            "roofline",
+            "--workers",
+            "1",
+            "--timeout",
+            "300",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         started: set[int] = set()
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:        # until the learner's worker spins
+        while time.monotonic() < deadline:  # until the learner's worker spins
             started |= descendants(grader.pid)
-            workers = [p for p in started if alive(p) and b"gpulab.grading.worker" in
-                       _cmdline(p)]
+            workers = [p for p in started if alive(p) and b"gpulab.grading.worker" in _cmdline(p)]
             if workers:
                 break
             time.sleep(0.2)
         assert workers, "the learner's worker never started"
         time.sleep(1)
         started |= descendants(grader.pid)
-        os.kill(grader.pid, signal.SIGKILL)        # the grader alone, as `kill -9 PID` does
+        os.kill(grader.pid, signal.SIGKILL)  # the grader alone, as `kill -9 PID` does
         grader.wait()
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and any(alive(p) for p in started):

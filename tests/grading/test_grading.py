@@ -88,9 +88,11 @@ def learner_copy(root: Path, answer: str) -> Path:
 def test_build_strips_answers_and_outputs(course_root: Path) -> None:
     built = read_notebook(course_root / "exercises" / "basics" / "squares.ipynb")
     (answer,) = [c for c in built.cells if c.metadata.get("gpulab", {}).get("role") == "answer"]
-    assert answer.source == ('def square(x):\n    """x times x."""\n'
-                             "    # TODO: write your answer here\n"
-                             "    raise NotImplementedError\n")
+    assert answer.source == (
+        'def square(x):\n    """x times x."""\n'
+        "    # TODO: write your answer here\n"
+        "    raise NotImplementedError\n"
+    )
     assert answer.metadata["gpulab"] == {"role": "answer", "part": "square"}
     assert all(c.get("outputs", []) == [] for c in built.cells)
 
@@ -100,12 +102,18 @@ def test_unsolved_fails_and_solution_passes_with_points(course_root: Path) -> No
     assert shipped.status == "failed"
     assert [r.outcome for r in shipped.results] == ["failed", "failed"]
     assert "NotImplementedError" in shipped.results[0].message
-    solved = run_checks(entry(course_root), solution_path(entry(course_root)),  # type: ignore[arg-type]
-                        hidden=True)
+    solved = run_checks(
+        entry(course_root),
+        solution_path(entry(course_root)),  # type: ignore[arg-type]
+        hidden=True,
+    )
     assert solved.status == "passed"
     assert (solved.earned, solved.possible) == (4, 4)
-    assert [r.title for r in solved.results] == ["squares small numbers", "squares a float",
-                                                 "squares a large number"]
+    assert [r.title for r in solved.results] == [
+        "squares small numbers",
+        "squares a float",
+        "squares a large number",
+    ]
     assert solved.results[2].hidden
 
 
@@ -120,8 +128,7 @@ def test_dev_check_proves_the_exercise(course_root: Path) -> None:
 
 
 @pytest.mark.skipif(gpu_missing() is None, reason="this machine has a GPU: its checks run")
-def test_dev_check_proves_a_gpu_exercise_on_its_checks_that_need_no_gpu(
-        course_root: Path) -> None:
+def test_dev_check_proves_a_gpu_exercise_on_its_checks_that_need_no_gpu(course_root: Path) -> None:
     """Without a GPU, a GPU exercise's CPU checks are proved (failing as shipped, passing on
     the solution), and the report says how many points that leaves to a GPU machine."""
     manifest = course_root / "lessons" / "course.toml"
@@ -130,8 +137,10 @@ def test_dev_check_proves_a_gpu_exercise_on_its_checks_that_need_no_gpu(
     hidden.write_text("import pytest\n\n\n@pytest.mark.gpu\n" + HIDDEN)
     lines: list[str] = []
     assert check_all(load_course(course_root / "lessons"), report=lines.append) == []
-    assert lines == ["✓ squares: the checks that need no GPU (3 of 4 points); the others need "
-                     "a GPU (--gpu on one)"]
+    assert lines == [
+        "✓ squares: the checks that need no GPU (3 of 4 points); the others need "
+        "a GPU (--gpu on one)"
+    ]
     solution_file = solution_path(entry(course_root))  # type: ignore[arg-type]
     nbformat.write(solution("def square(x):\n    return x + x\n"), solution_file)
     build_all(load_course(course_root / "lessons"))
@@ -144,9 +153,10 @@ def test_dev_check_keeps_the_hidden_points_the_learner_is_told_true(course_root:
     for said, wrong in (("hidden_points = 3\n", "says 3"), ("", "does not say")):
         manifest.write_text(MANIFEST.replace("hidden_points = 1\n", said))
         (problem,) = check_all(load_course(course_root / "lessons"), report=[].append)
-        assert problem.message == (f"exercise 'squares': hidden_points {wrong}, but its hidden "
-                                   "checks are worth 1")
-        assert problem.hint == "set hidden_points = 1" and problem.line == 10   # name = "squares"
+        assert problem.message == (
+            f"exercise 'squares': hidden_points {wrong}, but its hidden checks are worth 1"
+        )
+        assert problem.hint == "set hidden_points = 1" and problem.line == 10  # name = "squares"
 
 
 @pytest.mark.parametrize(
@@ -164,10 +174,12 @@ def test_dev_check_keeps_the_hidden_points_the_learner_is_told_true(course_root:
         ("def square(x):\n    return 'x' * 3_000_000\n", "larger than 1 MiB"),
     ],
 )
-def test_a_broken_answer_gets_a_clear_message(course_root: Path, answer: str,
-                                              message: str) -> None:
-    report = run_checks(entry(course_root), learner_copy(course_root, answer),  # type: ignore[arg-type]
-                        call_timeout=2)
+def test_a_broken_answer_gets_a_clear_message(course_root: Path, answer: str, message: str) -> None:
+    report = run_checks(
+        entry(course_root),
+        learner_copy(course_root, answer),  # type: ignore[arg-type]
+        call_timeout=2,
+    )
     assert report.status == "failed"
     assert message in report.results[0].message, report.results[0].message
     assert "Traceback" not in report.results[0].message
@@ -177,15 +189,24 @@ def test_a_broken_answer_gets_a_clear_message(course_root: Path, answer: str,
 def test_checks_that_run_past_the_time_limit_are_a_timeout_status(course_root: Path) -> None:
     """A timeout is said by the report's status, which the verdict reads (never its text)."""
     pid_file = course_root / "learner.pid"
-    endless = learner_copy(course_root, "import os\n\n\ndef square(x):\n"
-                           f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-                           "    while True:\n        pass\n")
-    report = run_checks(entry(course_root), endless, call_timeout=30,  # type: ignore[arg-type]
-                        timeout=3)
+    endless = learner_copy(
+        course_root,
+        "import os\n\n\ndef square(x):\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "    while True:\n        pass\n",
+    )
+    report = run_checks(
+        entry(course_root),
+        endless,
+        call_timeout=30,  # type: ignore[arg-type]
+        timeout=3,
+    )
     assert (report.status, report.message) == (
-        "timeout", "the checks took longer than 3 s and were stopped")
+        "timeout",
+        "the checks took longer than 3 s and were stopped",
+    )
     assert verdict(report)[0] == "timeout"
-    assert verdict(replace(report, status="error"))[0] == "not-run"   # the words alone: no
+    assert verdict(replace(report, status="error"))[0] == "not-run"  # the words alone: no
     # the learner's endless loop ended with the checks process that was stopped
     learner = int(pid_file.read_text())
     deadline = time.monotonic() + 10
@@ -205,8 +226,9 @@ def _running(pid: int) -> bool:
 
 def test_missing_answer_cell_and_invalid_json(course_root: Path) -> None:
     notebook = read_notebook(course_root / "exercises" / "basics" / "squares.ipynb")
-    notebook.cells = [c for c in notebook.cells
-                      if c.metadata.get("gpulab", {}).get("role") != "answer"]
+    notebook.cells = [
+        c for c in notebook.cells if c.metadata.get("gpulab", {}).get("role") != "answer"
+    ]
     path = course_root / "gone.ipynb"
     nbformat.write(notebook, path)
     report = run_checks(entry(course_root), path)  # type: ignore[arg-type]
@@ -221,24 +243,34 @@ def test_missing_answer_cell_and_invalid_json(course_root: Path) -> None:
 
 def test_strip_solution_keeps_indentation_and_rejects_unclosed() -> None:
     text = "x = 1\n    ### BEGIN SOLUTION\n    y = 2\n    ### END SOLUTION\nz = 3"
-    assert strip_solution(text) == ("x = 1\n    # TODO: write your answer here\n"
-                                    "    raise NotImplementedError\nz = 3")
+    assert strip_solution(text) == (
+        "x = 1\n    # TODO: write your answer here\n    raise NotImplementedError\nz = 3"
+    )
     with pytest.raises(NotebookError, match="never closed"):
         strip_solution("### BEGIN SOLUTION\nx = 1")
     with pytest.raises(NotebookError, match="without"):
         strip_solution("### END SOLUTION")
 
 
-def _gpulab(env: dict[str, str], *args: str, timeout: float = 120
-            ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpulab", *args], capture_output=True,
-                          text=True, env=env, timeout=timeout)
+def _gpulab(
+    env: dict[str, str], *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpulab", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
 
 
 def test_gpulab_check_command(course_root: Path) -> None:
     state = course_root / "state"
-    env = {"GPULAB_COURSE_DIR": str(course_root / "lessons"), "PATH": "/usr/bin:/bin",
-           "GPULAB_STATE_DIR": str(state)}
+    env = {
+        "GPULAB_COURSE_DIR": str(course_root / "lessons"),
+        "PATH": "/usr/bin:/bin",
+        "GPULAB_STATE_DIR": str(state),
+    }
     released = course_root / "exercises" / "basics" / "squares.ipynb"
     pristine = released.read_bytes()
 
@@ -247,8 +279,7 @@ def test_gpulab_check_command(course_root: Path) -> None:
         return records.get("squares")
 
     nowhere = _gpulab(env, "check", "squares")
-    assert nowhere.returncode == 2 and "you have no workspace yet: `gpulab init`" in \
-        nowhere.stderr
+    assert nowhere.returncode == 2 and "you have no workspace yet: `gpulab init`" in nowhere.stderr
     made = _gpulab(env, "init", str(course_root / "ws"))
     assert made.returncode == 0, made.stderr
     workspace = (course_root / "ws").resolve()
@@ -256,8 +287,7 @@ def test_gpulab_check_command(course_root: Path) -> None:
     assert mine.read_bytes() == pristine
 
     # another notebook is judged, but never kept as the workspace's result
-    done = _gpulab(env, "check", "squares", "--notebook",
-                   str(solution_path(entry(course_root))))  # type: ignore[arg-type]
+    done = _gpulab(env, "check", "squares", "--notebook", str(solution_path(entry(course_root))))  # type: ignore[arg-type]
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[0] == "squares: passed (3 of 3 points)"
     assert "not kept in your progress: it is not your workspace's notebook" in done.stderr
@@ -270,7 +300,7 @@ def test_gpulab_check_command(course_root: Path) -> None:
     assert (failed.status, failed.earned, failed.possible) == ("failing", 0, 3)  # type: ignore[attr-defined]
 
     shutil.copy(solution_path(entry(course_root)), mine)  # type: ignore[arg-type]
-    by_path = _gpulab(env, "check", str(mine))        # a notebook's path names its exercise
+    by_path = _gpulab(env, "check", str(mine))  # a notebook's path names its exercise
     assert by_path.returncode == 0, by_path.stdout + by_path.stderr
     passed = record(workspace)
     assert (passed.status, passed.earned, passed.possible) == ("passed", 3, 3)  # type: ignore[attr-defined]
@@ -282,13 +312,16 @@ def test_gpulab_check_command(course_root: Path) -> None:
     assert record(workspace) == passed
     unknown = _gpulab(env, "check", "nope", timeout=60)
     assert unknown.returncode == 2 and "no exercise named 'nope'" in unknown.stderr
-    assert released.read_bytes() == pristine       # the course's copy was never written
+    assert released.read_bytes() == pristine  # the course's copy was never written
 
 
 def test_gpulab_reset_keeps_the_learners_notebook(course_root: Path) -> None:
     state = course_root / "state"
-    env = {"GPULAB_COURSE_DIR": str(course_root / "lessons"), "PATH": "/usr/bin:/bin",
-           "GPULAB_STATE_DIR": str(state)}
+    env = {
+        "GPULAB_COURSE_DIR": str(course_root / "lessons"),
+        "PATH": "/usr/bin:/bin",
+        "GPULAB_STATE_DIR": str(state),
+    }
     assert _gpulab(env, "init", str(course_root / "ws")).returncode == 0
     mine = (course_root / "ws" / "basics" / "squares.ipynb").resolve()
     shutil.copy(solution_path(entry(course_root)), mine)  # type: ignore[arg-type]
@@ -298,13 +331,14 @@ def test_gpulab_reset_keeps_the_learners_notebook(course_root: Path) -> None:
     assert reset.returncode == 0, reset.stderr
     (backup,) = mine.parent.glob("squares.backup-*.ipynb")
     assert backup.read_bytes() == solved and f"Yours is kept as {backup}" in reset.stdout
-    assert mine.read_bytes() == (course_root / "exercises" / "basics" / "squares.ipynb"
-                                 ).read_bytes()
+    assert (
+        mine.read_bytes() == (course_root / "exercises" / "basics" / "squares.ipynb").read_bytes()
+    )
     progress = ProgressStore(state / "progress.json").load()
-    assert progress.exercises(str(mine.parents[1])) == {}    # the old pass is forgotten
-    again = _gpulab(env, "reset", "squares")                    # pristine: no second backup
+    assert progress.exercises(str(mine.parents[1])) == {}  # the old pass is forgotten
+    again = _gpulab(env, "reset", "squares")  # pristine: no second backup
     assert again.returncode == 0 and len(list(mine.parent.glob("squares.backup-*"))) == 1
-    mine.unlink()                                               # deleted by mistake
+    mine.unlink()  # deleted by mistake
     missing = _gpulab(env, "open", "squares", "--no-browser")
     assert missing.returncode == 2
     assert f"{mine} is missing: `gpulab reset squares` brings it back" in missing.stderr
@@ -321,19 +355,23 @@ def test_the_solution_runs_top_to_bottom_in_a_real_kernel(course_root: Path) -> 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GPULAB_STATE_DIR", str(state))
         workspace, _ = init_workspace(load_course(course_root / "lessons"), course_root / "ws")
-    path = workspace.root / "basics" / "squares.ipynb"       # solved in the workspace
+    path = workspace.root / "basics" / "squares.ipynb"  # solved in the workspace
     shutil.copy(solution_path(entry(course_root)), path)  # type: ignore[arg-type]
     notebook = read_notebook(path)
-    NotebookClient(notebook, timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute(env=env)
+    NotebookClient(
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute(env=env)
     explore = [c for c in notebook.cells if c.metadata.get("gpulab", {}).get("role") == "explore"]
     assert explore[0].outputs[0]["text"] == "9\n"
-    (panel,) = notebook.cells[-1].outputs          # the check cell shows one result
+    (panel,) = notebook.cells[-1].outputs  # the check cell shows one result
     data = panel["data"]
     assert data["text/plain"].startswith("squares: passed (3 of 3 points)")
     shown = data["text/html"]
     assert 'class="gpulab-result-panel"' in shown and "passed</span> — 3 of 3 points" in shown
-    assert shown.count("✓") == data["text/plain"].count("✓") >= 2   # every check passed
+    assert shown.count("✓") == data["text/plain"].count("✓") >= 2  # every check passed
     assert "✗" not in shown and "save (Ctrl+S)" in shown
     # the notebook's check keeps the result for the app, like `gpulab check`
     record = ProgressStore(state / "progress.json").load().exercises(workspace.key)["squares"]

@@ -55,15 +55,16 @@ def test_started_reused_and_stopped_never_a_child_of_the_caller(workspace: Works
     entry = next(e for e in load_course(ROOT / "lessons").exercises() if e.name == "roofline")
     opened = open_notebook(workspace, workspace.notebook(entry), browser=False)
     assert not opened.reused and opened.browser is None
-    assert opened.url.startswith(f"http://127.0.0.1:{opened.server.port}/lab/tree/"
-                                 "memory-hierarchy/roofline.ipynb?token=")
+    assert opened.url.startswith(
+        f"http://127.0.0.1:{opened.server.port}/lab/tree/memory-hierarchy/roofline.ipynb?token="
+    )
     assert _answers(opened.url) == 200
-    assert opened.server.pid not in _children(os.getpid())     # nothing of ours to reap
+    assert opened.server.pid not in _children(os.getpid())  # nothing of ours to reap
     assert Path(f"/proc/{opened.server.pid}").exists()
 
     again = open_notebook(workspace, workspace.root, browser=False)
     assert again.reused and again.server == opened.server
-    assert again.url == opened.server.url()                      # the workspace's folder
+    assert again.url == opened.server.url()  # the workspace's folder
     stopped = stop_server(workspace)
     assert stopped == opened.server
     stat = Path(f"/proc/{opened.server.pid}/stat")
@@ -71,8 +72,7 @@ def test_started_reused_and_stopped_never_a_child_of_the_caller(workspace: Works
     assert stop_server(workspace) is None
 
 
-def test_a_notebook_outside_the_workspace_is_refused(workspace: Workspace,
-                                                    tmp_path: Path) -> None:
+def test_a_notebook_outside_the_workspace_is_refused(workspace: Workspace, tmp_path: Path) -> None:
     with pytest.raises(JupyterError, match="is not in the workspace"):
         open_notebook(workspace, tmp_path / "elsewhere.ipynb", browser=False)
 

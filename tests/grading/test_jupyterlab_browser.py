@@ -82,8 +82,9 @@ def _quiet_settings(settings: Path) -> None:
     """JupyterLab settings that keep the news prompt from covering the notebook."""
     folder = settings / "@jupyterlab" / "apputils-extension"
     folder.mkdir(parents=True)
-    (folder / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}),
-                                                              encoding="utf-8")
+    (folder / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false"}), encoding="utf-8"
+    )
 
 
 def _wait_until_serving(server: subprocess.Popen[bytes], lab: LabServer) -> None:
@@ -115,27 +116,44 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         (served / folder).mkdir(parents=True)
         shutil.copy(notebook, served / folder / f"{EXERCISE}.ipynb")
     _quiet_settings(base / "settings")
-    env = dict(os.environ,
-               GPULAB_STATE_DIR=str(base / "state"),
-               IPYTHONDIR=str(base / "ipython"),
-               JUPYTER_CONFIG_DIR=str(base / "config"),
-               JUPYTER_DATA_DIR=str(base / "data"),
-               JUPYTER_RUNTIME_DIR=str(base / "runtime"),
-               JUPYTERLAB_SETTINGS_DIR=str(base / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"))
+    env = dict(
+        os.environ,
+        GPULAB_STATE_DIR=str(base / "state"),
+        IPYTHONDIR=str(base / "ipython"),
+        JUPYTER_CONFIG_DIR=str(base / "config"),
+        JUPYTER_DATA_DIR=str(base / "data"),
+        JUPYTER_RUNTIME_DIR=str(base / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(base / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
+    )
     port, token = _free_port(), secrets.token_hex(16)
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
-               "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-               "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-               f"--ServerApp.root_dir={served}",
-               "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: see _wait_idle
-               "--LabApp.extension_manager=readonly", "--LabApp.news_url=None",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--allow-root",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={served}",
+        "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: see _wait_idle
+        "--LabApp.extension_manager=readonly",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
     server = LabServer(f"http://127.0.0.1:{port}", token, base / "jupyterlab.log")
     with server.log.open("wb") as log:
-        process = subprocess.Popen(command, cwd=served, env=env, stdin=subprocess.DEVNULL,
-                                   stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            cwd=served,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         _wait_until_serving(process, server)
         yield server
@@ -198,8 +216,9 @@ def _result_panel(page: Page, lab: LabServer, screenshot: Path) -> Locator:
         panel.wait_for()
     except PlaywrightTimeout as exc:
         page.screenshot(path=screenshot)
-        raise AssertionError(f"no result panel appeared (see {screenshot}); JupyterLab's log:\n"
-                             f"{lab.log_tail()}") from exc
+        raise AssertionError(
+            f"no result panel appeared (see {screenshot}); JupyterLab's log:\n{lab.log_tail()}"
+        ) from exc
     _wait_idle(page)
     panel.scroll_into_view_if_needed()
     page.screenshot(path=screenshot)
@@ -209,7 +228,8 @@ def _result_panel(page: Page, lab: LabServer, screenshot: Path) -> Locator:
 def _rows(panel: Locator) -> list[list[str]]:
     """The panel's table: mark, check title, points, message, one list per check."""
     cells: list[list[str]] = panel.locator("table.gpulab-checks tr").evaluate_all(
-        "rows => rows.map(row => Array.from(row.cells, cell => cell.textContent.trim()))")
+        "rows => rows.map(row => Array.from(row.cells, cell => cell.textContent.trim()))"
+    )
     return cells
 
 
@@ -232,7 +252,8 @@ def test_solution_runs_all_cells_and_the_panel_shows_every_check_passed(
         assert (mark, earned, message) == ("✓", possible, ""), f"{title}: {mark} {points}"
     # Every code cell ran, in order, and none wrote an error or a warning.
     prompts = page.locator(".jp-CodeCell .jp-InputPrompt").evaluate_all(
-        "prompts => prompts.map(p => p.textContent.trim())")
+        "prompts => prompts.map(p => p.textContent.trim())"
+    )
     assert prompts == [f"[{n}]:" for n in range(1, len(prompts) + 1)]
     assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
 

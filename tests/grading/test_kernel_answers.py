@@ -40,8 +40,9 @@ from gpulab.grading.runner import run_checks
 from gpulab.grading.tasks.common import TaskError, classify, launch_shape
 
 needs_gpu = pytest.mark.skipif(gpu_missing() is not None, reason=str(gpu_missing()))
-needs_sanitizer = pytest.mark.skipif(sanitizer_missing() is not None,
-                                     reason=str(sanitizer_missing()))
+needs_sanitizer = pytest.mark.skipif(
+    sanitizer_missing() is not None, reason=str(sanitizer_missing())
+)
 
 
 def vector_add_solution() -> str:
@@ -56,34 +57,44 @@ def vector_add_solution() -> str:
 
 
 def vector_add(body: str) -> str:
-    return ('extern "C" __global__ void vector_add(const float* a, const float* b, float* c, '
-            f"int n) {{\n{body}\n}}\n")
+    return (
+        'extern "C" __global__ void vector_add(const float* a, const float* b, float* c, '
+        f"int n) {{\n{body}\n}}\n"
+    )
 
 
-CASES = [{"label": "n = 1", "n": 1, "config": {"blocks": 1, "threads": 32}},
-         {"label": "n = 33", "n": 33, "config": {"blocks": 2, "threads": 32}},
-         {"label": "small grid", "n": 10_001, "config": {"blocks": 2, "threads": 64}}]
+CASES = [
+    {"label": "n = 1", "n": 1, "config": {"blocks": 1, "threads": 32}},
+    {"label": "n = 33", "n": 33, "config": {"blocks": 2, "threads": 32}},
+    {"label": "small grid", "n": 10_001, "config": {"blocks": 2, "threads": 64}},
+]
 
 
 # -- no GPU needed ----------------------------------------------------------------------
-@pytest.mark.parametrize(("config", "shape"), [
-    ({"blocks": 4, "threads": 256}, ((4,), (256,), 0)),
-    ({"grid": [8, 2], "block": [32, 8], "shared_mem": 4096}, ((8, 2), (32, 8), 4096)),
-    ({"grid": 3, "block": [16, 16, 1]}, ((3,), (16, 16, 1), 0)),
-])
+@pytest.mark.parametrize(
+    ("config", "shape"),
+    [
+        ({"blocks": 4, "threads": 256}, ((4,), (256,), 0)),
+        ({"grid": [8, 2], "block": [32, 8], "shared_mem": 4096}, ((8, 2), (32, 8), 4096)),
+        ({"grid": 3, "block": [16, 16, 1]}, ((3,), (16, 16, 1), 0)),
+    ],
+)
 def test_launch_shapes(config: dict[str, object], shape: tuple[object, ...]) -> None:
     assert launch_shape(config, "n = 5") == shape
 
 
-@pytest.mark.parametrize(("config", "words"), [
-    ([4, 256], "should be a dict"),
-    ({"blocks": 4.0, "threads": 256}, "whole number"),
-    ({"blocks": 0, "threads": 256}, "at least 1"),
-    ({"blocks": True, "threads": 256}, "whole number"),
-    ({"grid": [1, 70000], "block": [32]}, "larger than CUDA allows"),
-    ({"blocks": 1, "threads": 32, "shared_mem": -1}, "number of bytes"),
-    ({"grid": [1, 1, 1, 1], "block": [32]}, "one to three"),
-])
+@pytest.mark.parametrize(
+    ("config", "words"),
+    [
+        ([4, 256], "should be a dict"),
+        ({"blocks": 4.0, "threads": 256}, "whole number"),
+        ({"blocks": 0, "threads": 256}, "at least 1"),
+        ({"blocks": True, "threads": 256}, "whole number"),
+        ({"grid": [1, 70000], "block": [32]}, "larger than CUDA allows"),
+        ({"blocks": 1, "threads": 32, "shared_mem": -1}, "number of bytes"),
+        ({"grid": [1, 1, 1, 1], "block": [32]}, "one to three"),
+    ],
+)
 def test_bad_launch_shapes_say_what_and_where(config: object, words: str) -> None:
     with pytest.raises(TaskError) as caught:
         launch_shape(config, "n = 33")
@@ -135,22 +146,29 @@ def test_gpu_exercise_without_gpu_is_not_a_pass() -> None:
 @needs_gpu
 def test_reference_kernel_is_right_and_timed() -> None:
     sm_count = device_facts()["sm_count"]
-    found = run_kernel("vector_add", vector_add_solution(), {
-        "seed": new_seed(), "cases": CASES,
-        "timed": {"n": 2**24, "config": {"blocks": 32 * sm_count, "threads": 256}}})
+    found = run_kernel(
+        "vector_add",
+        vector_add_solution(),
+        {
+            "seed": new_seed(),
+            "cases": CASES,
+            "timed": {"n": 2**24, "config": {"blocks": 32 * sm_count, "threads": 256}},
+        },
+    )
     assert [case["wrong"] for case in found["cases"]] == [0, 0, 0]
     timed = found["timed"]
     assert timed["wrong"] == 0 and timed["overrun"] == 0 and timed["failed_launches"] == 0
     assert timed["ms"] > 0 and timed["reference_ms"] > 0 and timed["launches"] >= 4
     assert timed["ratio"] == pytest.approx(timed["reference_ms"] / timed["ms"])
-    assert 0.7 < timed["ratio"] < 1.4           # the trusted kernel is the same code
+    assert 0.7 < timed["ratio"] < 1.4  # the trusted kernel is the same code
 
 
 @pytest.mark.gpu
 @needs_gpu
 def test_no_grid_stride_shows_untouched_elements() -> None:
-    source = vector_add("int i = blockIdx.x * blockDim.x + threadIdx.x; "
-                        "if (i < n) c[i] = a[i] + b[i];")
+    source = vector_add(
+        "int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i];"
+    )
     found = run_kernel("vector_add", source, {"seed": new_seed(), "cases": CASES})
     small_grid = found["cases"][2]
     assert small_grid["untouched"] == 10_001 - 128
@@ -160,19 +178,39 @@ def test_no_grid_stride_shows_untouched_elements() -> None:
 
 @pytest.mark.gpu
 @needs_gpu
-@pytest.mark.parametrize(("source", "config", "kind", "words"), [
-    (vector_add("c[0] = a[0] + undeclared;"), None, "compile", "line 2"),
-    ('extern "C" __global__ void vector_sum(float* c) { c[0] = 1; }', None, "missing",
-     "does not mention a kernel named vector_add"),
-    ('// vector_add\n__global__ void vector_add(float* c) { c[0] = 1; }', None, "missing",
-     "without extern \"C\" its name is mangled"),
-    (vector_add("c[threadIdx.x] = 1;"), {"blocks": 1, "threads": 2048}, "launch",
-     "2048 threads"),
-    (vector_add("c[((size_t)1 << 40) + threadIdx.x] = a[0];"), None, "gpu-fault",
-     "index past the end"),
-])
-def test_failures_name_their_kind(source: str, config: dict[str, int] | None, kind: str,
-                                  words: str) -> None:
+@pytest.mark.parametrize(
+    ("source", "config", "kind", "words"),
+    [
+        (vector_add("c[0] = a[0] + undeclared;"), None, "compile", "line 2"),
+        (
+            'extern "C" __global__ void vector_sum(float* c) { c[0] = 1; }',
+            None,
+            "missing",
+            "does not mention a kernel named vector_add",
+        ),
+        (
+            "// vector_add\n__global__ void vector_add(float* c) { c[0] = 1; }",
+            None,
+            "missing",
+            'without extern "C" its name is mangled',
+        ),
+        (
+            vector_add("c[threadIdx.x] = 1;"),
+            {"blocks": 1, "threads": 2048},
+            "launch",
+            "2048 threads",
+        ),
+        (
+            vector_add("c[((size_t)1 << 40) + threadIdx.x] = a[0];"),
+            None,
+            "gpu-fault",
+            "index past the end",
+        ),
+    ],
+)
+def test_failures_name_their_kind(
+    source: str, config: dict[str, int] | None, kind: str, words: str
+) -> None:
     cases = CASES if config is None else [{"label": "big block", "n": 5, "config": config}]
     with pytest.raises(KernelAnswerError) as caught:
         run_kernel("vector_add", source, {"seed": 1, "cases": cases})
@@ -193,34 +231,41 @@ def test_endless_kernel_is_stopped_and_the_gpu_recovers() -> None:
     assert [case["wrong"] for case in found["cases"]] == [0, 0, 0]
 
 
-GRID_STRIDE = ("const size_t stride = (size_t)blockDim.x * gridDim.x;\n"
-               "for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)n; "
-               "i += stride) {{ {body} }}")
+GRID_STRIDE = (
+    "const size_t stride = (size_t)blockDim.x * gridDim.x;\n"
+    "for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)n; "
+    "i += stride) {{ {body} }}"
+)
 
 
 @pytest.mark.gpu
 @needs_gpu
-@pytest.mark.parametrize(("extra", "before", "after"), [
-    ("c[n] = 1.0f;", 0, 1),
-    ("c[-1] = 2.0f;", 1, 0),
-    ("c[n] = a[n];", 0, 1),        # a NaN (from a's guard) written into c's guard shows too
-    ("c[n + 4000] = 3.0f; c[-4000] = 4.0f;", 1, 1),
-])
+@pytest.mark.parametrize(
+    ("extra", "before", "after"),
+    [
+        ("c[n] = 1.0f;", 0, 1),
+        ("c[-1] = 2.0f;", 1, 0),
+        ("c[n] = a[n];", 0, 1),  # a NaN (from a's guard) written into c's guard shows too
+        ("c[n + 4000] = 3.0f; c[-4000] = 4.0f;", 1, 1),
+    ],
+)
 def test_guard_zones_see_writes_past_either_end(extra: str, before: int, after: int) -> None:
-    source = vector_add(GRID_STRIDE.format(body="c[i] = a[i] + b[i];") +
-                        f"\nif (blockIdx.x == 0 && threadIdx.x == 0) {{ {extra} }}")
+    source = vector_add(
+        GRID_STRIDE.format(body="c[i] = a[i] + b[i];")
+        + f"\nif (blockIdx.x == 0 && threadIdx.x == 0) {{ {extra} }}"
+    )
     found = run_kernel("vector_add", source, {"seed": new_seed(), "cases": CASES})
     for case in found["cases"]:
         assert case["wrong"] == 0
-        assert (case["overrun_before"], case["overrun"] - case["overrun_before"]) == (
-            before, after)
+        assert (case["overrun_before"], case["overrun"] - case["overrun_before"]) == (before, after)
 
 
 @pytest.mark.gpu
 @needs_gpu
 def test_a_kernel_that_overwrites_its_inputs_cannot_make_itself_right() -> None:
-    source = vector_add(GRID_STRIDE.format(
-        body="((float*)a)[i] = 0.0f; ((float*)b)[i] = 0.0f; c[i] = 0.0f;"))
+    source = vector_add(
+        GRID_STRIDE.format(body="((float*)a)[i] = 0.0f; ((float*)b)[i] = 0.0f; c[i] = 0.0f;")
+    )
     found = run_kernel("vector_add", source, {"seed": new_seed(), "cases": CASES})
     assert [case["wrong"] for case in found["cases"]] == [1, 33, 10_001]
 
@@ -231,8 +276,15 @@ def test_every_timed_launch_is_checked_on_fresh_inputs() -> None:
     """Wrong only when a[0] < 0.5: some timed launches are wrong, and they are caught."""
     source = vector_add(GRID_STRIDE.format(body="c[i] = a[i] + b[i] + (a[0] < 0.5f);"))
     sm_count = device_facts()["sm_count"]
-    timed = run_kernel("vector_add", source, {"seed": new_seed(), "cases": [], "timed": {
-        "n": 2**20 + 3, "config": {"blocks": 4 * sm_count, "threads": 256}}})["timed"]
+    timed = run_kernel(
+        "vector_add",
+        source,
+        {
+            "seed": new_seed(),
+            "cases": [],
+            "timed": {"n": 2**20 + 3, "config": {"blocks": 4 * sm_count, "threads": 256}},
+        },
+    )["timed"]
     assert 0 < timed["failed_launches"] < timed["launches"], timed
     assert timed["wrong"] > 0 and timed["failed_at"] >= 1
 
@@ -245,12 +297,21 @@ def test_a_kernel_that_skips_work_it_finds_done_is_timed_doing_it() -> None:
     Each thread looks only at the first element it owns, which no other thread
     writes, so within one launch on a NaN-filled c the test never passes.
     """
-    skip = ("const size_t i0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
-            "if (i0 < (size_t)n && c[i0] == a[i0] + b[i0]) return;\n")
+    skip = (
+        "const size_t i0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "if (i0 < (size_t)n && c[i0] == a[i0] + b[i0]) return;\n"
+    )
     source = vector_add(skip + GRID_STRIDE.format(body="c[i] = a[i] + b[i];"))
     sm_count = device_facts()["sm_count"]
-    timed = run_kernel("vector_add", source, {"seed": new_seed(), "cases": [], "timed": {
-        "n": 2**24 + 1, "config": {"blocks": 32 * sm_count, "threads": 256}}})["timed"]
+    timed = run_kernel(
+        "vector_add",
+        source,
+        {
+            "seed": new_seed(),
+            "cases": [],
+            "timed": {"n": 2**24 + 1, "config": {"blocks": 32 * sm_count, "threads": 256}},
+        },
+    )["timed"]
     assert timed["failed_launches"] == 0 and timed["ratio"] < 1.5, timed
 
 
@@ -259,8 +320,16 @@ def test_a_kernel_that_skips_work_it_finds_done_is_timed_doing_it() -> None:
 def test_a_repeated_case_rotates_its_grids_beside_a_busy_kernel() -> None:
     source = vector_add(GRID_STRIDE.format(body="c[i] = a[i] + b[i] + (gridDim.x == 3);"))
     grids = [{"blocks": 2, "threads": 64}, {"blocks": 3, "threads": 64}]
-    (case,) = run_kernel("vector_add", source, {"seed": new_seed(), "cases": [
-        {"label": "repeated", "n": 5000, "configs": grids, "repeat": 4, "busy": True}]})["cases"]
+    (case,) = run_kernel(
+        "vector_add",
+        source,
+        {
+            "seed": new_seed(),
+            "cases": [
+                {"label": "repeated", "n": 5000, "configs": grids, "repeat": 4, "busy": True}
+            ],
+        },
+    )["cases"]
     assert (case["launches"], case["failed_launches"], case["failed_at"]) == (4, 2, 2)
     assert case["config"] == grids[1] and case["wrong"] == 5000
 
@@ -296,8 +365,17 @@ def test_sanitizer_finds_a_bad_read_and_a_race_and_passes_a_right_kernel() -> No
     found = sanitize_kernel("vector_add", past_end, small, ("memcheck",))
     assert found.skipped is None and found.problem is not None
     assert "memcheck found" in found.problem and "line 3" in found.problem, found
-    race = sanitize_kernel("transpose", TRANSPOSE_WITHOUT_BARRIER, [
-        {"label": "63 x 65", "rows": 63, "cols": 65,
-         "config": {"grid": [3, 2], "block": [32, 8]}}])
+    race = sanitize_kernel(
+        "transpose",
+        TRANSPOSE_WITHOUT_BARRIER,
+        [
+            {
+                "label": "63 x 65",
+                "rows": 63,
+                "cols": 65,
+                "config": {"grid": [3, 2], "block": [32, 8]},
+            }
+        ],
+    )
     assert race.skipped is None and race.problem is not None
     assert "racecheck found" in race.problem and "memcheck" not in race.problem, race

@@ -78,21 +78,27 @@ def depth(value: Any) -> int:
 
 
 @pytest.mark.parametrize("reader", READERS)
-def test_json_nested_100_000_deep_is_refused_with_its_line(tmp_path: Path,
-                                                           reader: Callable[[Path], Any]) -> None:
+def test_json_nested_100_000_deep_is_refused_with_its_line(
+    tmp_path: Path, reader: Callable[[Path], Any]
+) -> None:
     data = deeply_nested(100_000)
     path = write(tmp_path, data)
-    assert refusal(reader, path) == (f"{path}:{line_of(data, b'[[[')}: JSON nested more than "
-                                     f"{MAX_DEPTH} deep; no notebook nests so deep")
+    assert refusal(reader, path) == (
+        f"{path}:{line_of(data, b'[[[')}: JSON nested more than "
+        f"{MAX_DEPTH} deep; no notebook nests so deep"
+    )
 
 
 @pytest.mark.parametrize("reader", READERS)
-def test_a_5000_digit_integer_is_refused_with_its_line(tmp_path: Path,
-                                                       reader: Callable[[Path], Any]) -> None:
+def test_a_5000_digit_integer_is_refused_with_its_line(
+    tmp_path: Path, reader: Callable[[Path], Any]
+) -> None:
     data = huge_integer(5000)
     path = write(tmp_path, data)
-    assert refusal(reader, path) == (f"{path}:{line_of(data, b'7777')}: a number of more than "
-                                     f"{MAX_DIGITS} digits; no notebook needs one")
+    assert refusal(reader, path) == (
+        f"{path}:{line_of(data, b'7777')}: a number of more than "
+        f"{MAX_DIGITS} digits; no notebook needs one"
+    )
 
 
 def test_integers_up_to_the_limit_are_read(tmp_path: Path) -> None:
@@ -104,23 +110,32 @@ def test_integers_up_to_the_limit_are_read(tmp_path: Path) -> None:
     assert "a number of more than" in refusal(read_cells, path)
 
 
-@pytest.mark.parametrize(("escape", "shown"), [("\\ud800", "a lone surrogate (U+D800)"),
-                                               ("\\udc00", "a lone surrogate (U+DC00)"),
-                                               ("\\ude00\\ud83d", "a lone surrogate (U+DE00)"),
-                                               ("\\u0000", "a NUL character")])
+@pytest.mark.parametrize(
+    ("escape", "shown"),
+    [
+        ("\\ud800", "a lone surrogate (U+D800)"),
+        ("\\udc00", "a lone surrogate (U+DC00)"),
+        ("\\ude00\\ud83d", "a lone surrogate (U+DE00)"),
+        ("\\u0000", "a NUL character"),
+    ],
+)
 @pytest.mark.parametrize("reader", READERS)
-def test_text_that_is_no_text_is_refused(tmp_path: Path, reader: Callable[[Path], Any],
-                                         escape: str, shown: str) -> None:
+def test_text_that_is_no_text_is_refused(
+    tmp_path: Path, reader: Callable[[Path], Any], escape: str, shown: str
+) -> None:
     path = write(tmp_path, escaped_in_source(escape))
-    assert refusal(reader, path) == (f"{path}: cell 2 holds {shown}" +
-                                     (", which is not text" if "surrogate" in shown else "") +
-                                     "; save the notebook again from JupyterLab")
+    assert refusal(reader, path) == (
+        f"{path}: cell 2 holds {shown}"
+        + (", which is not text" if "surrogate" in shown else "")
+        + "; save the notebook again from JupyterLab"
+    )
 
 
 def test_a_surrogate_in_a_key_of_the_metadata_is_refused(tmp_path: Path) -> None:
     data = dumps(notebook(metadata={"HOLE": 1})).replace(b"HOLE", b"\\udfff")
-    assert "the notebook holds a lone surrogate (U+DFFF)" in refusal(read_notebook,
-                                                                    write(tmp_path, data))
+    assert "the notebook holds a lone surrogate (U+DFFF)" in refusal(
+        read_notebook, write(tmp_path, data)
+    )
 
 
 def test_escaped_pairs_are_text(tmp_path: Path) -> None:
@@ -131,23 +146,26 @@ def test_escaped_pairs_are_text(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", sorted(SHAPES))
 @pytest.mark.parametrize("reader", READERS)
-def test_shapes_that_are_no_notebook(tmp_path: Path, reader: Callable[[Path], Any],
-                                     name: str) -> None:
+def test_shapes_that_are_no_notebook(
+    tmp_path: Path, reader: Callable[[Path], Any], name: str
+) -> None:
     path = write(tmp_path, SHAPES[name])
     message = refusal(reader, path)
     if name in ("a byte-order mark", "latin-1 bytes", "empty", "stray closing brackets"):
-        assert message.startswith(f"{path}:"), message        # with the line
+        assert message.startswith(f"{path}:"), message  # with the line
 
 
 def test_messages_name_the_cell(tmp_path: Path) -> None:
-    cases = {"a cell that is a number": "cell 1 is not a JSON object",
-             "cell metadata as a list": "cell 1 has no metadata object",
-             "outputs as a dict": "cell 1's outputs are not a list",
-             "source as numbers": "cell 1 has no source text",
-             "cell id as a dict": "cell 1's id is not a string",
-             "metadata as a list": "the notebook has no metadata object",
-             "cells as an object": "the notebook has no list of cells",
-             "nbformat as a dict": "not a version 4 notebook (nbformat dict)"}
+    cases = {
+        "a cell that is a number": "cell 1 is not a JSON object",
+        "cell metadata as a list": "cell 1 has no metadata object",
+        "outputs as a dict": "cell 1's outputs are not a list",
+        "source as numbers": "cell 1 has no source text",
+        "cell id as a dict": "cell 1's id is not a string",
+        "metadata as a list": "the notebook has no metadata object",
+        "cells as an object": "the notebook has no list of cells",
+        "nbformat as a dict": "not a version 4 notebook (nbformat dict)",
+    }
     for name, said in cases.items():
         path = write(tmp_path, SHAPES[name], f"{len(said)}.ipynb")
         assert refusal(read_notebook, path).startswith(f"{path}: {said}")
@@ -155,8 +173,10 @@ def test_messages_name_the_cell(tmp_path: Path) -> None:
 
 def test_metadata_that_is_not_a_mapping_is_no_role(tmp_path: Path) -> None:
     """gpulab's own metadata of the wrong kind is valid to nbformat, and just not an answer."""
-    path = write(tmp_path, dumps(notebook(cells=[{**notebook()["cells"][1],
-                                                  "metadata": {"gpulab": ["answer"]}}])))
+    path = write(
+        tmp_path,
+        dumps(notebook(cells=[{**notebook()["cells"][1], "metadata": {"gpulab": ["answer"]}}])),
+    )
     for reader in READERS:
         assert answer_cells(reader(path), path) == {}
 
@@ -184,16 +204,22 @@ def test_the_depth_limit_is_exact(tmp_path: Path, reader: Callable[[Path], Any])
 
 
 TRICKY = st.text(alphabet='[]{}",\\:/u0 é\n\t', max_size=12)
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | TRICKY,
-                    lambda inner: st.lists(inner, max_size=3) |
-                    st.dictionaries(TRICKY, inner, max_size=3), max_leaves=12)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | TRICKY,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TRICKY, inner, max_size=3),
+    max_leaves=12,
+)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(value=JSON, ascii_only=st.booleans(), extra=st.sampled_from([0, 1]))
-def test_brackets_in_strings_do_not_count(tmp_path: Path, value: Any, ascii_only: bool,
-                                          extra: int) -> None:
+def test_brackets_in_strings_do_not_count(
+    tmp_path: Path, value: Any, ascii_only: bool, extra: int
+) -> None:
     """Strings full of brackets, quotes and backslashes: refused exactly past MAX_DEPTH."""
     levels = MAX_DEPTH - 2 - depth(value) + extra
     data = notebook(metadata={"x": nested(value, levels)})
@@ -213,7 +239,7 @@ def test_400_000_tiny_outputs_cost_little(tmp_path: Path) -> None:
     data = tiny_outputs(400_000, base)
     assert 19 * 2**20 < len(data) < 20 * 2**20
     path = write(tmp_path, data)
-    read_notebook(STUB)                                   # nbformat imported, schema compiled
+    read_notebook(STUB)  # nbformat imported, schema compiled
     started = time.process_time()
     read = read_notebook(path)
     spent = time.process_time() - started
@@ -234,8 +260,9 @@ def test_tags_that_are_not_strings_are_refused_before_validation(tmp_path: Path)
 
 def test_cells_and_values_are_capped(tmp_path: Path) -> None:
     path = write(tmp_path, many_cells(MAX_CELLS))
-    assert refusal(read_notebook, path) == (f"{path}: {MAX_CELLS + 2} cells, more than the "
-                                            f"{MAX_CELLS} a notebook may have")
+    assert refusal(read_notebook, path) == (
+        f"{path}: {MAX_CELLS + 2} cells, more than the {MAX_CELLS} a notebook may have"
+    )
     data = notebook()
     answer(data)["source"] = ["x\n"] * MAX_KEPT_VALUES
     path = write(tmp_path, dumps(data))
@@ -243,13 +270,14 @@ def test_cells_and_values_are_capped(tmp_path: Path) -> None:
     answer(data)["source"] = ["x\n"] * 1000
     answer(data)["outputs"] = [0] * MAX_VALUES
     path = write(tmp_path, json.dumps(data, separators=(",", ":")).encode())
-    assert f"JSON values, more than the {MAX_VALUES} a notebook may hold" in \
-        refusal(read_notebook, path)
+    assert f"JSON values, more than the {MAX_VALUES} a notebook may hold" in refusal(
+        read_notebook, path
+    )
 
 
 def test_commas_and_brackets_in_strings_are_not_values(tmp_path: Path) -> None:
     data = notebook()
-    answer(data)["source"] = "[{" * 100_000 + ",\\\"" * MAX_VALUES
+    answer(data)["source"] = "[{" * 100_000 + ',\\"' * MAX_VALUES
     path = write(tmp_path, dumps(data))
     assert answer_cells(read_notebook(path), path)["roofs"].source == answer(data)["source"]
 
@@ -277,8 +305,9 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
     signal.alarm(10)
     try:
         for reader in READERS:
-            assert refusal(reader, tmp_path / "mine.ipynb").endswith("not a regular file, so "
-                                                                     "not a notebook")
+            assert refusal(reader, tmp_path / "mine.ipynb").endswith(
+                "not a regular file, so not a notebook"
+            )
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)

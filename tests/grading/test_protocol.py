@@ -27,9 +27,25 @@ def test_a_word_outside_the_vocabulary_is_refused(word: object) -> None:
 
 def _report(tmp_path: Path, kind: object) -> Path:
     path = tmp_path / "report.json"
-    path.write_text(json.dumps({"collected": 1, "checks": [{
-        "check": "c", "title": "t", "outcome": "failed", "points": 1, "message": "m",
-        "hidden": False, "needs_gpu": False, "kind": kind}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "collected": 1,
+                "checks": [
+                    {
+                        "check": "c",
+                        "title": "t",
+                        "outcome": "failed",
+                        "points": 1,
+                        "message": "m",
+                        "hidden": False,
+                        "needs_gpu": False,
+                        "kind": kind,
+                    }
+                ],
+            }
+        )
+    )
     return path
 
 
@@ -47,14 +63,17 @@ def test_the_checks_report_refuses_another_word(tmp_path: Path, kind: str) -> No
         _read_report(_report(tmp_path, kind))
 
 
-@pytest.mark.parametrize(("change", "words"), [
-    ({"points": "1"}, "Expected `float`, got `str` - at `$.checks[0].points`"),
-    ({"extra": 1}, "Object contains unknown field `extra` - at `$.checks[0]`"),
-    ({"outcome": "won"}, "Invalid enum value 'won' - at `$.checks[0].outcome`"),
-])
-def test_a_report_with_a_wrong_field_is_refused_saying_where(tmp_path: Path,
-                                                             change: dict[str, object],
-                                                             words: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"points": "1"}, "Expected `float`, got `str` - at `$.checks[0].points`"),
+        ({"extra": 1}, "Object contains unknown field `extra` - at `$.checks[0]`"),
+        ({"outcome": "won"}, "Invalid enum value 'won' - at `$.checks[0].outcome`"),
+    ],
+)
+def test_a_report_with_a_wrong_field_is_refused_saying_where(
+    tmp_path: Path, change: dict[str, object], words: str
+) -> None:
     path = _report(tmp_path, None)
     data = json.loads(path.read_text())
     data["checks"][0].update(change)
@@ -77,15 +96,23 @@ def _failed(kind: object, check: str = "c") -> CheckResult:
     return CheckResult(check, check, "failed", 1.0, f"{kind} happened", kind=kind)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("kinds", "expected"), [
-    (["error"], "wrong"), (["compile"], "wrong"), (["launch", "config"], "wrong"),
-    (["crashed"], "crashed"), (["error", "timeout"], "timeout"),
-    (["crashed", "timeout"], "timeout"), (["timeout", "gpu-fault"], "gpu-fault"),
-    (["gpu-fault", "invalid"], "invalid"),
-])
+@pytest.mark.parametrize(
+    ("kinds", "expected"),
+    [
+        (["error"], "wrong"),
+        (["compile"], "wrong"),
+        (["launch", "config"], "wrong"),
+        (["crashed"], "crashed"),
+        (["error", "timeout"], "timeout"),
+        (["crashed", "timeout"], "timeout"),
+        (["timeout", "gpu-fault"], "gpu-fault"),
+        (["gpu-fault", "invalid"], "invalid"),
+    ],
+)
 def test_the_exercise_kind_is_the_first_decisive_failure(kinds: list[str], expected: str) -> None:
-    report = CheckReport("e", Path("e.ipynb"), "failed", "",
-                         tuple(_failed(k, f"c{i}") for i, k in enumerate(kinds)))
+    report = CheckReport(
+        "e", Path("e.ipynb"), "failed", "", tuple(_failed(k, f"c{i}") for i, k in enumerate(kinds))
+    )
     kind, message, _ = verdict(report)
     assert kind == expected
     assert message == ("" if expected == "wrong" else f"{expected} happened")
@@ -99,20 +126,27 @@ def test_every_failure_raised_in_gpulab_is_a_word_of_the_vocabulary() -> None:
     seen = 0
     for path in package.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id in raisers):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in raisers
+            ):
                 continue
             where = f"{path.relative_to(package)}:{node.lineno}"
             at = raisers[node.func.id]
-            kind = node.args[at] if len(node.args) > at else next(
-                (k.value for k in node.keywords if k.arg == "kind"), None)
+            kind = (
+                node.args[at]
+                if len(node.args) > at
+                else next((k.value for k in node.keywords if k.arg == "kind"), None)
+            )
             if kind is None:
-                continue                    # the default, "error"
+                continue  # the default, "error"
             seen += 1
             if isinstance(kind, ast.Constant):
                 assert kind.value in FAILURES, where
-            else:   # a name: it must have come through failure_named or a Failure value
+            else:  # a name: it must have come through failure_named or a Failure value
                 text = ast.unparse(kind)
-                assert text in ("kind", "exc.kind") or text.startswith("failure_named("), \
+                assert text in ("kind", "exc.kind") or text.startswith("failure_named("), (
                     f"{where}: kind given as {text}"
+                )
     assert seen >= 15

@@ -21,7 +21,7 @@ def by_name() -> dict[str, tuple[str, str]]:
 
 def test_pytest_jupyterlab_the_workspace_and_bubblewrap(tmp_path: Path) -> None:
     checks = by_name()
-    assert checks["exercise checks"][0] == "pass"        # this environment has pytest
+    assert checks["exercise checks"][0] == "pass"  # this environment has pytest
     assert checks["JupyterLab"][0] == "pass"
     assert checks["your workspace"] == ("warn", "none yet: the exercises have nowhere to go")
     assert checks["grading sandbox"][0] == ("pass" if shutil.which("bwrap") else "skip")
@@ -33,7 +33,11 @@ def test_pytest_jupyterlab_the_workspace_and_bubblewrap(tmp_path: Path) -> None:
 
 
 def test_the_doctor_command_lists_them() -> None:
-    done = subprocess.run([sys.executable, "-m", "gpulab", "doctor", "--json"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpulab", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     names = [item["name"] for item in json.loads(done.stdout)]
     assert names[-4:] == ["exercise checks", "JupyterLab", "your workspace", "grading sandbox"]

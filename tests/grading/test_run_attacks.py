@@ -55,9 +55,11 @@ from run_attacks import (
     tagged_processes,
 )
 
-needs_bwrap = pytest.mark.skipif(not sandbox.available().bubblewrap,
-                                 reason="bubblewrap cannot make a sandbox on this machine: "
-                                        + sandbox.available().bubblewrap_problem)
+needs_bwrap = pytest.mark.skipif(
+    not sandbox.available().bubblewrap,
+    reason="bubblewrap cannot make a sandbox on this machine: "
+    + sandbox.available().bubblewrap_problem,
+)
 TIMEOUT = 20.0
 EXERCISE = "roofline"
 
@@ -80,30 +82,58 @@ def _assert_ordinary(grades: dict[str, ExerciseGrade], worth: float) -> None:
     assert got == {"good": ("right", worth), "victim": ("right", worth), "stub": ("wrong", 0.0)}
 
 
-def _grade(folder: Path, out: Path, *extra: str, env: dict[str, str] | None = None
-           ) -> subprocess.CompletedProcess[str]:
+def _grade(
+    folder: Path, out: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """`gpulab grade` as the instructor runs it."""
-    return subprocess.run([sys.executable, "-m", "gpulab", "grade", str(folder), "--out",
-                           str(out), "--exercises", EXERCISE, "--workers", "2", "--timeout",
-                           str(TIMEOUT), *extra], capture_output=True, encoding="utf-8",
-                          timeout=600, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpulab",
+            "grade",
+            str(folder),
+            "--out",
+            str(out),
+            "--exercises",
+            EXERCISE,
+            "--workers",
+            "2",
+            "--timeout",
+            str(TIMEOUT),
+            *extra,
+        ],
+        capture_output=True,
+        encoding="utf-8",
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )
 
 
 # -- learner text -------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("text", "made"), [
-    ("plain text, as is: é ü 漢 😀", "plain text, as is: é ü 漢 😀"),
-    ("lone \ud800 and \udfff", "lone \ufffd and \ufffd"),
-    ("\ud83d\ude00 a pair", "😀 a pair"),
-    ("ESC \x1b[2J, BEL \x07, NUL \x00, C1 \x85", "ESC \\x1b[2J, BEL \\x07, NUL \\x00, C1 \\x85"),
-    ("lines\r\nkept\n\ttabbed, CR \r alone", "lines\nkept\n\ttabbed, CR \\r alone"),
-    ("\u202eright-to-left, zero\u200bwidth, \u2028", "\\u202eright-to-left, zero\\u200bwidth, "
-                                                     "\\u2028"),
-    ("no\u00a0break space", "no\u00a0break space"),
-])
+
+@pytest.mark.parametrize(
+    ("text", "made"),
+    [
+        ("plain text, as is: é ü 漢 😀", "plain text, as is: é ü 漢 😀"),
+        ("lone \ud800 and \udfff", "lone \ufffd and \ufffd"),
+        ("\ud83d\ude00 a pair", "😀 a pair"),
+        (
+            "ESC \x1b[2J, BEL \x07, NUL \x00, C1 \x85",
+            "ESC \\x1b[2J, BEL \\x07, NUL \\x00, C1 \\x85",
+        ),
+        ("lines\r\nkept\n\ttabbed, CR \r alone", "lines\nkept\n\ttabbed, CR \\r alone"),
+        (
+            "\u202eright-to-left, zero\u200bwidth, \u2028",
+            "\\u202eright-to-left, zero\\u200bwidth, \\u2028",
+        ),
+        ("no\u00a0break space", "no\u00a0break space"),
+    ],
+)
 def test_plain_makes_learner_text_storable_and_visible(text: str, made: str) -> None:
     assert plain(text) == made
-    plain(text).encode("utf-8")                      # every encoder takes it
+    plain(text).encode("utf-8")  # every encoder takes it
 
 
 @needs_bwrap
@@ -116,7 +146,7 @@ def test_hostile_text_is_stored_printed_and_shown_as_text(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     printed = done.stdout + done.stderr
-    assert "\x1b]8;" not in printed                  # no hyperlink reached the terminal
+    assert "\x1b]8;" not in printed  # no hyperlink reached the terminal
     for name in (*MARKUP_MEMBERS[:2], MARKUP_FILE):  # each named, as text
         assert name.removeprefix("../") in done.stdout, name
     grades, worth = _grades(out), _worth(out)
@@ -125,17 +155,17 @@ def test_hostile_text_is_stored_printed_and_shown_as_text(tmp_path: Path) -> Non
     with Gradebook(out / "gradebook.sqlite") as book:
         learners = {g.learner: g for g in book.learners([EXERCISE])}
         hidden = book.hidden_messages("mallory", EXERCISE)
-        leaked = book.db.execute("SELECT count(*) FROM checks WHERE hidden = 1 AND "
-                                 "message != ''").fetchone()[0]
+        leaked = book.db.execute(
+            "SELECT count(*) FROM checks WHERE hidden = 1 AND message != ''"
+        ).fetchone()[0]
         problems = " ".join(str(r[0]) for r in book.db.execute("SELECT problem FROM problems"))
         runs = book.db.execute("SELECT status FROM runs").fetchall()
     assert runs == [("finished",)]
     assert learners[MARKUP_NAME].exercises[0].kind == "right"
     mallory = grades["mallory"]
-    assert mallory.kind == "wrong" and 0 < mallory.earned < worth   # her other answers count
+    assert mallory.kind == "wrong" and 0 < mallory.earned < worth  # her other answers count
     message = next(c.message for c in mallory.checks if c.check == "test_arithmetic_intensity")
-    assert "ValueError: \ufffd lone \ufffd [link=https://evil.example/]click[/link] [/]" \
-        in message
+    assert "ValueError: \ufffd lone \ufffd [link=https://evil.example/]click[/link] [/]" in message
     assert "\\x1b]8;;https://evil.example/" in message and "\\u202eevil" in message
     assert "\x1b" not in message and "\u202e" not in message
     # the hidden checks' messages: kept for the instructor, never in a place feedback reads
@@ -147,14 +177,18 @@ def test_hostile_text_is_stored_printed_and_shown_as_text(tmp_path: Path) -> Non
     assert "\ufffd lone" in page and "\x1b" not in page + markdown
     # a hidden check is named only in its exercise's total, never given a row of its own
     assert '<td class="check">test_zero_flops</td>' not in page
-    assert re.search(r'<p class="hidden-total">Hidden checks: <span class="points">[^<]+</span>'
-                     r'[^<]*test_zero_flops', page)
+    assert re.search(
+        r'<p class="hidden-total">Hidden checks: <span class="points">[^<]+</span>'
+        r"[^<]*test_zero_flops",
+        page,
+    )
     with (out / "grades.csv").open(encoding="utf-8", newline="") as f:
         rows = {row[0]: row for row in csv.reader(f)}
     assert rows[MARKUP_NAME][2] == f"{worth:g}" and float(rows["mallory"][2]) == mallory.earned
 
 
 # -- a job's failure is the job's ---------------------------------------------------------
+
 
 @needs_bwrap
 def test_a_jobs_failure_is_that_jobs_not_run_grade_and_the_run_goes_on(tmp_path: Path) -> None:
@@ -165,34 +199,42 @@ def test_a_jobs_failure_is_that_jobs_not_run_grade_and_the_run_goes_on(tmp_path:
     work = out / "submissions"
 
     def progress(text: str, done: int, total: int) -> None:
-        if done == 0:                    # planned, and no job started yet
+        if done == 0:  # planned, and no job started yet
             (work / "gone" / "roofline.ipynb").unlink()
             (work / "dir" / "roofline.ipynb").unlink()
             (work / "dir" / "roofline.ipynb").mkdir()
 
-    summary = grade_class(GradeOptions(folder, out, (EXERCISE,), workers=2, timeout=TIMEOUT),
-                          progress=progress)
+    summary = grade_class(
+        GradeOptions(folder, out, (EXERCISE,), workers=2, timeout=TIMEOUT), progress=progress
+    )
     grades, worth = _grades(out), _worth(out)
     _assert_ordinary(grades, worth)
     assert grades["gone"].kind == grades["dir"].kind == "not-run"
     assert "FileNotFoundError" in grades["gone"].message
     assert "OSError" in grades["dir"].message and "not a regular file" in grades["dir"].message
-    assert grades["gone"].guards == ()                 # nothing of the learner's ran
+    assert grades["gone"].guards == ()  # nothing of the learner's ran
     assert summary.graded == 5 and not summary.problems
     assert sorted(p.name for p in (out / "feedback").glob("*.html")) == [
-        "dir.html", "gone.html", "good.html", "stub.html", "victim.html"]
+        "dir.html",
+        "gone.html",
+        "good.html",
+        "stub.html",
+        "victim.html",
+    ]
     with (out / "grades.csv").open(encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))
     assert rows[1][:2] == ["Points possible", NOT_RUN_NOTE]
     cells = {row[1]: row[2:] for row in rows[2:]}
-    assert cells["gone"] == ["", ""] and cells["dir"] == ["", ""]     # no grade, not 0
+    assert cells["gone"] == ["", ""] and cells["dir"] == ["", ""]  # no grade, not 0
     assert cells["good"] == [f"{worth:g}", f"{worth:g}"]
     assert not (out / ".jobs").exists()
-    (work / "dir" / "roofline.ipynb").rmdir()         # the instructor clears the way
+    (work / "dir" / "roofline.ipynb").rmdir()  # the instructor clears the way
     again = grade_class(GradeOptions(folder, out, (EXERCISE,), workers=2, timeout=TIMEOUT))
-    assert again.graded == 2 and again.reused == 3    # a not-run grade is tried again
-    assert {s: (g.kind, g.earned) for s, g in _grades(out).items() if s in ("gone", "dir")} \
-        == {"gone": ("right", worth), "dir": ("right", worth)}
+    assert again.graded == 2 and again.reused == 3  # a not-run grade is tried again
+    assert {s: (g.kind, g.earned) for s, g in _grades(out).items() if s in ("gone", "dir")} == {
+        "gone": ("right", worth),
+        "dir": ("right", worth),
+    }
 
 
 @needs_bwrap
@@ -207,12 +249,12 @@ def test_the_hash_stored_is_of_the_notebook_graded(tmp_path: Path) -> None:
         if done == 0:
             copy.write_bytes(swapped)
 
-    grade_class(GradeOptions(folder, out, (EXERCISE,), workers=2, timeout=TIMEOUT),
-                progress=progress)
+    grade_class(
+        GradeOptions(folder, out, (EXERCISE,), workers=2, timeout=TIMEOUT), progress=progress
+    )
     grades, worth = _grades(out), _worth(out)
-    assert (grades["victim"].kind, grades["victim"].earned) == ("wrong", 0.0)   # the stub's
-    assert grades["victim"].notebook_hash == sha(copy) != sha(folder / "victim" /
-                                                              "roofline.ipynb")
+    assert (grades["victim"].kind, grades["victim"].earned) == ("wrong", 0.0)  # the stub's
+    assert grades["victim"].notebook_hash == sha(copy) != sha(folder / "victim" / "roofline.ipynb")
     assert (grades["good"].kind, grades["stub"].kind) == ("right", "wrong")
     # the next run sees the intake's hash differ from the stored one, and grades it again
     again = grade_class(GradeOptions(folder, out, (EXERCISE,), workers=2, timeout=TIMEOUT))
@@ -223,22 +265,43 @@ def test_the_hash_stored_is_of_the_notebook_graded(tmp_path: Path) -> None:
 
 # -- one run per output folder ------------------------------------------------------------
 
+
 @needs_bwrap
 def test_a_second_run_into_the_same_out_is_refused_and_the_first_is_unharmed(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     folder, other, out = tmp_path / "class", tmp_path / "stubs", tmp_path / "out"
     build(folder, (*ORDINARY, SLOW))
-    for name in ("good", "victim"):              # the same learners, handing in stubs
+    for name in ("good", "victim"):  # the same learners, handing in stubs
         (other / name).mkdir(parents=True)
         (other / name / "roofline.ipynb").write_bytes(stub_bytes())
-    first = subprocess.Popen([sys.executable, "-m", "gpulab", "grade", str(folder), "--out",
-                              str(out), "--exercises", EXERCISE, "--workers", "2",
-                              "--timeout", "8"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, encoding="utf-8")
+    first = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gpulab",
+            "grade",
+            str(folder),
+            "--out",
+            str(out),
+            "--exercises",
+            EXERCISE,
+            "--workers",
+            "2",
+            "--timeout",
+            "8",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        encoding="utf-8",
+    )
     try:
         deadline = time.monotonic() + 120
-        while (time.monotonic() < deadline and first.poll() is None
-               and gradebook_rows(out, "SELECT status FROM runs") != [("running",)]):
+        while (
+            time.monotonic() < deadline
+            and first.poll() is None
+            and gradebook_rows(out, "SELECT status FROM runs") != [("running",)]
+        ):
             time.sleep(0.05)
         assert (out / ".lock").read_text().strip() == str(first.pid)
         with pytest.raises(GradeError, match=rf"another gpulab grade \(pid {first.pid}\)"):
@@ -248,14 +311,12 @@ def test_a_second_run_into_the_same_out_is_refused_and_the_first_is_unharmed(
     finally:
         _, stderr = first.communicate(timeout=600)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    assert f"another gpulab grade (pid {first.pid}) is grading into this folder" \
-        in refused.stderr
+    assert f"another gpulab grade (pid {first.pid}) is grading into this folder" in refused.stderr
     assert first.returncode == 0, stderr[-3000:]
     grades, worth = _grades(out), _worth(out)
     _assert_ordinary(grades, worth)
     assert grades["slow"].kind == "timeout"
-    assert grades["victim"].notebook_hash == sha(out / "submissions" / "victim" /
-                                                 "roofline.ipynb")
+    assert grades["victim"].notebook_hash == sha(out / "submissions" / "victim" / "roofline.ipynb")
     assert grades["victim"].notebook_hash == sha(folder / "victim" / "roofline.ipynb")
     assert gradebook_rows(out, "SELECT status FROM runs") == [("finished",)]
     # once the first run is over, the folder is free again
@@ -265,6 +326,7 @@ def test_a_second_run_into_the_same_out_is_refused_and_the_first_is_unharmed(
 
 
 # -- the gradebook's schema ---------------------------------------------------------------
+
 
 @needs_bwrap
 def test_a_gradebook_of_a_newer_schema_is_refused_untouched(tmp_path: Path) -> None:
@@ -278,8 +340,10 @@ def test_a_gradebook_of_a_newer_schema_is_refused_untouched(tmp_path: Path) -> N
     before = (out / "gradebook.sqlite").read_bytes()
     done = _grade(folder, out)
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert f"written by a newer gpulab (gradebook schema {SCHEMA_VERSION + 1}; this gpulab " \
-           f"knows schema {SCHEMA_VERSION} and older)" in done.stderr
+    assert (
+        f"written by a newer gpulab (gradebook schema {SCHEMA_VERSION + 1}; this gpulab "
+        f"knows schema {SCHEMA_VERSION} and older)" in done.stderr
+    )
     assert (out / "gradebook.sqlite").read_bytes() == before
     assert not (out / "submissions").exists() and not (out / "grades.csv").exists()
     with pytest.raises(GradebookError, match="written by a newer gpulab"):
@@ -288,17 +352,34 @@ def test_a_gradebook_of_a_newer_schema_is_refused_untouched(tmp_path: Path) -> N
 
 # -- kill -9 --------------------------------------------------------------------------------
 
+
 @needs_bwrap
 def test_a_run_killed_with_sigkill_is_marked_killed_and_its_leftovers_cleared(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """Only the grader is killed, in the middle of a job: the next run into the same folder
     marks it killed and clears what it left (processes, cgroups, folders)."""
     folder, out = tmp_path / "class", tmp_path / "out"
     build(folder, (*ORDINARY, SLOW))
-    first = subprocess.Popen([sys.executable, "-m", "gpulab", "grade", str(folder), "--out",
-                              str(out), "--exercises", EXERCISE, "--workers", "2",
-                              "--timeout", "8"], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    first = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gpulab",
+            "grade",
+            str(folder),
+            "--out",
+            str(out),
+            "--exercises",
+            EXERCISE,
+            "--workers",
+            "2",
+            "--timeout",
+            "8",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     tag, orphans = "", []
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and first.poll() is None:
@@ -310,7 +391,7 @@ def test_a_run_killed_with_sigkill_is_marked_killed_and_its_leftovers_cleared(
             break
         time.sleep(0.05)
     assert first.poll() is None and tag and orphans, "run 1 ended before it could be killed"
-    os.kill(first.pid, signal.SIGKILL)            # the grader alone
+    os.kill(first.pid, signal.SIGKILL)  # the grader alone
     first.wait()
     # the checks folder of the job it was running stays behind (named by the grader's pid)
     left = list(Path(tempfile.gettempdir()).glob(f"gpulab-check-{first.pid}-*"))
@@ -318,10 +399,14 @@ def test_a_run_killed_with_sigkill_is_marked_killed_and_its_leftovers_cleared(
     cgroups = str(gradebook_rows(out, "SELECT cgroups FROM runs")[0][0])
     summary = grade_class(GradeOptions(folder, out, (EXERCISE,), workers=2, timeout=8))
     assert gradebook_rows(out, "SELECT id, status FROM runs ORDER BY id") == [
-        (1, "killed"), (2, "finished")]
-    assert any(note.startswith("run 1 was left running by a grader that was killed")
-               for note in summary.notes)
-    assert not tagged_processes(tag)                 # whatever of it had outlived it
+        (1, "killed"),
+        (2, "finished"),
+    ]
+    assert any(
+        note.startswith("run 1 was left running by a grader that was killed")
+        for note in summary.notes
+    )
+    assert not tagged_processes(tag)  # whatever of it had outlived it
     assert not [p for p in left if p.exists()]
     folders = [item.rpartition("=")[2] for item in cgroups.partition(":")[2].split(",") if item]
     assert not [f for f in folders if Path(f).exists()]
@@ -333,6 +418,7 @@ def test_a_run_killed_with_sigkill_is_marked_killed_and_its_leftovers_cleared(
 
 # -- the instructor's view ----------------------------------------------------------------
 
+
 @pytest.mark.skipif(not gpu_missing(), reason="this machine has a GPU: GPU work is graded here")
 def test_gpu_work_on_a_cpu_machine_is_checked_without_a_gpu_never_a_grade(tmp_path: Path) -> None:
     """The checks of a GPU exercise that need no GPU are graded and shown to the learner; the
@@ -340,23 +426,27 @@ def test_gpu_work_on_a_cpu_machine_is_checked_without_a_gpu_never_a_grade(tmp_pa
     folder, out = tmp_path / "class", tmp_path / "out"
     for name in ("ada", "bob"):
         (folder / name).mkdir(parents=True)
-    shutil.copy(SOLUTION.parents[2] / "solutions" / "cuda-programming" / "vector-add.ipynb",
-                folder / "ada")
-    shutil.copy(SOLUTION.parents[2] / "exercises" / "cuda-programming" / "vector-add.ipynb",
-                folder / "bob")                                  # as shipped: nothing answered
+    shutil.copy(
+        SOLUTION.parents[2] / "solutions" / "cuda-programming" / "vector-add.ipynb", folder / "ada"
+    )
+    shutil.copy(
+        SOLUTION.parents[2] / "exercises" / "cuda-programming" / "vector-add.ipynb", folder / "bob"
+    )  # as shipped: nothing answered
     summary = grade_class(GradeOptions(folder, out, ("vector-add",), unsafe=True))
     grades = {g.slug: g.exercises[0] for g in summary.learners}
     assert {g.kind for g in grades.values()} == {"partial"}
     ada, bob = grades["ada"], grades["bob"]
     ran = [c for c in ada.checks if c.outcome != "skipped"]
-    assert ran and all(c.outcome == "passed" for c in ran)            # the launch part
+    assert ran and all(c.outcome == "passed" for c in ran)  # the launch part
     assert ada.earned == sum(c.points for c in ran) > 0 and bob.earned == 0
-    assert any(c.outcome == "skipped" for c in ada.checks)            # the kernel part
+    assert any(c.outcome == "skipped" for c in ada.checks)  # the kernel part
     assert ada.message.startswith("no NVIDIA GPU on the grading machine: ")
     skipped = sum(c.points for c in ada.checks if c.outcome == "skipped")
-    assert ada.message == (f"no NVIDIA GPU on the grading machine: {skipped:g} of "
-                           f"{ada.possible:g} points need a GPU and were not graded; the checks "
-                           "that need none were")
+    assert ada.message == (
+        f"no NVIDIA GPU on the grading machine: {skipped:g} of "
+        f"{ada.possible:g} points need a GPU and were not graded; the checks "
+        "that need none were"
+    )
     assert ada.guards and any("address space" in line for line in ada.guards)  # a CPU job's
     with (out / "grades.csv").open(encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))
@@ -365,10 +455,11 @@ def test_gpu_work_on_a_cpu_machine_is_checked_without_a_gpu_never_a_grade(tmp_pa
     page = (out / "feedback" / "ada.html").read_text(encoding="utf-8")
     assert "checked without a GPU" in page and "no NVIDIA GPU on the grading machine" in page
     again = grade_class(GradeOptions(folder, out, ("vector-add",), unsafe=True))
-    assert again.graded == 2 and again.reused == 0             # tried again, as not-run is
+    assert again.graded == 2 and again.reused == 0  # tried again, as not-run is
 
 
 # -- one writer -----------------------------------------------------------------------------
+
 
 def _entry(name: str, gpu: bool) -> ExerciseEntry:
     return ExerciseEntry(name, "lesson", gpu, 1, (), Path(f"{name}.ipynb"), None)
@@ -402,18 +493,32 @@ def _store(book: Gradebook, jobs: list[Job], lanes: _Lanes | None) -> tuple[Writ
             most = max(most, running)
         try:
             time.sleep(random.Random(f"{job.slug}/{job.entry.name}").uniform(0, 0.01))
-            if job.entry.gpu and not gpu:       # as the checks do without a GPU
-                rows = (CheckRow("cpu", "t", "passed", 1.0, 1.0),
-                        CheckRow("gpu", "t", "skipped", 1.0, 0.0, "needs an NVIDIA GPU"))
-                return ExerciseGrade(job.entry.name, "partial", 1.0, 2.0, "1 of 2 points not "
-                                     "graded here", rows, job.guards, 0.0, "h")
+            if job.entry.gpu and not gpu:  # as the checks do without a GPU
+                rows = (
+                    CheckRow("cpu", "t", "passed", 1.0, 1.0),
+                    CheckRow("gpu", "t", "skipped", 1.0, 0.0, "needs an NVIDIA GPU"),
+                )
+                return ExerciseGrade(
+                    job.entry.name,
+                    "partial",
+                    1.0,
+                    2.0,
+                    "1 of 2 points not graded here",
+                    rows,
+                    job.guards,
+                    0.0,
+                    "h",
+                )
             if job.slug.endswith("3"):
                 raise RuntimeError(f"boom \ud800 in {job.slug}")
             earned = float("nan") if job.slug.endswith("5") else 2.0
-            rows = tuple(CheckRow(f"c{n}", "t", "passed", 1.0, 1.0, "m \x1b", n == 0,
-                                  "secret") for n in range(2))
-            return ExerciseGrade(job.entry.name, "right", earned, 2.0, "", rows, job.guards,
-                                 0.0, "h")
+            rows = tuple(
+                CheckRow(f"c{n}", "t", "passed", 1.0, 1.0, "m \x1b", n == 0, "secret")
+                for n in range(2)
+            )
+            return ExerciseGrade(
+                job.entry.name, "right", earned, 2.0, "", rows, job.guards, 0.0, "h"
+            )
         finally:
             with lock:
                 running -= 1
@@ -432,18 +537,24 @@ def _store(book: Gradebook, jobs: list[Job], lanes: _Lanes | None) -> tuple[Writ
 
 
 def test_many_threads_grades_reach_the_one_writer_and_none_is_lost(tmp_path: Path) -> None:
-    exercises = [_entry(f"cpu{n}", False) for n in range(5)] + \
-                [_entry(f"gpu{n}", True) for n in range(3)]
+    exercises = [_entry(f"cpu{n}", False) for n in range(5)] + [
+        _entry(f"gpu{n}", True) for n in range(3)
+    ]
     slugs = [f"l{n:02d}" for n in range(40)]
-    jobs = [Job(slug, entry, Path("nb.ipynb"), "h", "c", 2.0, ("g",))
-            for slug in slugs for entry in exercises]
+    jobs = [
+        Job(slug, entry, Path("nb.ipynb"), "h", "c", 2.0, ("g",))
+        for slug in slugs
+        for entry in exercises
+    ]
     lanes = _Lanes(["0", "1", "2"], {"1": 3})
     with Gradebook(tmp_path / "gradebook.sqlite") as book:
         for slug in slugs:
             book.set_learner(slug, slug, "src")
         writer, count, most = _store(book, jobs, lanes)
-        stored = {(r[0], r[1]): (r[2], r[3]) for r in book.db.execute(
-            "SELECT learner, exercise, kind, message FROM grades")}
+        stored = {
+            (r[0], r[1]): (r[2], r[3])
+            for r in book.db.execute("SELECT learner, exercise, kind, message FROM grades")
+        }
         hidden = book.db.execute("SELECT count(*) FROM hidden_messages").fetchone()[0]
         events = book.db.execute("SELECT gpu, event FROM gpu_events").fetchall()
         assert book.db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
@@ -453,36 +564,50 @@ def test_many_threads_grades_reach_the_one_writer_and_none_is_lost(tmp_path: Pat
     assert lanes.jobs["1"] == 3 and sum(lanes.jobs.values()) == 3 * len(slugs)
     for (slug, _), (kind, message) in stored.items():
         if slug.endswith("3"):
-            assert (kind, message) == ("not-run", f"not graded: the grader failed on it: "
-                                                  f"RuntimeError: boom \ufffd in {slug}")
+            assert (kind, message) == (
+                "not-run",
+                f"not graded: the grader failed on it: RuntimeError: boom \ufffd in {slug}",
+            )
         elif slug.endswith("5"):
-            assert kind == "not-run" and "its grade could not be stored: IntegrityError" \
-                in message
+            assert kind == "not-run" and "its grade could not be stored: IntegrityError" in message
         else:
             assert (kind, message) == ("right", "")
     stored_right = sum(kind == "right" for kind, _ in stored.values())
-    assert hidden == stored_right                    # one hidden check per stored grade
+    assert hidden == stored_right  # one hidden check per stored grade
 
 
 def test_gpu_jobs_no_lane_took_run_without_a_gpu_and_say_why(tmp_path: Path) -> None:
-    jobs = [Job(f"l{n}", _entry("gpu", True), Path("nb.ipynb"), "h", "c", 2.0, ("gpu",),
-                ("cpu",)) for n in (0, 1, 2, 4, 6, 7)]
+    jobs = [
+        Job(f"l{n}", _entry("gpu", True), Path("nb.ipynb"), "h", "c", 2.0, ("gpu",), ("cpu",))
+        for n in (0, 1, 2, 4, 6, 7)
+    ]
     with Gradebook(tmp_path / "gradebook.sqlite") as book:
         for job in jobs:
             book.set_learner(job.slug, job.slug, "src")
         _store(book, jobs, _Lanes(["0", "1"], {"0": 1, "1": 1}))
-        kinds = book.db.execute("SELECT kind, message, count(*) FROM grades GROUP BY "
-                                "kind, message ORDER BY kind").fetchall()
-    assert kinds == [("partial", "every GPU was taken out of rotation: 1 of 2 points need a "
-                      "GPU and were not graded; the checks that need none were", 4),
-                     ("right", "", 2)]
+        kinds = book.db.execute(
+            "SELECT kind, message, count(*) FROM grades GROUP BY kind, message ORDER BY kind"
+        ).fetchall()
+    assert kinds == [
+        (
+            "partial",
+            "every GPU was taken out of rotation: 1 of 2 points need a "
+            "GPU and were not graded; the checks that need none were",
+            4,
+        ),
+        ("right", "", 2),
+    ]
     with Gradebook(tmp_path / "none.sqlite") as book:
         for job in jobs:
             book.set_learner(job.slug, job.slug, "src")
         _store(book, jobs, None)
         assert book.db.execute("SELECT DISTINCT kind, message FROM grades").fetchall() == [
-            ("partial", "no GPU here: 1 of 2 points need a GPU and were not graded; the checks "
-                        "that need none were")]
+            (
+                "partial",
+                "no GPU here: 1 of 2 points need a GPU and were not graded; the checks "
+                "that need none were",
+            )
+        ]
 
 
 def test_the_gradebook_is_written_only_by_the_thread_that_opened_it(tmp_path: Path) -> None:
@@ -503,27 +628,48 @@ def test_the_gradebook_is_written_only_by_the_thread_that_opened_it(tmp_path: Pa
 
 
 def _result(check: str, outcome: str, points: float, *, gpu: bool = False) -> CheckResult:
-    return CheckResult(check, check, outcome, points,  # type: ignore[arg-type]
-                       "needs an NVIDIA GPU (no driver)" if gpu else "", needs_gpu=gpu)
+    return CheckResult(
+        check,
+        check,
+        outcome,
+        points,  # type: ignore[arg-type]
+        "needs an NVIDIA GPU (no driver)" if gpu else "",
+        needs_gpu=gpu,
+    )
 
 
-@pytest.mark.parametrize(("results", "kind"), [
-    ((("a", "passed", 2.0, False), ("k", "skipped", 5.0, True)), "partial"),
-    ((("a", "failed", 2.0, False), ("k", "skipped", 5.0, True)), "partial"),
-    ((("k", "skipped", 5.0, True), ("h", "skipped", 1.0, True)), "not-run"),
-    ((("a", "passed", 2.0, False), ("s", "skipped", 1.0, False)), "right"),
-])
+@pytest.mark.parametrize(
+    ("results", "kind"),
+    [
+        ((("a", "passed", 2.0, False), ("k", "skipped", 5.0, True)), "partial"),
+        ((("a", "failed", 2.0, False), ("k", "skipped", 5.0, True)), "partial"),
+        ((("k", "skipped", 5.0, True), ("h", "skipped", 1.0, True)), "not-run"),
+        ((("a", "passed", 2.0, False), ("s", "skipped", 1.0, False)), "right"),
+    ],
+)
 def test_a_gpu_exercise_without_a_gpu_is_partial_or_not_run_never_a_grade(
-        results: tuple[tuple[str, str, float, bool], ...], kind: str) -> None:
+    results: tuple[tuple[str, str, float, bool], ...], kind: str
+) -> None:
     """Checks skipped for want of a GPU leave the exercise ungraded, whatever the others did;
     a check skipped for another reason does not."""
-    status = "failed" if any(r[1] == "failed" for r in results) else "skipped" \
-        if any(r[3] for r in results) else "passed"
-    report = CheckReport("e", Path("e.ipynb"), status,  # type: ignore[arg-type]
-                         "" if status != "skipped" else "checks did not run",
-                         tuple(_result(c, o, p, gpu=g) for c, o, p, g in results))
+    status = (
+        "failed"
+        if any(r[1] == "failed" for r in results)
+        else "skipped"
+        if any(r[3] for r in results)
+        else "passed"
+    )
+    report = CheckReport(
+        "e",
+        Path("e.ipynb"),
+        status,  # type: ignore[arg-type]
+        "" if status != "skipped" else "checks did not run",
+        tuple(_result(c, o, p, gpu=g) for c, o, p, g in results),
+    )
     got, message, rows = verdict(report)
     assert got == kind and len(rows) == len(results)
     if kind == "partial":
-        assert message == ("5 of 7 points were not graded here: needs an NVIDIA GPU (no "
-                           "driver); the checks that need no GPU were")
+        assert message == (
+            "5 of 7 points were not graded here: needs an NVIDIA GPU (no "
+            "driver); the checks that need no GPU were"
+        )

@@ -19,15 +19,22 @@ import pytest
 from gpulab.grading import sandbox
 
 GUARDS = sandbox.available()
-needs_bwrap = pytest.mark.skipif(not GUARDS.bubblewrap,
-                                 reason=f"no bubblewrap sandbox here: {GUARDS.bubblewrap_problem}")
+needs_bwrap = pytest.mark.skipif(
+    not GUARDS.bubblewrap, reason=f"no bubblewrap sandbox here: {GUARDS.bubblewrap_problem}"
+)
 MiB = 2**20
 
 
 def run(code: str, policy: sandbox.Policy, timeout: float = 60) -> tuple[int, dict]:
     """Run `code` sandboxed; (exit status, the JSON it printed last, or {})."""
-    job = sandbox.spawn([sys.executable, "-c", code], env=dict(os.environ), cwd="/",
-                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, policy=policy)
+    job = sandbox.spawn(
+        [sys.executable, "-c", code],
+        env=dict(os.environ),
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        policy=policy,
+    )
     try:
         out, _ = job.process.communicate(timeout=timeout)
     finally:
@@ -47,9 +54,16 @@ def policy(tmp_path: Path) -> sandbox.Policy:
     public = tmp_path / "course" / "lessons"
     public.mkdir()
     (public / "notes.txt").write_text("hello")
-    return sandbox.Policy(cpu_s=3, memory_bytes=512 * MiB, processes=16, file_bytes=4 * MiB,
-                          scratch_bytes=16 * MiB, private=(str(secret),),
-                          show=(str(public),), cgroup=GUARDS.cgroup)
+    return sandbox.Policy(
+        cpu_s=3,
+        memory_bytes=512 * MiB,
+        processes=16,
+        file_bytes=4 * MiB,
+        scratch_bytes=16 * MiB,
+        private=(str(secret),),
+        show=(str(public),),
+        cgroup=GUARDS.cgroup,
+    )
 
 
 @needs_bwrap
@@ -107,15 +121,21 @@ print(json.dumps(sorted(int(p) for p in os.listdir("/proc") if p.isdigit())))
     try:
         seen = _pids(policy, code)
         assert job.pid not in seen and os.getpid() not in seen
-        assert seen == [1]               # a PID namespace of its own, the job its PID 1
+        assert seen == [1]  # a PID namespace of its own, the job its PID 1
     finally:
         job.kill()
         job.wait()
 
 
 def _pids(policy: sandbox.Policy, code: str) -> list[int]:
-    job = sandbox.spawn([sys.executable, "-c", code], env=dict(os.environ), cwd="/",
-                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, policy=policy)
+    job = sandbox.spawn(
+        [sys.executable, "-c", code],
+        env=dict(os.environ),
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        policy=policy,
+    )
     try:
         out, _ = job.process.communicate(timeout=60)
     finally:
@@ -125,8 +145,12 @@ def _pids(policy: sandbox.Policy, code: str) -> list[int]:
 
 def test_cpu_time_is_capped(policy):
     status, _ = run("while True: pass", policy, timeout=60)
-    assert status in (-signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGXCPU,
-                      128 + signal.SIGKILL), status
+    assert status in (
+        -signal.SIGXCPU,
+        -signal.SIGKILL,
+        128 + signal.SIGXCPU,
+        128 + signal.SIGKILL,
+    ), status
 
 
 def test_memory_is_capped(policy):
@@ -177,10 +201,12 @@ except OSError as exc:
     assert seen["written"] <= 16 and seen["cwd"] == sandbox.SCRATCH
 
 
-@pytest.mark.skipif(not GUARDS.cgroup and not GUARDS.bubblewrap,
-                    reason="no process limit can be set here: no cgroup "
-                           f"({GUARDS.cgroup_problem}) and no sandbox "
-                           f"({GUARDS.bubblewrap_problem})")
+@pytest.mark.skipif(
+    not GUARDS.cgroup and not GUARDS.bubblewrap,
+    reason="no process limit can be set here: no cgroup "
+    f"({GUARDS.cgroup_problem}) and no sandbox "
+    f"({GUARDS.bubblewrap_problem})",
+)
 def test_a_fork_bomb_hits_the_process_limit(policy):
     code = """
 import json, os, time
@@ -210,15 +236,25 @@ def test_nvlink_multicast_stays_off_in_every_child(policy, sandboxed, monkeypatc
     if sandboxed and not GUARDS.bubblewrap:
         pytest.skip(f"no bubblewrap sandbox here: {GUARDS.bubblewrap_problem}")
     monkeypatch.delenv(sandbox.ENV, raising=False)
-    code = ("import json, os; print(json.dumps({k: os.environ.get(k) for k in "
-            "('NCCL_NVLS_ENABLE', 'TORCH_SYMM_MEM_DISABLE_MULTICAST', 'NVSHMEM_DISABLE_NVLS')}))")
+    code = (
+        "import json, os; print(json.dumps({k: os.environ.get(k) for k in "
+        "('NCCL_NVLS_ENABLE', 'TORCH_SYMM_MEM_DISABLE_MULTICAST', 'NVSHMEM_DISABLE_NVLS')}))"
+    )
     env = {**os.environ, "NCCL_NVLS_ENABLE": "1"}
-    job = sandbox.spawn([sys.executable, "-c", code], env=env, cwd="/",
-                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        policy=policy if sandboxed else None)
+    job = sandbox.spawn(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        policy=policy if sandboxed else None,
+    )
     try:
         out, _ = job.process.communicate(timeout=60)
     finally:
         job.close()
-    assert json.loads(out) == {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-                               "NVSHMEM_DISABLE_NVLS": "1"}
+    assert json.loads(out) == {
+        "NCCL_NVLS_ENABLE": "0",
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+        "NVSHMEM_DISABLE_NVLS": "1",
+    }

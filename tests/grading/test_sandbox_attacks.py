@@ -35,8 +35,9 @@ MiB = 2**20
 NOBODY = 65534
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 
-pytestmark = pytest.mark.skipif(not GUARDS.bubblewrap,
-                                reason=f"no bubblewrap sandbox here: {GUARDS.bubblewrap_problem}")
+pytestmark = pytest.mark.skipif(
+    not GUARDS.bubblewrap, reason=f"no bubblewrap sandbox here: {GUARDS.bubblewrap_problem}"
+)
 
 
 def _nobody_skip() -> str | None:
@@ -47,10 +48,14 @@ def _nobody_skip() -> str | None:
     return None
 
 
-GRADERS = [pytest.param("self", id="grader-as-this-user"),
-           pytest.param("nobody", id="grader-as-nobody",
-                        marks=pytest.mark.skipif(_nobody_skip() is not None,
-                                                 reason=_nobody_skip() or ""))]
+GRADERS = [
+    pytest.param("self", id="grader-as-this-user"),
+    pytest.param(
+        "nobody",
+        id="grader-as-nobody",
+        marks=pytest.mark.skipif(_nobody_skip() is not None, reason=_nobody_skip() or ""),
+    ),
+]
 
 
 class Scene:
@@ -76,16 +81,27 @@ class Scene:
         for path in [base, *base.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
         self.policy = sandbox.Policy(
-            cpu_s=20, memory_bytes=1024 * MiB, processes=16, scratch_bytes=8 * MiB,
+            cpu_s=20,
+            memory_bytes=1024 * MiB,
+            processes=16,
+            scratch_bytes=8 * MiB,
             show=(str(course / "lessons"),),
             private=(str(course / "solutions"), str(base / "class.zip"), str(base / "out")),
-            cgroup="")
+            cgroup="",
+        )
 
     @property
     def secrets(self) -> list[str]:
-        return [str(self.base / p) for p in ("course/solutions/answer.txt",
-                                             "old-copy/solutions/answer.txt", "class.zip",
-                                             "out/gradebook.sqlite", "daemon.sock")]
+        return [
+            str(self.base / p)
+            for p in (
+                "course/solutions/answer.txt",
+                "old-copy/solutions/answer.txt",
+                "class.zip",
+                "out/gradebook.sqlite",
+                "daemon.sock",
+            )
+        ]
 
     def close(self) -> None:
         self.server.close()
@@ -106,13 +122,20 @@ def scene() -> Iterator[Scene]:
 def attack(code: str, scene: Scene, grader: str, *args: str) -> dict:
     """Run `code` in a sandbox as the grading run would; the JSON it printed last. `args` reach
     it as sys.argv[1:] through the environment, so that they are not on its command line."""
-    program = "import json, os, sys; sys.argv[1:] = json.loads(os.environ['ATTACK_ARGS'])\n" + \
-        textwrap.dedent(code)
+    program = (
+        "import json, os, sys; sys.argv[1:] = json.loads(os.environ['ATTACK_ARGS'])\n"
+        + textwrap.dedent(code)
+    )
     if grader == "self":
-        job = sandbox.spawn([sys.executable, "-c", program],
-                            env={**os.environ, "ATTACK_ARGS": json.dumps(args)},
-                            cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, policy=scene.policy)
+        job = sandbox.spawn(
+            [sys.executable, "-c", program],
+            env={**os.environ, "ATTACK_ARGS": json.dumps(args)},
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            policy=scene.policy,
+        )
         try:
             out, err = job.process.communicate(timeout=120)
         finally:
@@ -131,12 +154,31 @@ def attack(code: str, scene: Scene, grader: str, *args: str) -> dict:
             sys.stderr.write(err.decode(errors="replace"))
         """)
         bwrap = Path(shutil.which("bwrap") or "/usr/bin/bwrap").parent
-        env = {"PATH": f"{bwrap}:/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str(ROOT / "lab"),
-               sandbox.ENV: scene.policy.to_json(), "ATTACK_ARGS": json.dumps(args)}
-        done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
-                               "--clear-groups", "--", "/usr/bin/env", str(SYSTEM_PYTHON),
-                               "-c", harness, program], env=env, capture_output=True,
-                              text=True, timeout=180)
+        env = {
+            "PATH": f"{bwrap}:/usr/bin:/bin",
+            "HOME": "/tmp",
+            "PYTHONPATH": str(ROOT / "lab"),
+            sandbox.ENV: scene.policy.to_json(),
+            "ATTACK_ARGS": json.dumps(args),
+        }
+        done = subprocess.run(
+            [
+                "setpriv",
+                f"--reuid={NOBODY}",
+                f"--regid={NOBODY}",
+                "--clear-groups",
+                "--",
+                "/usr/bin/env",
+                str(SYSTEM_PYTHON),
+                "-c",
+                harness,
+                program,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         text, err = done.stdout, done.stderr.encode()
     lines = text.strip().splitlines()
     assert lines, f"the attack printed nothing; stderr:\n{err[-2000:]!r}"
@@ -169,14 +211,22 @@ print(json.dumps({
 def test_no_privilege_in_the_sandbox_whoever_grades(scene: Scene, grader: str) -> None:
     seen = attack(PRIVILEGE, scene, grader)
     assert seen["uid"] != 0 and seen["gid"] != 0, seen
-    if grader == "self" and os.geteuid() == 0:       # a root grader drops to a job's own uid
+    if grader == "self" and os.geteuid() == 0:  # a root grader drops to a job's own uid
         first, count = sandbox.JOB_UIDS
         assert first <= seen["uid"] < first + count and seen["gid"] == seen["uid"]
         assert seen["groups"] == []
     assert set(seen["caps"]) == {"0000000000000000"}, seen["caps"]
     assert seen["no_new_privs"] == "1"
-    for way in ("umount", "umount_root", "remount_rw", "mount_tmpfs", "new_userns",
-                "ptrace_pid1", "setuid_root", "chroot"):
+    for way in (
+        "umount",
+        "umount_root",
+        "remount_rw",
+        "mount_tmpfs",
+        "new_userns",
+        "ptrace_pid1",
+        "setuid_root",
+        "chroot",
+    ):
         assert seen[way] != "worked", (way, seen)
 
 
@@ -220,7 +270,7 @@ def test_the_view_is_an_allowlist(scene: Scene, grader: str) -> None:
     notes = str(scene.base / "course" / "lessons" / "notes.md")
     seen = attack(VIEW, scene, grader, *scene.secrets, notes)
     assert seen["found"] == [] and seen["walked"] == [], seen
-    assert seen["shown"] == "public"                  # the public course is there
+    assert seen["shown"] == "public"  # the public course is there
     for absent in ("home", "run", "var", "srv", "mnt", "media", "opt", "boot", "root"):
         assert absent not in seen["root"] or _needed(f"/{absent}"), (absent, seen["root"])
     for private in (*scene.policy.private, str(scene.base / "old-copy")):
@@ -266,8 +316,11 @@ def test_nothing_is_writable_but_two_small_tmpfs(scene: Scene, grader: str) -> N
     places = ["/", "/etc", "/usr", "/dev", lessons, sys.prefix]
     seen = attack(WRITES, scene, grader, *places)
     for place in places:
-        assert seen[place] in ("Read-only file system", "Permission denied",
-                               "No such file or directory"), (place, seen)
+        assert seen[place] in (
+            "Read-only file system",
+            "Permission denied",
+            "No such file or directory",
+        ), (place, seen)
     assert not (scene.base / "course" / "lessons" / "gpulab-was-here").exists()
     written, why = seen["fill /tmp"]
     assert why == "No space left on device" and written <= 8, seen
@@ -319,19 +372,28 @@ time.sleep(float(sys.argv[1]))
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only a root grader can give jobs a uid of their "
-                    "own; an ordinary grader's inotify quota is shared with its jobs")
+@pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="only a root grader can give jobs a uid of their "
+    "own; an ordinary grader's inotify quota is shared with its jobs",
+)
 def test_inotify_is_charged_to_the_jobs_uid_not_the_graders(scene: Scene) -> None:
     import ctypes
 
     program = textwrap.dedent(INOTIFY)
-    job = sandbox.spawn([sys.executable, "-c", program, "20"], env=dict(os.environ), cwd="/",
-                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, policy=scene.policy)
+    job = sandbox.spawn(
+        [sys.executable, "-c", program, "20"],
+        env=dict(os.environ),
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        policy=scene.policy,
+    )
     try:
         assert job.process.stdout is not None
         held = json.loads(job.process.stdout.readline())["held"]
         libc = ctypes.CDLL(None, use_errno=True)
-        mine = libc.inotify_init()         # the grader, while the job holds all it could get
+        mine = libc.inotify_init()  # the grader, while the job holds all it could get
         assert mine >= 0, os.strerror(ctypes.get_errno())
         os.close(mine)
     finally:
@@ -353,8 +415,14 @@ def test_the_worker_is_the_pid_the_sandbox_reports(scene: Scene) -> None:
     """A decoy whose command line names the worker changes nothing: the pid comes from
     bubblewrap (--info-fd), not from a search of command lines."""
     program = textwrap.dedent(DECOY)
-    job = sandbox.spawn([sys.executable, "-c", program], env=dict(os.environ), cwd="/",
-                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, policy=scene.policy)
+    job = sandbox.spawn(
+        [sys.executable, "-c", program],
+        env=dict(os.environ),
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        policy=scene.policy,
+    )
     try:
         assert job.process.stdout is not None
         inside = json.loads(job.process.stdout.readline())
@@ -372,9 +440,10 @@ def test_the_guard_refuses_a_sandbox_that_does_not_hold(monkeypatch: pytest.Monk
     bubblewrap started by root did) is refused."""
     if os.geteuid() != 0:
         pytest.skip("only a root grader can make a sandbox that keeps privileges")
-    monkeypatch.setattr(sandbox, "job_uid", lambda: None)          # the old launch: stay root
-    monkeypatch.setattr(sandbox, "ISOLATION", tuple(a for a in sandbox.ISOLATION
-                                                    if a not in ("--cap-drop", "ALL")))
+    monkeypatch.setattr(sandbox, "job_uid", lambda: None)  # the old launch: stay root
+    monkeypatch.setattr(
+        sandbox, "ISOLATION", tuple(a for a in sandbox.ISOLATION if a not in ("--cap-drop", "ALL"))
+    )
     problem = sandbox_proof.prove(sandbox.Policy())
     assert problem.startswith("the sandbox does not hold here: from inside it, ")
     assert "it ran as root" in problem and "it kept capabilities" in problem

@@ -25,8 +25,11 @@ EXERCISES = load_course().exercises()
 
 
 def _param(entry: ExerciseEntry) -> ParameterSet:
-    marks = [pytest.mark.gpu, pytest.mark.skipif(gpu_missing() is not None,
-                                                 reason=str(gpu_missing()))] if entry.gpu else []
+    marks = (
+        [pytest.mark.gpu, pytest.mark.skipif(gpu_missing() is not None, reason=str(gpu_missing()))]
+        if entry.gpu
+        else []
+    )
     return pytest.param(entry, id=entry.name, marks=marks)
 
 
@@ -36,24 +39,33 @@ def test_solution_runs_and_passes(exercise: ExerciseEntry, tmp_path: Path) -> No
 
     path = solution_path(exercise)
     notebook = read_notebook(path)
-    NotebookClient(notebook, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute(
-        env={**os.environ, "GPULAB_STATE_DIR": str(tmp_path / "state")})
-    errors = [output for cell in notebook.cells if cell.cell_type == "code"
-              for output in cell.get("outputs", []) if output.get("output_type") == "error"]
+    NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute(env={**os.environ, "GPULAB_STATE_DIR": str(tmp_path / "state")})
+    errors = [
+        output
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "error"
+    ]
     assert not errors
     panel = notebook.cells[-1].outputs[-1]["data"]
-    assert 'class="gpulab-result-panel"' in panel["text/html"]     # the notebook's panel
-    text = panel["text/plain"]                                     # its text: report_text
+    assert 'class="gpulab-result-panel"' in panel["text/html"]  # the notebook's panel
+    text = panel["text/plain"]  # its text: report_text
     status = text.split("\n", 1)[0].removeprefix(f"{exercise.name}: ").split(" ", 1)[0]
     if exercise.gpu and status == "skipped" and _cuda_devices() < 2:
         # A multi-GPU exercise on a one-GPU machine: every check ran and passed except
         # the two-GPU ones, each skipped with its reason (a skip is never a pass).
-        report = run_checks(exercise, path)     # the panel's text is cut short: ask again
+        report = run_checks(exercise, path)  # the panel's text is cut short: ask again
         not_passed = [r for r in report.results if r.outcome != "passed"]
         assert not_passed, report
-        assert all(r.outcome == "skipped" and "needs two GPUs" in r.message
-                   for r in not_passed), [(r.check, r.outcome, r.message) for r in not_passed]
+        assert all(r.outcome == "skipped" and "needs two GPUs" in r.message for r in not_passed), [
+            (r.check, r.outcome, r.message) for r in not_passed
+        ]
         return
     assert status == "passed", text[:400]
 

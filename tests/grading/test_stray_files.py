@@ -17,11 +17,15 @@ def test_the_course_has_no_stray_file() -> None:
 
 def test_a_leftover_of_a_renamed_exercise_is_found(tmp_path: Path) -> None:
     for part in ("lessons", "exercises", "solutions"):
-        shutil.copytree(ROOT / part, tmp_path / part,
-                        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        shutil.copytree(
+            ROOT / part,
+            tmp_path / part,
+            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"),
+        )
     (tmp_path / "exercises" / "numa" / "old-name.ipynb").write_text("{}")
     (tmp_path / "solutions" / "numa" / "__pycache__").mkdir()
     (tmp_path / "solutions" / "numa" / "__pycache__" / "x.pyc").write_bytes(b"")
     problems = stray_files(load_course(tmp_path / "lessons"))
     assert [p.message for p in problems] == [
-        "exercises/numa/old-name.ipynb belongs to no exercise in course.toml"]
+        "exercises/numa/old-name.ipynb belongs to no exercise in course.toml"
+    ]

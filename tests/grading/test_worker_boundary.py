@@ -38,13 +38,16 @@ def test_an_answer_cell_cannot_import_gpulab() -> None:
     assert REFUSED in said and "import gpulab is refused" in said
 
 
-@pytest.mark.parametrize("route", [
-    "import gpulab",
-    "import gpulab.grading.worker",
-    "__import__('gpulab.probes.system')",
-    "import importlib; importlib.import_module('gpulab.probes.system')",
-    "exec('from gpulab.probes import system')",
-])
+@pytest.mark.parametrize(
+    "route",
+    [
+        "import gpulab",
+        "import gpulab.grading.worker",
+        "__import__('gpulab.probes.system')",
+        "import importlib; importlib.import_module('gpulab.probes.system')",
+        "exec('from gpulab.probes import system')",
+    ],
+)
 def test_every_import_route_is_refused_at_call_time(route: str) -> None:
     body = "\n".join("    " + line for line in route.split("; "))
     answer = f"def f():\n{body}\n    return 'imported'\n"
@@ -55,23 +58,28 @@ def test_every_import_route_is_refused_at_call_time(route: str) -> None:
 
 
 def test_no_gpulab_module_is_left_in_sys_modules() -> None:
-    code = ("import sys\n"
-            "def f():\n"
-            "    return sorted(m for m in sys.modules if m.split('.')[0] == 'gpulab')\n")
+    code = (
+        "import sys\n"
+        "def f():\n"
+        "    return sorted(m for m in sys.modules if m.split('.')[0] == 'gpulab')\n"
+    )
     with worker(code) as learner:
         assert learner.call("f") == []
-        learner.machine("firecracker-vm")               # the worker's own work opens it...
-        assert learner.call("f") == []                  # ... and closes it again
+        learner.machine("firecracker-vm")  # the worker's own work opens it...
+        assert learner.call("f") == []  # ... and closes it again
 
 
 def test_a_released_setup_cell_may_use_gpulab_and_its_functions_still_work() -> None:
-    setup = ("from gpulab.probes.system import compact_cpu_list\n"
-             "def show(cpus):\n    return compact_cpu_list(cpus)\n")
+    setup = (
+        "from gpulab.probes.system import compact_cpu_list\n"
+        "def show(cpus):\n    return compact_cpu_list(cpus)\n"
+    )
     with worker("def f(cpus):\n    return show(cpus)\n", setup=(setup,)) as learner:
         assert learner.call("f", [0, 1, 2, 5]) == "0-2,5"
 
 
 # ---- exceptions judged by type ------------------------------------------------------------------
+
 
 def raised(code: str) -> LearnerError:
     with worker(f"def f():\n    {code}\n") as learner, pytest.raises(LearnerError) as caught:
@@ -87,11 +95,13 @@ def test_a_value_error_is_told_by_its_type() -> None:
 
 
 def test_a_message_that_names_value_error_is_no_value_error() -> None:
-    for code in ("raise ZeroDivisionError(': ValueError')",
-                 "raise RuntimeError('not a ValueError at all')"):
+    for code in (
+        "raise ZeroDivisionError(': ValueError')",
+        "raise RuntimeError('not a ValueError at all')",
+    ):
         error = raised(code)
-        assert "ValueError" in str(error)               # the text says so ...
-        assert not error.raised_as(ValueError)          # ... the type does not
+        assert "ValueError" in str(error)  # the text says so ...
+        assert not error.raised_as(ValueError)  # ... the type does not
 
 
 def test_a_class_of_the_learners_named_value_error_is_no_value_error() -> None:
@@ -105,8 +115,9 @@ def test_a_subclass_of_value_error_is_one() -> None:
 
 
 def test_rebinding_builtins_does_not_change_the_names_sent() -> None:
-    error = raised("import builtins; builtins.ValueError = ZeroDivisionError\n"
-                   "    raise ZeroDivisionError(1)")
+    error = raised(
+        "import builtins; builtins.ValueError = ZeroDivisionError\n    raise ZeroDivisionError(1)"
+    )
     assert error.raised_as(ZeroDivisionError) and not error.raised_as(ValueError)
 
 
@@ -117,6 +128,7 @@ def test_names_outside_the_closed_list_are_dropped() -> None:
 
 
 # ---- no NaN, no infinity ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("value", ["float('nan')", "float('inf')", "[1.0, -float('inf')]"])
 def test_a_result_that_is_not_finite_is_refused_by_the_worker(value: str) -> None:
@@ -129,10 +141,12 @@ def test_a_result_that_is_not_finite_is_refused_by_the_worker(value: str) -> Non
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "1e999"])
 def test_a_reply_with_nan_or_infinity_is_refused_by_the_trusted_side(token: str) -> None:
     # Learner code that writes its own "reply" on the worker's pipe, past the worker's guard.
-    code = ("import os, sys\n"
-            "def f():\n"
-            f"    os.write(int(sys.argv[1]), b'{{\"ok\": true, \"value\": {token}}}\\n')\n"
-            "    return 1\n")
+    code = (
+        "import os, sys\n"
+        "def f():\n"
+        f'    os.write(int(sys.argv[1]), b\'{{"ok": true, "value": {token}}}\\n\')\n'
+        "    return 1\n"
+    )
     with worker(code) as learner, pytest.raises(LearnerError) as caught:
         learner.call("f")
     said = str(caught.value)
@@ -142,7 +156,7 @@ def test_a_reply_with_nan_or_infinity_is_refused_by_the_trusted_side(token: str)
 
 # ---- recorded NVML sessions ---------------------------------------------------------------------
 
-REPORT = '''def report():
+REPORT = """def report():
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:
@@ -159,51 +173,65 @@ REPORT = '''def report():
 def inside():
     import pynvml as mine
     return mine.nvmlSystemGetDriverVersion()
-'''
+"""
 
 
 def nvml_worker() -> Learner:
-    return worker("from pynvml import nvmlSystemGetDriverVersion as driver\n\n" + REPORT,
-                  setup=("import pynvml\n",))
+    return worker(
+        "from pynvml import nvmlSystemGetDriverVersion as driver\n\n" + REPORT,
+        setup=("import pynvml\n",),
+    )
 
 
 def test_a_call_with_a_recorded_session_sees_that_machine() -> None:
     with nvml_worker() as learner:
-        assert learner.call_with_nvml("h200", "report") == [
-            "580.159.04", 13000, ["NVIDIA H200"]]
+        assert learner.call_with_nvml("h200", "report") == ["580.159.04", 13000, ["NVIDIA H200"]]
         assert learner.call_with_nvml("two-h100", "report") == [
-            "550.127.05", 12040, ["NVIDIA H100 80GB HBM3"] * 2]
+            "550.127.05",
+            12040,
+            ["NVIDIA H100 80GB HBM3"] * 2,
+        ]
         assert learner.call_with_nvml("no-library", "report") == "NVMLError_LibraryNotFound"
-        assert learner.call_with_nvml("h200", "inside") == "580.159.04"   # imported in the call
+        assert learner.call_with_nvml("h200", "inside") == "580.159.04"  # imported in the call
 
 
 def test_a_hidden_check_can_change_a_sessions_answers_for_one_call() -> None:
-    changes = [{"call": "nvmlSystemGetDriverVersion", "args": [], "result": "999.12.34"},
-               {"call": "nvmlDeviceGetName", "args": [{"__handle__": 1}],
-                "result": "NVIDIA H100 NVL"},
-               {"call": "nvmlSystemGetCudaDriverVersion", "args": [], "error": {"value": 13}}]
+    changes = [
+        {"call": "nvmlSystemGetDriverVersion", "args": [], "result": "999.12.34"},
+        {"call": "nvmlDeviceGetName", "args": [{"__handle__": 1}], "result": "NVIDIA H100 NVL"},
+        {"call": "nvmlSystemGetCudaDriverVersion", "args": [], "error": {"value": 13}},
+    ]
     with nvml_worker() as learner:
         with pytest.raises(LearnerError, match="NVMLError_FunctionNotFound"):
             learner.call_with_nvml("two-h100", "report", nvml_answers=changes)
         assert learner.call_with_nvml("two-h100", "report", nvml_answers=changes[:2]) == [
-            "999.12.34", 12040, ["NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL"]]
-        assert learner.call_with_nvml("two-h100", "report") == [     # the session as recorded
-            "550.127.05", 12040, ["NVIDIA H100 80GB HBM3"] * 2]
+            "999.12.34",
+            12040,
+            ["NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL"],
+        ]
+        assert learner.call_with_nvml("two-h100", "report") == [  # the session as recorded
+            "550.127.05",
+            12040,
+            ["NVIDIA H100 80GB HBM3"] * 2,
+        ]
         with pytest.raises(LearnerError, match="not an NVML answer"):
-            learner.call_with_nvml("h200", "report", nvml_answers=[{"call": "os.system",
-                                                                   "args": [], "result": 0}])
+            learner.call_with_nvml(
+                "h200", "report", nvml_answers=[{"call": "os.system", "args": [], "result": 0}]
+            )
 
 
 def test_the_real_pynvml_is_back_after_the_call() -> None:
     with nvml_worker() as learner:
-        real = learner.call("report")                  # this machine, before ...
+        real = learner.call("report")  # this machine, before ...
         learner.call_with_nvml("h200", "report")
-        assert learner.call("report") == real          # ... and after a replayed call
+        assert learner.call("report") == real  # ... and after a replayed call
 
 
 def test_a_call_the_session_does_not_hold_says_so() -> None:
-    code = ("import pynvml\ndef f():\n    pynvml.nvmlInit()\n"
-            "    return pynvml.nvmlDeviceGetSerial(pynvml.nvmlDeviceGetHandleByIndex(0))\n")
+    code = (
+        "import pynvml\ndef f():\n    pynvml.nvmlInit()\n"
+        "    return pynvml.nvmlDeviceGetSerial(pynvml.nvmlDeviceGetHandleByIndex(0))\n"
+    )
     with worker(code) as learner, pytest.raises(LearnerError) as caught:
         learner.call_with_nvml("two-h100", "f")
     said = str(caught.value)
@@ -213,27 +241,32 @@ def test_a_call_the_session_does_not_hold_says_so() -> None:
 
 # ---- recorded machines ---------------------------------------------------------------------
 
-TREE = '''import os
+TREE = """import os
 from pathlib import Path
 
 
 def look(root, link):
     return [Path(root, "etc/os-release").read_text().splitlines()[0], os.readlink(Path(root, link)),
             Path(root, ".dockerenv").exists()]
-'''
+"""
 
 
 def test_a_machine_is_built_with_its_links_and_files() -> None:
     with worker(TREE) as learner:
         root = learner.machine("docker-container")
         assert learner.call("look", root, "proc/self/ns/pid") == [
-            'NAME="Alpine Linux"', "pid:[4026532613]", True]
-        changed = learner.machine("docker-container", files={".dockerenv": None},
-                                  links={"proc/self/ns/pid": "pid:[4026531836]"})
+            'NAME="Alpine Linux"',
+            "pid:[4026532613]",
+            True,
+        ]
+        changed = learner.machine(
+            "docker-container",
+            files={".dockerenv": None},
+            links={"proc/self/ns/pid": "pid:[4026531836]"},
+        )
         assert changed != root
-        assert learner.call("look", changed, "proc/self/ns/pid")[1:] == ["pid:[4026531836]",
-                                                                        False]
-        assert learner.call("look", root, "proc/self/ns/pid")[2] is True   # each a fresh copy
+        assert learner.call("look", changed, "proc/self/ns/pid")[1:] == ["pid:[4026531836]", False]
+        assert learner.call("look", root, "proc/self/ns/pid")[2] is True  # each a fresh copy
 
 
 @pytest.mark.parametrize("path", ["../outside", "/etc/passwd", "a/../../b"])

@@ -53,85 +53,192 @@ RULE_2 = "rule 2 (nothing kept between launches)"
 class Wrong:
     exercise: str
     name: str
-    says: dict[str, tuple[str, ...]]      # check -> words its failing message must hold
-    never: tuple[str, ...] = ()           # the fix's code: no message may hold it
-    sanitizer: bool = False               # only compute-sanitizer is sure to catch it
-    may_fail: frozenset[str] = field(default_factory=frozenset)   # for the reader
+    says: dict[str, tuple[str, ...]]  # check -> words its failing message must hold
+    never: tuple[str, ...] = ()  # the fix's code: no message may hold it
+    sanitizer: bool = False  # only compute-sanitizer is sure to catch it
+    may_fail: frozenset[str] = field(default_factory=frozenset)  # for the reader
 
 
 WRONG = [
-    Wrong("vector-add", "overrun", {
-        "test_edge_sizes": ("just past the end of c",),
-        "test_grid_stride": ("past the end of c",),
-        "test_repeated_launches": ("past the end of c",),
-        "test_speed": ("speed does not count", "past the end of c"),
-        "test_secret_sizes": ("past the end of c",)}, never=("i < n",)),
-    Wrong("vector-add", "chunk-per-thread", {
-        "test_speed": ("trusted grid-stride kernel", "neighbouring threads")}),
-    Wrong("vector-add", "one-element-per-thread", {
-        "test_launch_config": ("grows with n",),
-        "test_grid_stride": ("never written", "keep going"),
-        "test_repeated_launches": ("never written",),
-        "test_secret_sizes": ("never written",)}),
-    Wrong("vector-add", "device-cache", {
-        check: (RULE_2, "line 3") for check in (
-            "test_edge_sizes", "test_grid_stride", "test_repeated_launches", "test_speed",
-            "test_secret_sizes")}),
-    Wrong("reduction", "no-tail", {
-        "test_small_sizes": ("float4",),
-        "test_large_sizes": ("n % 4",),
-        "test_grid_stride": ("n % 4",),
-        "test_speed": ("does not count",),
-        "test_round_edges": ("n % 4",)}),
-    Wrong("reduction", "partial-per-block", {
-        "test_large_sizes": ("next to out[0]",),
-        "test_grid_stride": ("next to out[0]",),
-        "test_repeated_launches": ("next to out[0]",),
-        "test_speed": ("does not count", "next to out[0]")}, never=("atomicAdd(out, v)",)),
-    Wrong("reduction", "tree-without-syncthreads", {
-        "test_sanitizer": ("racecheck", "shared-memory race", "__syncthreads()")},
-        sanitizer=True, may_fail=frozenset({"test_repeated_launches", "test_speed"})),
-    Wrong("reduction", "cub-block-reduce", {
-        check: ("rule 1 (no libraries)", "line 2", "your own tree") for check in (
-            "test_small_sizes", "test_large_sizes", "test_grid_stride",
-            "test_repeated_launches", "test_speed", "test_secret_sizes", "test_round_edges")}),
-    Wrong("tiled-matmul", "edge-loads-skipped", {
-        "test_small_sizes": ("right on 128 x 128 x 128", "must read 0"),
-        "test_tiles_and_edges": ("right on 128 x 128 x 128",),
-        "test_repeated_launches": ("went wrong",),
-        "test_thin_long_and_secret_sizes": ("right on 128 x 128 x 128",)}),
-    Wrong("tiled-matmul", "second-barrier-missing", {
-        "test_sanitizer": ("racecheck", "shared-memory race", "barrier")},
-        sanitizer=True, may_fail=frozenset({"test_repeated_launches", "test_tiles_and_edges"})),
-    Wrong("tiled-matmul", "device-cache", {
-        check: (RULE_2, "line 5") for check in (
-            "test_small_sizes", "test_tiles_and_edges", "test_repeated_launches", "test_speed",
-            "test_thin_long_and_secret_sizes", "test_speed_non_square")}),
-    Wrong("tiled-matmul", "skip-when-done", {
-        "test_speed": ("one output per thread",),
-        "test_speed_non_square": ("of it, 0.25 needed",)}),
-    Wrong("coalescing", "chunk-per-thread", {
-        "test_copy_speed": ("neighbouring threads read neighbouring addresses", "chunk")}),
-    Wrong("coalescing", "float4-no-tail", {
-        "test_copy_sizes": ("past dst[n - 1] were written",),
-        "test_copy_grid_stride": ("past dst[n - 1]",),
-        "test_copy_repeated": ("past dst[n - 1]",),
-        "test_copy_speed": ("does not count",),
-        "test_secret_sizes_and_grids": ("past dst[n - 1]",)}),
-    Wrong("coalescing", "one-float4-per-thread", {
-        "test_copy_launch_config": ("grows with n",),
-        "test_copy_grid_stride": ("never written", "keep going"),
-        "test_copy_repeated": ("never written",),
-        "test_secret_sizes_and_grids": ("never written",)}),
-    Wrong("bank-conflicts", "padding-wrong-side", {
-        "test_speed": ("padded reference", "0.8 needed"),
-        "test_speed_wide": ("padded reference",)}),
-    Wrong("bank-conflicts", "row-length-cols", {
-        "test_transpose_is_right": ("right on every square matrix", "how long is one of its rows"),
-        "test_repeated_launches": ("went wrong",)}, never=("oy * rows",)),
-    Wrong("bank-conflicts", "missing-barrier", {
-        "test_sanitizer": ("racecheck", "shared-memory race")},
-        sanitizer=True, may_fail=frozenset({"test_repeated_launches"})),
+    Wrong(
+        "vector-add",
+        "overrun",
+        {
+            "test_edge_sizes": ("just past the end of c",),
+            "test_grid_stride": ("past the end of c",),
+            "test_repeated_launches": ("past the end of c",),
+            "test_speed": ("speed does not count", "past the end of c"),
+            "test_secret_sizes": ("past the end of c",),
+        },
+        never=("i < n",),
+    ),
+    Wrong(
+        "vector-add",
+        "chunk-per-thread",
+        {"test_speed": ("trusted grid-stride kernel", "neighbouring threads")},
+    ),
+    Wrong(
+        "vector-add",
+        "one-element-per-thread",
+        {
+            "test_launch_config": ("grows with n",),
+            "test_grid_stride": ("never written", "keep going"),
+            "test_repeated_launches": ("never written",),
+            "test_secret_sizes": ("never written",),
+        },
+    ),
+    Wrong(
+        "vector-add",
+        "device-cache",
+        {
+            check: (RULE_2, "line 3")
+            for check in (
+                "test_edge_sizes",
+                "test_grid_stride",
+                "test_repeated_launches",
+                "test_speed",
+                "test_secret_sizes",
+            )
+        },
+    ),
+    Wrong(
+        "reduction",
+        "no-tail",
+        {
+            "test_small_sizes": ("float4",),
+            "test_large_sizes": ("n % 4",),
+            "test_grid_stride": ("n % 4",),
+            "test_speed": ("does not count",),
+            "test_round_edges": ("n % 4",),
+        },
+    ),
+    Wrong(
+        "reduction",
+        "partial-per-block",
+        {
+            "test_large_sizes": ("next to out[0]",),
+            "test_grid_stride": ("next to out[0]",),
+            "test_repeated_launches": ("next to out[0]",),
+            "test_speed": ("does not count", "next to out[0]"),
+        },
+        never=("atomicAdd(out, v)",),
+    ),
+    Wrong(
+        "reduction",
+        "tree-without-syncthreads",
+        {"test_sanitizer": ("racecheck", "shared-memory race", "__syncthreads()")},
+        sanitizer=True,
+        may_fail=frozenset({"test_repeated_launches", "test_speed"}),
+    ),
+    Wrong(
+        "reduction",
+        "cub-block-reduce",
+        {
+            check: ("rule 1 (no libraries)", "line 2", "your own tree")
+            for check in (
+                "test_small_sizes",
+                "test_large_sizes",
+                "test_grid_stride",
+                "test_repeated_launches",
+                "test_speed",
+                "test_secret_sizes",
+                "test_round_edges",
+            )
+        },
+    ),
+    Wrong(
+        "tiled-matmul",
+        "edge-loads-skipped",
+        {
+            "test_small_sizes": ("right on 128 x 128 x 128", "must read 0"),
+            "test_tiles_and_edges": ("right on 128 x 128 x 128",),
+            "test_repeated_launches": ("went wrong",),
+            "test_thin_long_and_secret_sizes": ("right on 128 x 128 x 128",),
+        },
+    ),
+    Wrong(
+        "tiled-matmul",
+        "second-barrier-missing",
+        {"test_sanitizer": ("racecheck", "shared-memory race", "barrier")},
+        sanitizer=True,
+        may_fail=frozenset({"test_repeated_launches", "test_tiles_and_edges"}),
+    ),
+    Wrong(
+        "tiled-matmul",
+        "device-cache",
+        {
+            check: (RULE_2, "line 5")
+            for check in (
+                "test_small_sizes",
+                "test_tiles_and_edges",
+                "test_repeated_launches",
+                "test_speed",
+                "test_thin_long_and_secret_sizes",
+                "test_speed_non_square",
+            )
+        },
+    ),
+    Wrong(
+        "tiled-matmul",
+        "skip-when-done",
+        {
+            "test_speed": ("one output per thread",),
+            "test_speed_non_square": ("of it, 0.25 needed",),
+        },
+    ),
+    Wrong(
+        "coalescing",
+        "chunk-per-thread",
+        {"test_copy_speed": ("neighbouring threads read neighbouring addresses", "chunk")},
+    ),
+    Wrong(
+        "coalescing",
+        "float4-no-tail",
+        {
+            "test_copy_sizes": ("past dst[n - 1] were written",),
+            "test_copy_grid_stride": ("past dst[n - 1]",),
+            "test_copy_repeated": ("past dst[n - 1]",),
+            "test_copy_speed": ("does not count",),
+            "test_secret_sizes_and_grids": ("past dst[n - 1]",),
+        },
+    ),
+    Wrong(
+        "coalescing",
+        "one-float4-per-thread",
+        {
+            "test_copy_launch_config": ("grows with n",),
+            "test_copy_grid_stride": ("never written", "keep going"),
+            "test_copy_repeated": ("never written",),
+            "test_secret_sizes_and_grids": ("never written",),
+        },
+    ),
+    Wrong(
+        "bank-conflicts",
+        "padding-wrong-side",
+        {
+            "test_speed": ("padded reference", "0.8 needed"),
+            "test_speed_wide": ("padded reference",),
+        },
+    ),
+    Wrong(
+        "bank-conflicts",
+        "row-length-cols",
+        {
+            "test_transpose_is_right": (
+                "right on every square matrix",
+                "how long is one of its rows",
+            ),
+            "test_repeated_launches": ("went wrong",),
+        },
+        never=("oy * rows",),
+    ),
+    Wrong(
+        "bank-conflicts",
+        "missing-barrier",
+        {"test_sanitizer": ("racecheck", "shared-memory race")},
+        sanitizer=True,
+        may_fail=frozenset({"test_repeated_launches"}),
+    ),
 ]
 
 
@@ -156,21 +263,30 @@ def kernel_source(exercise: str, path: Path) -> str:
 # -- no GPU needed: the fixtures ---------------------------------------------------------
 def test_every_fixture_is_listed_and_valid() -> None:
     listed = {(w.exercise, w.name) for w in WRONG}
-    found = {(p.parent.name, p.stem) for exercise in KERNELS
-             for p in (FIXTURES / exercise).glob("*.ipynb")}
+    found = {
+        (p.parent.name, p.stem)
+        for exercise in KERNELS
+        for p in (FIXTURES / exercise).glob("*.ipynb")
+    }
     assert found == listed
     for wrong in WRONG:
         cells = read_notebook(notebook(wrong))
         released = read_notebook(entry(wrong.exercise).notebook)
         assert set(answer_cells(cells, notebook(wrong))) == set(
-            answer_cells(released, entry(wrong.exercise).notebook))
+            answer_cells(released, entry(wrong.exercise).notebook)
+        )
     counts = {exercise: sum(w.exercise == exercise for w in WRONG) for exercise in KERNELS}
     assert min(counts.values()) >= 3, counts
 
 
-@pytest.mark.parametrize(("exercise", "name", "line"), [
-    ("vector-add", "device-cache", 3), ("reduction", "cub-block-reduce", 2),
-    ("tiled-matmul", "device-cache", 5)])
+@pytest.mark.parametrize(
+    ("exercise", "name", "line"),
+    [
+        ("vector-add", "device-cache", 3),
+        ("reduction", "cub-block-reduce", 2),
+        ("tiled-matmul", "device-cache", 5),
+    ],
+)
 def test_fixtures_that_break_a_rule_are_refused(exercise: str, name: str, line: int) -> None:
     source = kernel_source(exercise, FIXTURES / exercise / f"{name}.ipynb")
     with pytest.raises(TaskError) as caught:
@@ -181,8 +297,11 @@ def test_fixtures_that_break_a_rule_are_refused(exercise: str, name: str, line: 
 @pytest.mark.parametrize("exercise", list(KERNELS))
 def test_the_solutions_and_the_other_fixtures_keep_the_rules(exercise: str) -> None:
     sources = [kernel_source(exercise, solution_path(entry(exercise)))]
-    sources += [kernel_source(exercise, notebook(w)) for w in WRONG if w.exercise == exercise
-                and w.name not in ("device-cache", "cub-block-reduce")]
+    sources += [
+        kernel_source(exercise, notebook(w))
+        for w in WRONG
+        if w.exercise == exercise and w.name not in ("device-cache", "cub-block-reduce")
+    ]
     for source in sources:
         assert violations(source, KERNELS[exercise][2]) == []
 
@@ -191,41 +310,54 @@ def test_the_solutions_and_the_other_fixtures_keep_the_rules(exercise: str) -> N
 KERNEL_HEAD = 'extern "C" __global__ void k(float* c, int n)\n{\n'
 
 
-@pytest.mark.parametrize(("source", "line", "words"), [
-    ("#include <cub/cub.cuh>\n" + KERNEL_HEAD + "}\n", 1, "rule 1 (no libraries)"),
-    ('#include "thrust/reduce.h"\n' + KERNEL_HEAD + "}\n", 1, "rule 1"),
-    ("__device__ float cache[1024];\n" + KERNEL_HEAD + "}\n", 1, "no __device__ variables"),
-    ("__device__ int seen = 0;\n" + KERNEL_HEAD + "}\n", 1, "no __device__ variables"),
-    ("__device__ const float* last;\n" + KERNEL_HEAD + "}\n", 1, "no __device__ variables"),
-    ("__managed__ int seen;\n" + KERNEL_HEAD + "}\n", 1, "no __managed__ variables"),
-    ("__constant__ float scale[4];\n" + KERNEL_HEAD + "}\n", 1, "no __constant__ variables"),
-    (KERNEL_HEAD + "    static int calls = 0;\n    c[0] = ++calls;\n}\n", 3,
-     "no static variables except __shared__ or const"),
-    (KERNEL_HEAD + "    static const float* last;\n}\n", 3, "no static variables"),
-    (KERNEL_HEAD + '    asm volatile("membar.gl;");\n}\n', 3, "rule 3 (CUDA C only)"),
-    ("#define DEV __device__\nDEV int x;\n" + KERNEL_HEAD + "}\n", 1, "rule 4"),
-    ("#define CAT(a, b) a ## b\n" + KERNEL_HEAD + "}\n", 1, "no ## token pasting"),
-])
-def test_rules_refuse_state_libraries_and_asm_with_rule_and_line(source: str, line: int,
-                                                                  words: str) -> None:
+@pytest.mark.parametrize(
+    ("source", "line", "words"),
+    [
+        ("#include <cub/cub.cuh>\n" + KERNEL_HEAD + "}\n", 1, "rule 1 (no libraries)"),
+        ('#include "thrust/reduce.h"\n' + KERNEL_HEAD + "}\n", 1, "rule 1"),
+        ("__device__ float cache[1024];\n" + KERNEL_HEAD + "}\n", 1, "no __device__ variables"),
+        ("__device__ int seen = 0;\n" + KERNEL_HEAD + "}\n", 1, "no __device__ variables"),
+        ("__device__ const float* last;\n" + KERNEL_HEAD + "}\n", 1, "no __device__ variables"),
+        ("__managed__ int seen;\n" + KERNEL_HEAD + "}\n", 1, "no __managed__ variables"),
+        ("__constant__ float scale[4];\n" + KERNEL_HEAD + "}\n", 1, "no __constant__ variables"),
+        (
+            KERNEL_HEAD + "    static int calls = 0;\n    c[0] = ++calls;\n}\n",
+            3,
+            "no static variables except __shared__ or const",
+        ),
+        (KERNEL_HEAD + "    static const float* last;\n}\n", 3, "no static variables"),
+        (KERNEL_HEAD + '    asm volatile("membar.gl;");\n}\n', 3, "rule 3 (CUDA C only)"),
+        ("#define DEV __device__\nDEV int x;\n" + KERNEL_HEAD + "}\n", 1, "rule 4"),
+        ("#define CAT(a, b) a ## b\n" + KERNEL_HEAD + "}\n", 1, "no ## token pasting"),
+    ],
+)
+def test_rules_refuse_state_libraries_and_asm_with_rule_and_line(
+    source: str, line: int, words: str
+) -> None:
     found = violations(source, Rules("an exercise"))
     assert found and found[0].line == line and words in found[0].rule, found
 
 
-@pytest.mark.parametrize(("source", "rules", "line"), [
-    (KERNEL_HEAD + "    typedef cub::BlockReduce<float, 256> R;\n}\n", reduce_sum.RULES, 3),
-    (KERNEL_HEAD + "    float s = cooperative_groups::reduce(g, v, op);\n}\n", reduce_sum.RULES,
-     3),
-    (KERNEL_HEAD + "    int s = __reduce_add_sync(~0u, 1);\n}\n", reduce_sum.RULES, 3),
-    (KERNEL_HEAD + "    nvcuda::wmma::fragment<> f;\n}\n", sgemm.RULES, 3),
-])
+@pytest.mark.parametrize(
+    ("source", "rules", "line"),
+    [
+        (KERNEL_HEAD + "    typedef cub::BlockReduce<float, 256> R;\n}\n", reduce_sum.RULES, 3),
+        (
+            KERNEL_HEAD + "    float s = cooperative_groups::reduce(g, v, op);\n}\n",
+            reduce_sum.RULES,
+            3,
+        ),
+        (KERNEL_HEAD + "    int s = __reduce_add_sync(~0u, 1);\n}\n", reduce_sum.RULES, 3),
+        (KERNEL_HEAD + "    nvcuda::wmma::fragment<> f;\n}\n", sgemm.RULES, 3),
+    ],
+)
 def test_an_exercise_adds_rules_of_its_own(source: str, rules: Rules, line: int) -> None:
     found = violations(source, rules)
     assert [v.line for v in found] == [line] and f"a rule of {rules.exercise}" in found[0].rule
 
 
 def test_rules_leave_functions_scratch_constants_comments_and_text_alone() -> None:
-    source = '''
+    source = """
 #include <cuda_fp16.h>
 #include "cuda_bf16.h"
 #define TILE 32                  // __device__ int in_a_comment;
@@ -245,19 +377,27 @@ extern "C" __global__ void __launch_bounds__(256, 2) k(const float* x, float* ou
     static_assert(TILE == 32, "tiles of 32");
     out[0] = lane_sum(x[0]) + static_cast<float>(WARPS);
 }
-'''
+"""
     assert violations(source, reduce_sum.RULES) == []
 
 
 def test_a_rule_is_enforced_before_anything_compiles() -> None:
     """A source that breaks a rule and would not compile either is refused for the rule, with
     its line, by the kernel worker: on this machine CuPy is missing, so any later step fails."""
-    source = ("#include <cub/cub.cuh>\n"
-              'extern "C" __global__ void reduce_sum(const float* x, float* out, '
-              "unsigned long long n) { this is not C }\n")
+    source = (
+        "#include <cub/cub.cuh>\n"
+        'extern "C" __global__ void reduce_sum(const float* x, float* out, '
+        "unsigned long long n) { this is not C }\n"
+    )
     with pytest.raises(KernelAnswerError) as caught:
-        run_kernel("reduce_sum", source, {"seed": 1, "cases": [
-            {"label": "n = 1", "n": 1, "config": {"blocks": 1, "threads": 32}}]})
+        run_kernel(
+            "reduce_sum",
+            source,
+            {
+                "seed": 1,
+                "cases": [{"label": "n = 1", "n": 1, "config": {"blocks": 1, "threads": 32}}],
+            },
+        )
     assert caught.value.kind == "rule"
     assert "line 1: '#include <cub/cub.cuh>': rule 1 (no libraries)" in str(caught.value)
     assert "(The rules: no #include except" in str(caught.value)
@@ -281,8 +421,10 @@ RACECHECK = """========= COMPUTE-SANITIZER
 =========
 ========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
 """
-CLEAN = "========= COMPUTE-SANITIZER\n========= RACECHECK SUMMARY: 0 hazards displayed " \
-        "(0 errors, 0 warnings)\n"
+CLEAN = (
+    "========= COMPUTE-SANITIZER\n========= RACECHECK SUMMARY: 0 hazards displayed "
+    "(0 errors, 0 warnings)\n"
+)
 
 
 def test_sanitizer_reports_are_read_with_lines_of_the_learners_source() -> None:
@@ -291,11 +433,13 @@ def test_sanitizer_reports_are_read_with_lines_of_the_learners_source() -> None:
     assert memcheck["first"] == (
         "Invalid __global__ write of size 4 bytes at vector_add in line 6 by thread (39,0,0) "
         "in block (3,0,0) Address 0x7f3e1e000fa0 is out of bounds and is 1 bytes after the "
-        "nearest allocation at 0x7f3e1e000000 of size 4000 bytes")
+        "nearest allocation at 0x7f3e1e000000 of size 4000 bytes"
+    )
     racecheck = parse("racecheck", RACECHECK)
     assert racecheck["errors"] == 1 and racecheck["first"].startswith(
         "Error: Race reported between Write access at sgemm in line 41 and Read access at "
-        "sgemm in line 48")
+        "sgemm in line 48"
+    )
     assert parse("racecheck", CLEAN)["errors"] == 0
     assert parse("memcheck", "Device not supported")["errors"] is None
 
@@ -304,11 +448,14 @@ def test_sanitizer_verdicts() -> None:
     def tool(name: str, text: str, ran: bool = True) -> dict[str, object]:
         return {"tool": name, **parse(name, text), "ran": ran, "reason": f"not run: {name}"}
 
-    clean = {"ran": True, "tools": [tool("memcheck", "ERROR SUMMARY: 0 errors"),
-                                     tool("racecheck", CLEAN)]}
+    clean = {
+        "ran": True,
+        "tools": [tool("memcheck", "ERROR SUMMARY: 0 errors"), tool("racecheck", CLEAN)],
+    }
     assert verdict(clean) == (None, None)
-    skipped, problem = verdict({"ran": True, "tools": [tool("memcheck", MEMCHECK),
-                                                       tool("racecheck", RACECHECK)]})
+    skipped, problem = verdict(
+        {"ran": True, "tools": [tool("memcheck", MEMCHECK), tool("racecheck", RACECHECK)]}
+    )
     assert skipped is None and problem is not None
     assert "memcheck found 2 invalid memory accesses" in problem
     assert "racecheck found 1 shared-memory race in your kernel" in problem
@@ -336,13 +483,16 @@ def _graded(wrong: Wrong) -> CheckReport:
 @pytest.mark.skipif(gpu_missing() is not None, reason=str(gpu_missing()))
 @pytest.mark.parametrize("wrong", WRONG, ids=[f"{w.exercise}/{w.name}" for w in WRONG])
 def test_wrong_kernel_answers_lose_points_with_a_message_that_names_the_mistake(
-        wrong: Wrong) -> None:
+    wrong: Wrong,
+) -> None:
     report = _graded(wrong)
     assert report.status == "failed", (report.status, report.message)
     results = {r.check: r for r in report.results}
     if wrong.sanitizer and results["test_sanitizer"].outcome == "skipped":
-        pytest.skip(f"only compute-sanitizer is sure to catch this mistake: "
-                    f"{results['test_sanitizer'].message}")
+        pytest.skip(
+            f"only compute-sanitizer is sure to catch this mistake: "
+            f"{results['test_sanitizer'].message}"
+        )
     assert report.earned < report.possible
     for check, words in wrong.says.items():
         result = results[check]

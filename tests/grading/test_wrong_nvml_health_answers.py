@@ -42,27 +42,34 @@ SESSIONS = ("h100-mig", "rtx-4090", "old-driver")
 # For each wrong answer: check -> words its failure message must hold.
 MUST_FAIL: dict[str, dict[str, str]] = {
     "notsupported-as-zero": {
-        "test_inventory_recorded_gpus": "a mode that is not supported is None, not 'Disabled'"},
+        "test_inventory_recorded_gpus": "a mode that is not supported is None, not 'Disabled'"
+    },
     "pending-modes": {"test_inventory_recorded_gpus": "that is the pending mode"},
     "milliwatts-as-watts": {
         "test_inventory_recorded_gpus": "NVML answers in milliwatts, divide by 1000",
         "test_sample_recorded_gpu": "NVML answers in milliwatts, divide by 1000",
         "test_inventory_second_recorded_gpu": "NVML answers in milliwatts",
-        "test_sample_second_recorded_gpu": "NVML answers in milliwatts"},
+        "test_sample_second_recorded_gpu": "NVML answers in milliwatts",
+    },
     "function-not-found-escapes": {
-        "test_inventory_recorded_gpus": "NVMLError_FunctionNotFound, an answer like NotSupported"},
+        "test_inventory_recorded_gpus": "NVMLError_FunctionNotFound, an answer like NotSupported"
+    },
     "memory-clock-as-sm": {
         "test_sample_recorded_gpu": "that is the memory clock (NVML_CLOCK_MEM)",
-        "test_sample_second_recorded_gpu": "that is the memory clock (NVML_CLOCK_MEM)"},
+        "test_sample_second_recorded_gpu": "that is the memory clock (NVML_CLOCK_MEM)",
+    },
     "memory-utilization": {
         "test_sample_recorded_gpu": "the memory's busy share (.memory), not the GPU's (.gpu)",
-        "test_sample_second_recorded_gpu": "the memory's busy share (.memory)"},
+        "test_sample_second_recorded_gpu": "the memory's busy share (.memory)",
+    },
     "index-ignored": {
         "test_inventory_second_recorded_gpu": "ask NVML about the GPU at that index",
-        "test_sample_second_recorded_gpu": "open the handle of the GPU at the index asked for"},
+        "test_sample_second_recorded_gpu": "open the handle of the GPU at the index asked for",
+    },
     "h200-constant": {
         "test_inventory_recorded_gpus": "do not write in what yours says",
-        "test_inventory_second_recorded_gpu": "that is the default limit"},
+        "test_inventory_second_recorded_gpu": "that is the default limit",
+    },
 }
 
 
@@ -111,6 +118,7 @@ def solution_lines() -> set[str]:
 
 # ---- the wrong answers -----------------------------------------------------------------------
 
+
 def test_every_fixture_is_graded_here() -> None:
     assert {p.stem for p in FIXTURES.glob("*.ipynb")} == set(MUST_FAIL)
     readme = (FIXTURES / "README.md").read_text(encoding="utf-8")
@@ -129,8 +137,11 @@ def test_a_wrong_answer_fails_and_says_why(name: str) -> None:
         assert result.outcome == "failed", (check, result.outcome)
         assert words in result.message, (check, result.message)
     own = "\n".join(cell.source for cell in read_notebook(notebook).cells)  # its traceback
-    quoted = [line for line in solution_lines()
-              if line not in own and any(line in r.message for r in report.results)]
+    quoted = [
+        line
+        for line in solution_lines()
+        if line not in own and any(line in r.message for r in report.results)
+    ]
     assert not quoted, f"failure messages quote the solution: {quoted}"
 
 
@@ -139,13 +150,15 @@ def test_the_reference_solution_passes_every_check_that_runs() -> None:
     cpu = [r for r in report.results if not r.needs_gpu]
     assert {r.check for r in cpu} >= {c for checks in MUST_FAIL.values() for c in checks}
     assert all(r.outcome == "passed" for r in cpu), [
-        (r.check, r.message) for r in cpu if r.outcome != "passed"]
+        (r.check, r.message) for r in cpu if r.outcome != "passed"
+    ]
     assert report.earned == report.possible > 0
     # without a GPU the GPU checks skip (saying so); with one they must pass too
     assert all(r.outcome == "skipped" for r in report.results if r.needs_gpu)
 
 
 # ---- the recorded sessions -------------------------------------------------------------------
+
 
 class Held:
     """A Replay of a session for gpulab's probes, which read more than the exercise: a call
@@ -164,6 +177,7 @@ class Held:
                 import pynvml
 
                 raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED) from None
+
         return answer
 
 
@@ -173,7 +187,8 @@ def wanted(session: str, function: str) -> dict[str, dict[str, Any]]:
 
 
 def test_each_session_is_constructed_and_holds_every_call_the_exercise_names(
-        visible: ModuleType) -> None:
+    visible: ModuleType,
+) -> None:
     for session in SESSIONS:
         data = json.loads((FOLDER / "nvml" / f"{session}.json").read_text(encoding="utf-8"))
         assert data["constructed"].startswith("Not a recording of a real machine"), session
@@ -182,22 +197,27 @@ def test_each_session_is_constructed_and_holds_every_call_the_exercise_names(
         assert set(wanted(session, "inventory")) == {str(i) for i in range(count)}, session
         for index in range(count):
             for call, args in visible.CALLS.values():
-                visible.recorded(session, call, index, *args)       # LookupError if missing
+                visible.recorded(session, call, index, *args)  # LookupError if missing
         for index in wanted(session, "sample"):
-            for call, args in (("nvmlDeviceGetUtilizationRates", ()),
-                               ("nvmlDeviceGetClockInfo", (1,)), ("nvmlDeviceGetClockInfo", (2,)),
-                               ("nvmlDeviceGetPowerUsage", ()), ("nvmlDeviceGetTemperature", (0,)),
-                               ("nvmlDeviceGetCurrentClocksEventReasons", ())):
+            for call, args in (
+                ("nvmlDeviceGetUtilizationRates", ()),
+                ("nvmlDeviceGetClockInfo", (1,)),
+                ("nvmlDeviceGetClockInfo", (2,)),
+                ("nvmlDeviceGetPowerUsage", ()),
+                ("nvmlDeviceGetTemperature", (0,)),
+                ("nvmlDeviceGetCurrentClocksEventReasons", ()),
+            ):
                 status, _ = visible.recorded(session, call, int(index), *args)
                 assert status == "ok", (session, index, call)
     assert "sample" in nvml_expected("rtx-4090", EXERCISE)
 
 
 @pytest.mark.parametrize("session", SESSIONS)
-def test_the_expected_inventory_agrees_with_gpulabs_own_probe(visible: ModuleType,
-                                                              session: str) -> None:
+def test_the_expected_inventory_agrees_with_gpulabs_own_probe(
+    visible: ModuleType, session: str
+) -> None:
     want = wanted(session, "inventory")
-    reading, totals = visible.own_inventory(Held(session))   # the GPU check's own reading
+    reading, totals = visible.own_inventory(Held(session))  # the GPU check's own reading
     assert reading == want["0"] and totals == {want["0"]["memory_total_bytes"]}, session
     probe = inventory_probe(Held(session))
     found = {r.key: r.value for r in probe.readings if r.status == "ok"}
@@ -206,10 +226,25 @@ def test_the_expected_inventory_agrees_with_gpulabs_own_probe(visible: ModuleTyp
     for index, row in enumerate(probe.tables[0].rows if probe.tables else ()):
         fields = dict(zip(probe.tables[0].columns, row, strict=True))
         gpu = want[str(index)]
-        assert (fields["name"], fields["UUID"], fields["memory"], fields["power limit"],
-                fields["compute mode"], fields["persistence"], fields["MIG"], fields["ECC"]) == (
-            gpu["name"], gpu["uuid"], gpu["memory_total_bytes"] // 2**20, gpu["power_limit_w"],
-            gpu["compute_mode"], gpu["persistence_mode"], gpu["mig_mode"], gpu["ecc_mode"])
+        assert (
+            fields["name"],
+            fields["UUID"],
+            fields["memory"],
+            fields["power limit"],
+            fields["compute mode"],
+            fields["persistence"],
+            fields["MIG"],
+            fields["ECC"],
+        ) == (
+            gpu["name"],
+            gpu["uuid"],
+            gpu["memory_total_bytes"] // 2**20,
+            gpu["power_limit_w"],
+            gpu["compute_mode"],
+            gpu["persistence_mode"],
+            gpu["mig_mode"],
+            gpu["ecc_mode"],
+        )
 
 
 @pytest.mark.parametrize("session", [s for s in SESSIONS if wanted(s, "sample")])
@@ -217,10 +252,19 @@ def test_the_expected_samples_agree_with_gpulabs_own_probe(session: str) -> None
     for index, want in wanted(session, "sample").items():
         probe = sample_probe(Held(session), int(index))
         found = {r.key: r.value for r in probe.readings if r.status == "ok"}
-        assert (found["utilization_gpu"], found["clock_sm"], found["power_draw"],
-                found["temperature"], found["clock_event_reasons_mask"]) == (
-            want["utilization_pct"], want["sm_clock_mhz"], want["power_w"],
-            want["temperature_c"], want["reasons"]), (session, index)
+        assert (
+            found["utilization_gpu"],
+            found["clock_sm"],
+            found["power_draw"],
+            found["temperature"],
+            found["clock_event_reasons_mask"],
+        ) == (
+            want["utilization_pct"],
+            want["sm_clock_mhz"],
+            want["power_w"],
+            want["temperature_c"],
+            want["reasons"],
+        ), (session, index)
         # the mistakes the sample check names must be visible in the recording
         assert found["utilization_memory"] != want["utilization_pct"], (session, index)
         assert found["clock_mem"] != want["sm_clock_mhz"], (session, index)
@@ -228,8 +272,7 @@ def test_the_expected_samples_agree_with_gpulabs_own_probe(session: str) -> None
 
 def test_no_constant_inventory_is_right_on_every_session() -> None:
     answers = [gpu for s in SESSIONS for gpu in wanted(s, "inventory").values()]
-    same = sorted(key for key in answers[0]
-                  if len({json.dumps(gpu[key]) for gpu in answers}) < 2)
+    same = sorted(key for key in answers[0] if len({json.dumps(gpu[key]) for gpu in answers}) < 2)
     # No GPU here reports a NUMA node: NVML gives one only where the GPU's memory is a NUMA
     # node (Grace Hopper), not for x86 servers or VMs; a GPU check can still tell.
     assert same == ["numa_node"], f"the same answer on every session: {same}"

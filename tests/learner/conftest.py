@@ -45,16 +45,23 @@ AS_ROOT = os.geteuid() == 0
 
 def _nobody_skip() -> str | None:
     if not AS_ROOT:
-        return ("running as another user needs root (CI runs as root); the test user is the "
-                "ordinary user here")
+        return (
+            "running as another user needs root (CI runs as root); the test user is the "
+            "ordinary user here"
+        )
     if not open_to_all(Path(base_python())):
         return f"no Python here that an ordinary user may run ({base_python()})"
     return None
 
 
-USERS = [pytest.param(None, id="this-user"),
-         pytest.param(NOBODY, id="nobody", marks=pytest.mark.skipif(
-             _nobody_skip() is not None, reason=_nobody_skip() or ""))]
+USERS = [
+    pytest.param(None, id="this-user"),
+    pytest.param(
+        NOBODY,
+        id="nobody",
+        marks=pytest.mark.skipif(_nobody_skip() is not None, reason=_nobody_skip() or ""),
+    ),
+]
 
 
 @pytest.fixture(params=USERS)

@@ -25,16 +25,40 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[2]
 NOBODY = 65534
-NETWORK = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "PIP_CERT", "PIP_FIND_LINKS",
-           "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX",
-           "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+NETWORK = (
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "PIP_CERT",
+    "PIP_FIND_LINKS",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "UV_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
 """The machine's network settings, which an installer run in a clean environment still needs."""
 
 
 def network_env() -> dict[str, str]:
     return {name: os.environ[name] for name in NETWORK if name in os.environ}
-TEST_ONLY = ("playwright", "hypothesis", "mypy", "ruff", "pytest-asyncio", "hatchling",
-             "jsonschema-specifications-test", "pytest-textual-snapshot")
+
+
+TEST_ONLY = (
+    "playwright",
+    "hypothesis",
+    "mypy",
+    "ruff",
+    "pytest-asyncio",
+    "hatchling",
+    "jsonschema-specifications-test",
+    "pytest-textual-snapshot",
+)
 """Distributions of the test extra that a learner's environment must not have (pytest,
 which runs the checks, is a runtime dependency)."""
 
@@ -48,8 +72,13 @@ def shared_folder(prefix: str) -> Path:
 
 def build(out: Path) -> tuple[Path, Path]:
     """The wheel and the sdist of this tree, built with hatchling into `out`."""
-    done = subprocess.run([sys.executable, "-m", "hatchling", "build", "-d", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "hatchling", "build", "-d", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     (wheel,) = out.glob("gpulab-*.whl")
     (sdist,) = out.glob("gpulab-*.tar.gz")
@@ -63,16 +92,19 @@ def base_python() -> str:
     if open_to_all(ours):
         return str(ours)
     system = Path("/usr/bin/python3")
-    done = subprocess.run([str(system), "-c", "import sys, venv, ensurepip; "
-                           "sys.exit(sys.version_info < (3, 11))"], capture_output=True)
+    done = subprocess.run(
+        [str(system), "-c", "import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))"],
+        capture_output=True,
+    )
     return str(system) if system.exists() and done.returncode == 0 else str(ours)
 
 
 def open_to_all(path: Path) -> bool:
     """Whether every user may reach and run `path` (each folder above it is o+x)."""
     path = path.resolve()
-    return all(folder.stat().st_mode & 0o001 for folder in path.parents) and \
-        bool(path.stat().st_mode & 0o001)
+    return all(folder.stat().st_mode & 0o001 for folder in path.parents) and bool(
+        path.stat().st_mode & 0o001
+    )
 
 
 def fresh_venv(folder: Path, *install: str) -> Path:
@@ -80,18 +112,40 @@ def fresh_venv(folder: Path, *install: str) -> Path:
     resolves them for anyone (not pinned by constraints.txt); its bin folder."""
     subprocess.run([base_python(), "-m", "venv", str(folder)], check=True, timeout=300)
     bin_dir = folder / "bin"
-    done = subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q",
-                           "--disable-pip-version-check", *install],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [
+            str(bin_dir / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            *install,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return bin_dir
 
 
 def distributions(bin_dir: Path) -> set[str]:
     """The distributions installed in an environment, by normalised name."""
-    done = subprocess.run([str(bin_dir / "python"), "-m", "pip", "list", "--format=json",
-                           "--disable-pip-version-check"], capture_output=True, text=True,
-                          check=True, timeout=120)
+    done = subprocess.run(
+        [
+            str(bin_dir / "python"),
+            "-m",
+            "pip",
+            "list",
+            "--format=json",
+            "--disable-pip-version-check",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return {item["name"].lower().replace("_", "-") for item in json.loads(done.stdout)}
 
 
@@ -101,27 +155,51 @@ class Learner:
 
     bin_dir: Path
     home: Path
-    uid: int | None = None       # None: the user the tests run as
+    uid: int | None = None  # None: the user the tests run as
 
     @property
     def name(self) -> str:
         return "nobody" if self.uid == NOBODY else "the test user"
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {"HOME": str(self.home), "PATH": f"{self.bin_dir}:/usr/bin:/bin",
-               "LANG": "C.UTF-8", "TERM": "dumb", "COLUMNS": "160"}
+        env = {
+            "HOME": str(self.home),
+            "PATH": f"{self.bin_dir}:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "TERM": "dumb",
+            "COLUMNS": "160",
+        }
         env.update(extra)
         return env
 
-    def run(self, *args: str, cwd: Path | None = None, timeout: float = 300,
-            command: str = "gpulab", **extra: str) -> subprocess.CompletedProcess[str]:
+    def run(
+        self,
+        *args: str,
+        cwd: Path | None = None,
+        timeout: float = 300,
+        command: str = "gpulab",
+        **extra: str,
+    ) -> subprocess.CompletedProcess[str]:
         """Run one of the environment's commands as the learner."""
         argv = [str(self.bin_dir / command), *args]
-        if self.uid is not None:     # env runs as the user already: it finds gpulab as they would
-            argv = ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
-                    "--", "/usr/bin/env", *argv]
-        return subprocess.run(argv, cwd=cwd or self.home, env=self.env(**extra),
-                              capture_output=True, text=True, timeout=timeout)
+        if self.uid is not None:  # env runs as the user already: it finds gpulab as they would
+            argv = [
+                "setpriv",
+                f"--reuid={self.uid}",
+                f"--regid={self.uid}",
+                "--clear-groups",
+                "--",
+                "/usr/bin/env",
+                *argv,
+            ]
+        return subprocess.run(
+            argv,
+            cwd=cwd or self.home,
+            env=self.env(**extra),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     def own(self, path: Path) -> None:
         """Give `path` (and what is under it) to the learner."""
@@ -143,16 +221,21 @@ def solve(workspace_notebook: Path, exercise: str, lesson: str) -> None:
     """Write the reference solution's answers into the learner's notebook, cell by cell,
     as a learner would type them (the rest of the notebook stays the learner's)."""
     solution = nbformat.read(ROOT / "solutions" / lesson / f"{exercise}.ipynb", as_version=4)
-    answers = {cell.metadata["gpulab"]["part"]: cell.source for cell in solution.cells
-               if cell.metadata.get("gpulab", {}).get("role") == "answer"}
+    answers = {
+        cell.metadata["gpulab"]["part"]: cell.source
+        for cell in solution.cells
+        if cell.metadata.get("gpulab", {}).get("role") == "answer"
+    }
     mine = nbformat.read(workspace_notebook, as_version=4)
     filled = 0
     for cell in mine.cells:
         part = cell.metadata.get("gpulab", {}).get("part")
         if cell.metadata.get("gpulab", {}).get("role") == "answer" and part in answers:
-            cell.source = "\n".join(line for line in answers[part].splitlines()
-                                    if "### BEGIN SOLUTION" not in line
-                                    and "### END SOLUTION" not in line)
+            cell.source = "\n".join(
+                line
+                for line in answers[part].splitlines()
+                if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+            )
             filled += 1
     assert filled == len(answers), f"{workspace_notebook} lacks some answer cells"
     nbformat.write(mine, workspace_notebook)
@@ -165,8 +248,9 @@ def wheel_names(wheel: Path) -> list[str]:
 
 def tree_digest(folder: Path) -> dict[str, bytes]:
     """Every file under `folder` with its bytes (to show that nothing changed)."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 def which(name: str) -> str | None:

@@ -85,17 +85,20 @@ def test_open_as_this_user_without_a_browser_then_reuse_and_stop(learner: Learne
     try:
         assert "/lab/tree/memory-hierarchy/roofline.ipynb?token=" in url
         assert f"JupyterLab started (pid {pid}) for {workspace}" in opened.stdout
-        assert re.search(r"^from another machine, first run there: ssh -N -L (\d+):127\.0\.0\.1:"
-                         r"\1 \S+@\S+$", opened.stdout, flags=re.M)
-        assert "no web browser here" not in opened.stdout      # none was asked for
+        assert re.search(
+            r"^from another machine, first run there: ssh -N -L (\d+):127\.0\.0\.1:"
+            r"\1 \S+@\S+$",
+            opened.stdout,
+            flags=re.M,
+        )
+        assert "no web browser here" not in opened.stdout  # none was asked for
         assert _status(url) == 200
         port = re.search(r":(\d+)/", url).group(1)  # type: ignore[union-attr]
-        assert _status(f"http://127.0.0.1:{port}/api/status?token="
-                       f"{url.rsplit('=', 1)[1]}") == 200
+        assert _status(f"http://127.0.0.1:{port}/api/status?token={url.rsplit('=', 1)[1]}") == 200
         # the command returned and left the server as no child of anyone's but init's
         assert _running(pid)
         state = next((learner.home / ".local" / "state" / "gpulab" / "jupyterlab").glob("*.json"))
-        assert state.stat().st_mode & 0o077 == 0               # the token is the user's alone
+        assert state.stat().st_mode & 0o077 == 0  # the token is the user's alone
 
         again = learner.run("open", "namespaces", "--no-browser", timeout=TIMEOUT)
         assert again.returncode == 0, again.stderr
@@ -105,14 +108,15 @@ def test_open_as_this_user_without_a_browser_then_reuse_and_stop(learner: Learne
         stopped = learner.run("open", "--stop", timeout=TIMEOUT)
     assert stopped.returncode == 0 and f"stopped JupyterLab (pid {pid})" in stopped.stdout
     assert _gone(pid)
-    assert _processes_of(str(workspace)) == []               # no kernel, no zombie left
+    assert _processes_of(str(workspace)) == []  # no kernel, no zombie left
     assert "no JupyterLab was running" in learner.run("open", "--stop").stdout
 
 
 @needs_chromium
 @pytest.mark.skipif(os.geteuid() != 0, reason="the root case needs root (CI runs as root)")
-def test_open_as_root_shows_the_workspace_notebook_in_chromium(wheel_env: Path,
-                                                                tmp_path: Path) -> None:
+def test_open_as_root_shows_the_workspace_notebook_in_chromium(
+    wheel_env: Path, tmp_path: Path
+) -> None:
     """JupyterLab refuses root unless told: `gpulab open` as root must still work."""
     learner = Learner(wheel_env, tmp_path)
     assert learner.run("init").returncode == 0
@@ -127,8 +131,9 @@ def test_open_as_root_shows_the_workspace_notebook_in_chromium(wheel_env: Path,
             page.set_default_timeout(TIMEOUT * 1000)
             page.goto(_address(opened.stdout))
             page.locator(".jp-NotebookPanel .jp-Notebook").wait_for()
-            tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current "
-                               ".lm-TabBar-tabLabel")
+            tab = page.locator(
+                "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel"
+            )
             assert tab.inner_text() == "roofline.ipynb"
             heading = page.locator(".jp-NotebookPanel .jp-MarkdownOutput h1").first
             heading.wait_for()
@@ -144,8 +149,9 @@ def test_a_server_that_dies_is_reported_with_the_end_of_its_log(learner: Learner
     config.mkdir()
     (config / "jupyter_server_config.py").write_text('c.ServerApp.max_body_size = "lots"\n')
     learner.own(config)
-    failed = learner.run("open", "roofline", "--no-browser", timeout=TIMEOUT,
-                         JUPYTER_CONFIG_DIR=str(config))
+    failed = learner.run(
+        "open", "roofline", "--no-browser", timeout=TIMEOUT, JUPYTER_CONFIG_DIR=str(config)
+    )
     assert failed.returncode == 2, failed.stdout + failed.stderr
     assert "gpulab: JupyterLab stopped as it started; the end of its log" in failed.stderr
     assert "Bad config encountered" in failed.stderr and "max_body_size" in failed.stderr

@@ -20,8 +20,10 @@ from learner_env import ROOT, TEST_ONLY, distributions, shared_folder, solve, tr
 
 from terminal import Terminal, needs_tmux
 
-pytestmark = [needs_tmux, pytest.mark.skipif(shutil.which("make") is None,
-                                             reason="make is not installed")]
+pytestmark = [
+    needs_tmux,
+    pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed"),
+]
 
 INSTALL_TIME = 900.0
 """Seconds `make lab` may take to make its environment (a minute or so with a warm cache)."""
@@ -29,8 +31,12 @@ INSTALL_TIME = 900.0
 
 def fresh_copy(target: Path) -> Path:
     """The tree as a fresh clone of it would be: tracked files and new files git would add."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
-                             "--exclude-standard"], cwd=ROOT, capture_output=True, check=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    )
     for name in listed.stdout.decode().split("\0"):
         source = ROOT / name
         if name and source.is_file():
@@ -51,12 +57,20 @@ def base() -> Iterator[Path]:
 def test_make_lab_on_a_fresh_copy_leads_to_a_checked_exercise(base: Path) -> None:
     clone, home = fresh_copy(base / "gpulab"), base / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GPULAB_", "VIRTUAL_ENV", "PYTEST", "TMUX"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GPULAB_", "VIRTUAL_ENV", "PYTEST", "TMUX"))
+    }
     env.update(HOME=str(home), TERM="xterm-256color")
     before = tree_digest(clone / "exercises")
-    terminal = Terminal("make lab; echo make-lab-exited-$?; sleep 600", width=120, height=40,
-                        cwd=str(clone), env=env)
+    terminal = Terminal(
+        "make lab; echo make-lab-exited-$?; sleep 600",
+        width=120,
+        height=40,
+        cwd=str(clone),
+        env=env,
+    )
     try:
         screen = terminal.wait_for("Linux containers and the GPU", timeout=INSTALL_TIME)
         assert "Error" not in screen and "Traceback" not in screen, screen
@@ -65,7 +79,7 @@ def test_make_lab_on_a_fresh_copy_leads_to_a_checked_exercise(base: Path) -> Non
         roofline = workspace / "memory-hierarchy" / "roofline.ipynb"
         solve(roofline, "roofline", "memory-hierarchy")
 
-        terminal.keys("C-p")                         # the palette: open the exercise, check it
+        terminal.keys("C-p")  # the palette: open the exercise, check it
         terminal.wait_for("Search for commands")
         terminal.keys("Open exercise: roofline")
         terminal.wait_for("Open exercise: roofline")
@@ -80,16 +94,29 @@ def test_make_lab_on_a_fresh_copy_leads_to_a_checked_exercise(base: Path) -> Non
         terminal.close()
 
     venv = clone / ".venv" / "bin"
-    assert not distributions(venv) & set(TEST_ONLY)     # the learner's environment, not ours
+    assert not distributions(venv) & set(TEST_ONLY)  # the learner's environment, not ours
     solve(workspace / "containers" / "namespaces.ipynb", "namespaces", "containers")
-    checked = subprocess.run([str(venv / "gpulab"), "check", "namespaces"], cwd=home,
-                             env=env, capture_output=True, text=True, timeout=300)
+    checked = subprocess.run(
+        [str(venv / "gpulab"), "check", "namespaces"],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert checked.stdout.startswith("namespaces: passed")
-    listing = subprocess.run([str(venv / "gpulab"), "list"], cwd=home, env=env,
-                             capture_output=True, text=True, timeout=120)
+    listing = subprocess.run(
+        [str(venv / "gpulab"), "list"],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "Exercises: 2 of 13 passed" in listing.stdout, listing.stdout
-    assert tree_digest(clone / "exercises") == before        # exercises/ as the course ships it
-    ignored = subprocess.run(["git", "check-ignore", "-q", "workspace/containers/x.ipynb"],
-                             cwd=ROOT)
+    assert tree_digest(clone / "exercises") == before  # exercises/ as the course ships it
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "workspace/containers/x.ipynb"], cwd=ROOT
+    )
     assert ignored.returncode == 0, "the workspace must be ignored by git"

@@ -14,8 +14,11 @@ H200_NVML = Path(__file__).resolve().parents[1] / "fixtures" / "nvml" / "h200.js
 
 def cuda_device() -> Any:
     """CuPy with a usable GPU, or skip with the reason."""
-    cupy = pytest.importorskip("cupy", reason="CuPy is not installed (GPU tests run on a GPU "
-                                              "machine with the cuda12 or cuda13 extra)")
+    cupy = pytest.importorskip(
+        "cupy",
+        reason="CuPy is not installed (GPU tests run on a GPU "
+        "machine with the cuda12 or cuda13 extra)",
+    )
     try:
         if cupy.cuda.runtime.getDeviceCount() < 1:
             pytest.skip("CuPy finds no CUDA device")
@@ -31,8 +34,7 @@ def no_driver_here() -> str:
 
     found = nvml.inventory()
     if found.status != "no_gpu":
-        pytest.skip(f"NVML answers here ({found.status}): this checks a machine without a "
-                    "driver")
+        pytest.skip(f"NVML answers here ({found.status}): this checks a machine without a driver")
     return found.message
 
 
@@ -41,12 +43,17 @@ def no_driver_here() -> str:
 
 def entries(data: dict[str, Any], call: str, args: list[Any] | None = None) -> list[Any]:
     """Every recorded entry of `call` (with these arguments, if given), in order."""
-    return [e for e in data["calls"]
-            if e["call"] == call and (args is None or e["args"] == args)]
+    return [e for e in data["calls"] if e["call"] == call and (args is None or e["args"] == args)]
 
 
-def set_answer(data: dict[str, Any], call: str, *, result: Any = None, error: int | None = None,
-               args: list[Any] | None = None) -> None:
+def set_answer(
+    data: dict[str, Any],
+    call: str,
+    *,
+    result: Any = None,
+    error: int | None = None,
+    args: list[Any] | None = None,
+) -> None:
     """Make `call` (with these arguments, if given) answer `result` or raise `error`.
 
     With `args` and no such entry yet, the entry is added.
@@ -62,5 +69,8 @@ def set_answer(data: dict[str, Any], call: str, *, result: Any = None, error: in
         if error is None:
             entry["result"] = result
         else:
-            entry["error"] = {"class": type(pynvml.NVMLError(error)).__name__, "value": error,
-                              "text": str(pynvml.NVMLError(error))}
+            entry["error"] = {
+                "class": type(pynvml.NVMLError(error)).__name__,
+                "value": error,
+                "text": str(pynvml.NVMLError(error)),
+            }

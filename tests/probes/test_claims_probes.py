@@ -60,15 +60,29 @@ def test_claims_about_this_gpu_are_measured_and_judged() -> None:
         if not claim.reading or not applies_to(claim, device):
             continue
         result = measured(claim.probe)
-        if result.status == "unavailable":      # p2p_bandwidth on one GPU: "needs two GPUs"
-            rows.append({"claim": claim.id, "expected": claim.expected, "measured": "",
-                         "verdict": "not_measured", "text": result.message})
+        if result.status == "unavailable":  # p2p_bandwidth on one GPU: "needs two GPUs"
+            rows.append(
+                {
+                    "claim": claim.id,
+                    "expected": claim.expected,
+                    "measured": "",
+                    "verdict": "not_measured",
+                    "text": result.message,
+                }
+            )
             continue
         reading = result.reading(claim.reading)
         assert reading is not None, f"{claim.id}: {claim.probe} returned no {claim.reading!r}"
         verdict = judge(claim, reading.value, reading.unit, device)
-        rows.append({"claim": claim.id, "expected": claim.expected, "measured": reading.shown,
-                     "verdict": verdict.kind, "text": verdict.text})
+        rows.append(
+            {
+                "claim": claim.id,
+                "expected": claim.expected,
+                "measured": reading.shown,
+                "verdict": verdict.kind,
+                "text": verdict.text,
+            }
+        )
         # A reading this machine cannot give (the cgroup period of a process in the root
         # cgroup) is listed as not measured; anything measured must agree exactly.
         if claim.tolerance == 0 and verdict.kind != "agrees" and reading.status == "ok":

@@ -18,8 +18,9 @@ from gpulab.probes.readiness import Driver, cupy_missing_text, driver
 from gpulab.probes.registry import get_probe, run_probe
 
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
-without_cupy = pytest.mark.skipif(HAS_CUPY, reason="CuPy is installed here; this checks the "
-                                                   "machine without it")
+without_cupy = pytest.mark.skipif(
+    HAS_CUPY, reason="CuPy is installed here; this checks the machine without it"
+)
 
 
 # ---- without CuPy ---------------------------------------------------------------------------
@@ -42,17 +43,22 @@ def test_with_a_driver_but_no_cupy_it_says_which_cupy_to_install() -> None:
     assert isinstance(found, ProbeResult)
     assert found.status == "unavailable"
     # the recorded driver supports CUDA 13.0: the cuda13 extra, and only it
-    assert found.message == ("CuPy is not installed: pip install 'gpulab[cuda13]', the CuPy "
-                             "built for the CUDA 13.0 that the NVIDIA driver here supports")
+    assert found.message == (
+        "CuPy is not installed: pip install 'gpulab[cuda13]', the CuPy "
+        "built for the CUDA 13.0 that the NVIDIA driver here supports"
+    )
     assert "cuda12" not in found.message
 
 
-@pytest.mark.parametrize(("version", "advice"), [
-    ("12.4", "pip install 'gpulab[cuda12]', the CuPy built for the CUDA 12.4"),
-    ("14.1", "supports CUDA 14.1, which runs CUDA 13 programs too"),
-    ("11.8", "update the NVIDIA driver (it supports only CUDA 11.8"),
-    ("", "'gpulab[cuda12]' or 'gpulab[cuda13]', whichever matches"),
-])
+@pytest.mark.parametrize(
+    ("version", "advice"),
+    [
+        ("12.4", "pip install 'gpulab[cuda12]', the CuPy built for the CUDA 12.4"),
+        ("14.1", "supports CUDA 14.1, which runs CUDA 13 programs too"),
+        ("11.8", "update the NVIDIA driver (it supports only CUDA 11.8"),
+        ("", "'gpulab[cuda12]' or 'gpulab[cuda13]', whichever matches"),
+    ],
+)
 def test_cupy_advice_follows_the_drivers_cuda_version(version: str, advice: str) -> None:
     text = cupy_missing_text(Driver("ok", cuda_version=version))
     assert text.startswith("CuPy is not installed: ") and advice in text
@@ -93,9 +99,11 @@ def test_importing_the_probe_modules_does_not_import_cupy_or_numpy() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, gpulab.probes.cuda, gpulab.probes.micro, gpulab.probes.nvml, "
-            "gpulab.probes.system, gpulab.probes.topology, gpulab.kernels.launch; "
-            "print(sorted(m for m in ('cupy', 'numpy', 'pynvml') if m in sys.modules))")
+    code = (
+        "import sys, gpulab.probes.cuda, gpulab.probes.micro, gpulab.probes.nvml, "
+        "gpulab.probes.system, gpulab.probes.topology, gpulab.kernels.launch; "
+        "print(sorted(m for m in ('cupy', 'numpy', 'pynvml') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -112,8 +120,13 @@ def test_properties_equal_what_the_cuda_runtime_reports() -> None:
     props = cupy.cuda.runtime.getDeviceProperties(index)
     compared = 0
     for reading in result.readings:
-        if reading.key in props and reading.key not in ("name", "clockRate", "memoryClockRate",
-                                                        "maxGridSize", "maxThreadsDim"):
+        if reading.key in props and reading.key not in (
+            "name",
+            "clockRate",
+            "memoryClockRate",
+            "maxGridSize",
+            "maxThreadsDim",
+        ):
             assert reading.value == props[reading.key], reading.key
             compared += 1
     assert compared >= 15

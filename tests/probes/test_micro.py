@@ -44,7 +44,7 @@ from gpulab.probes.registry import PROBES, run_probe
 
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
-H200_MEMORY = 143_771 * MiB          # what CUDA and NVML report on the lent H200
+H200_MEMORY = 143_771 * MiB  # what CUDA and NVML report on the lent H200
 H200_L2 = 60 * MiB
 MICRO = [p.name for p in PROBES if p.target.startswith("micro:")]
 # p2p_bandwidth needs two GPUs; tests/probes/test_p2p.py runs it on one and on two
@@ -79,8 +79,17 @@ def test_scaled_bytes() -> None:
 
 def test_sector_overfetch_and_bank_ways() -> None:
     assert [sector_overfetch(s) for s in (1, 2, 4, 8, 16, 32)] == [1, 2, 4, 8, 8, 8]
-    assert [bank_conflict_ways(s) for s in (1, 2, 4, 8, 16, 32, 64, 33, 6)] == \
-        [1, 2, 4, 8, 16, 32, 32, 1, 2]
+    assert [bank_conflict_ways(s) for s in (1, 2, 4, 8, 16, 32, 64, 33, 6)] == [
+        1,
+        2,
+        4,
+        8,
+        16,
+        32,
+        32,
+        1,
+        2,
+    ]
 
 
 def test_bank_count_from_a_sweep() -> None:
@@ -88,8 +97,8 @@ def test_bank_count_from_a_sweep() -> None:
     assert bank_count(ideal) == 32
     noisy = {1: 1.0, 2: 1.9, 4: 3.8, 8: 7.7, 16: 15.2, 32: 30.1, 64: 31.0}
     assert bank_count(noisy) == 32
-    assert bank_count({1: 1.0, 2: 2.0, 4: 4.0}) is None       # never levels off
-    assert bank_count({33: 1.0, 1: 1.0}) is None              # one power of two only
+    assert bank_count({1: 1.0, 2: 2.0, 4: 4.0}) is None  # never levels off
+    assert bank_count({33: 1.0, 1: 1.0}) is None  # one power of two only
 
 
 def test_pcie_link_rates_per_direction() -> None:
@@ -127,28 +136,48 @@ def test_chase_plan_touches_every_line_and_flushes_beyond_the_l2() -> None:
 
 
 def test_plateaus_take_the_median_of_each_range() -> None:
-    points = [(16 * KiB, 38.0), (32 * KiB, 39.0), (64 * KiB, 41.0), (256 * KiB, 120.0),
-              (1 * MiB, 300.0), (4 * MiB, 320.0), (8 * MiB, 330.0), (16 * MiB, 350.0),
-              (64 * MiB, 600.0), (256 * MiB, 640.0), (512 * MiB, 660.0), (GiB, 700.0)]
+    points = [
+        (16 * KiB, 38.0),
+        (32 * KiB, 39.0),
+        (64 * KiB, 41.0),
+        (256 * KiB, 120.0),
+        (1 * MiB, 300.0),
+        (4 * MiB, 320.0),
+        (8 * MiB, 330.0),
+        (16 * MiB, 350.0),
+        (64 * MiB, 600.0),
+        (256 * MiB, 640.0),
+        (512 * MiB, 660.0),
+        (GiB, 700.0),
+    ]
     assert plateaus(points) == {"l1": 39.0, "l2": 325.0, "hbm": 660.0}
     assert plateaus(points[:5]) == {"l1": 39.0, "l2": 300.0, "hbm": None}
     assert plateaus([]) == {"l1": None, "l2": None, "hbm": None}
 
 
-H100_PROPS = {"maxBlocksPerMultiProcessor": 32, "maxThreadsPerMultiProcessor": 2048,
-              "sharedMemPerMultiprocessor": 233_472, "sharedMemPerBlockOptin": 232_448,
-              "reservedSharedMemPerBlock": 1024}
+H100_PROPS = {
+    "maxBlocksPerMultiProcessor": 32,
+    "maxThreadsPerMultiProcessor": 2048,
+    "sharedMemPerMultiprocessor": 233_472,
+    "sharedMemPerBlockOptin": 232_448,
+    "reservedSharedMemPerBlock": 1024,
+}
 
 
 def test_occupancy_smem_caps_blocks_per_sm_exactly() -> None:
     p = H100_PROPS
-    assert occupancy_smem(16, p["sharedMemPerMultiprocessor"], 1024, p["sharedMemPerBlockOptin"]) \
+    assert (
+        occupancy_smem(16, p["sharedMemPerMultiprocessor"], 1024, p["sharedMemPerBlockOptin"])
         == 13_568
-    assert occupancy_smem(1, p["sharedMemPerMultiprocessor"], 1024, p["sharedMemPerBlockOptin"]) \
+    )
+    assert (
+        occupancy_smem(1, p["sharedMemPerMultiprocessor"], 1024, p["sharedMemPerBlockOptin"])
         == 232_448
+    )
     for k in (16, 8, 4, 2, 1):
-        dynamic = occupancy_smem(k, p["sharedMemPerMultiprocessor"], 1024,
-                                 p["sharedMemPerBlockOptin"])
+        dynamic = occupancy_smem(
+            k, p["sharedMemPerMultiprocessor"], 1024, p["sharedMemPerBlockOptin"]
+        )
         assert occupancy_blocks(128, dynamic, p) == k
     assert occupancy_blocks(128, 0, p) == 16
     assert occupancy_blocks(32, 0, p) == 32
@@ -171,11 +200,11 @@ def f32_bits(value: float) -> int:
 def test_bf16_rounding_to_nearest_even() -> None:
     assert bf16_bits(f32_bits(1.0)) == 0x3F80
     assert bf16_bits(f32_bits(-2.0)) == 0xC000
-    assert bf16_bits(f32_bits(math.pi)) == 0x4049           # 0x40490FDB rounds down
-    assert bf16_bits(0x3F807FFF) == 0x3F80                  # below half: down
-    assert bf16_bits(0x3F808001) == 0x3F81                  # above half: up
-    assert bf16_bits(0x3F808000) == 0x3F80                  # tie, even stays
-    assert bf16_bits(0x3F818000) == 0x3F82                  # tie, odd goes up to even
+    assert bf16_bits(f32_bits(math.pi)) == 0x4049  # 0x40490FDB rounds down
+    assert bf16_bits(0x3F807FFF) == 0x3F80  # below half: down
+    assert bf16_bits(0x3F808001) == 0x3F81  # above half: up
+    assert bf16_bits(0x3F808000) == 0x3F80  # tie, even stays
+    assert bf16_bits(0x3F818000) == 0x3F82  # tie, odd goes up to even
 
 
 def walk(nxt: list[int], start: int, steps: int) -> list[int]:
@@ -192,7 +221,7 @@ def test_cycle_successors_make_one_cycle_through_everything(n: int) -> None:
     random.Random(n).shuffle(order)
     nxt = launch.cycle_successors(order)
     assert walk(nxt, order[0], n) == order
-    assert walk(nxt, order[0], n + 1)[-1] == order[0]       # back at the start after a lap
+    assert walk(nxt, order[0], n + 1)[-1] == order[0]  # back at the start after a lap
 
 
 def test_cycle_successors_exact() -> None:
@@ -230,8 +259,7 @@ def test_kernel_sources_define_the_expected_entry_points(topic: str) -> None:
 def test_unknown_topics_and_kernels_are_clear_errors() -> None:
     with pytest.raises(KernelError, match="topics are copy, stride"):
         kernels.source("nope")
-    with pytest.raises(KernelError,
-                       match="defines copy_float4, copy_float4_tiles"):
+    with pytest.raises(KernelError, match="defines copy_float4, copy_float4_tiles"):
         kernels.function("copy", "copy_float8")
 
 
@@ -287,8 +315,9 @@ def value(result: ProbeResult, key: str) -> float:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ONE_GPU_MICRO)
-def test_every_micro_probe_runs_ok_with_telemetry(probe: Callable[[str], ProbeResult],
-                                                   name: str) -> None:
+def test_every_micro_probe_runs_ok_with_telemetry(
+    probe: Callable[[str], ProbeResult], name: str
+) -> None:
     result = probe(name)
     assert result.status == "ok", result.message
     assert result.device
@@ -303,11 +332,11 @@ def test_every_micro_probe_runs_ok_with_telemetry(probe: Callable[[str], ProbeRe
 def test_one_thread_reads_as_a_busy_gpu(probe: Callable[[str], ProbeResult]) -> None:
     result = probe("util_one_thread")
     busy, idle = value(result, "gpu_util_one_thread"), value(result, "gpu_util_idle")
-    assert busy >= 95, result.message           # time with a kernel running, not chip busy
+    assert busy >= 95, result.message  # time with a kernel running, not chip busy
     assert idle < busy
     sm_util = result.reading("sm_util_one_thread")
     assert sm_util is not None
-    if sm_util.status == "ok":                  # GPM (Hopper and newer): one SM of many
+    if sm_util.status == "ok":  # GPM (Hopper and newer): one SM of many
         sms = value(run_probe("cuda_properties"), "multiProcessorCount")
         assert 0 < value(result, "sm_util_one_thread") < 3 * 100 / sms
         assert value(result, "sm_occupancy_one_thread") < 1
@@ -363,7 +392,8 @@ def test_shared_memory_latency_is_below_l2(probe: Callable[[str], ProbeResult]) 
 
 @pytest.mark.gpu
 def test_bank_conflicts_serialise_and_padding_fixes_them(
-        probe: Callable[[str], ProbeResult]) -> None:
+    probe: Callable[[str], ProbeResult],
+) -> None:
     result = probe("smem_bank_conflicts")
     two, thirty_two = value(result, "slowdown_stride_2"), value(result, "slowdown_stride_32")
     assert 1.3 < two < thirty_two
@@ -387,8 +417,7 @@ def test_fewer_resident_warps_copy_slower(probe: Callable[[str], ProbeResult]) -
 
 
 @pytest.mark.gpu
-def test_fp32_peak_is_near_the_peak_at_the_clock_seen(
-        probe: Callable[[str], ProbeResult]) -> None:
+def test_fp32_peak_is_near_the_peak_at_the_clock_seen(probe: Callable[[str], ProbeResult]) -> None:
     result = probe("fp32_peak")
     assert value(result, "fp32_tflops") > 0
     assert 0.5 < value(result, "fraction_of_peak") < 1.05
@@ -412,13 +441,13 @@ def test_copy_kernels_copy_every_element(count: int) -> None:
     cupy = cuda()
     src = cupy.arange(count * 4, dtype=cupy.uint32) * 7 + 3
     dst = cupy.zeros_like(src)
-    launch.copy("copy_float4", src, dst, blocks=3, threads=64)   # a grid far smaller than n
+    launch.copy("copy_float4", src, dst, blocks=3, threads=64)  # a grid far smaller than n
     assert bool(cupy.array_equal(dst, src))
     for threads in (64, 128, 1024):
-        dst = cupy.zeros(count * 4 + 8, dtype=cupy.uint32)      # 2 float4 of guard after
-        assert launch.copy_tiles(src, dst[:count * 4], threads=threads) == -(-count // threads)
-        assert bool(cupy.array_equal(dst[:count * 4], src))
-        assert not bool(dst[count * 4:].any()), "the tiled copy wrote past the end"
+        dst = cupy.zeros(count * 4 + 8, dtype=cupy.uint32)  # 2 float4 of guard after
+        assert launch.copy_tiles(src, dst[: count * 4], threads=threads) == -(-count // threads)
+        assert bool(cupy.array_equal(dst[: count * 4], src))
+        assert not bool(dst[count * 4 :].any()), "the tiled copy wrote past the end"
 
 
 @pytest.mark.gpu

@@ -55,11 +55,14 @@ def test_every_recorded_result_writes_back_byte_for_byte() -> None:
     items = recording()["results"]
     assert len(document.results) == len(items) > 10
     for result, item in zip(document.results, items, strict=True):
-        assert json.dumps(result.to_dict(), indent=2) == json.dumps(in_field_order(item),
-                                                                    indent=2), result.probe
+        assert json.dumps(result.to_dict(), indent=2) == json.dumps(
+            in_field_order(item), indent=2
+        ), result.probe
         assert ProbeResult.from_dict(item) == result
-    assert document.to_dict() == {**recording(), "results": [
-        in_field_order(item) for item in items]}
+    assert document.to_dict() == {
+        **recording(),
+        "results": [in_field_order(item) for item in items],
+    }
 
 
 def test_the_schema_validates_the_recording_and_a_run_document() -> None:
@@ -79,8 +82,16 @@ def test_the_schema_is_generated_with_titles_and_descriptions() -> None:
     assert SCHEMA["title"] == "gpulab probe run"
     assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     defs = SCHEMA["$defs"]
-    assert set(defs) == {"RunDocument", "Machine", "Gpu", "ProbeResult", "Reading", "Table",
-                         "Telemetry", "Recorded"}
+    assert set(defs) == {
+        "RunDocument",
+        "Machine",
+        "Gpu",
+        "ProbeResult",
+        "Reading",
+        "Table",
+        "Telemetry",
+        "Recorded",
+    }
     assert defs["RunDocument"]["description"].startswith("What `gpulab probe run --json`")
     assert defs["RunDocument"]["required"] == ["gpulab", "schema", "results"]
     assert all(d["additionalProperties"] is False for d in defs.values())
@@ -96,10 +107,11 @@ def _change(path: str, value: object) -> Callable[[Document], None]:
         for key in parents:
             target = target[key]
         target[last] = value
+
     return change
 
 
-BAD = [   # a damage, and where msgspec says it is
+BAD = [  # a damage, and where msgspec says it is
     (_change("results.0.readings.0.value", [1]), "`$.results[0].readings[0].value`"),
     (_change("results.0.readings.0.key", ""), "`$.results[0].readings[0].key`"),
     (_change("results.0.readings.7.value", 3), "`$.results[0].readings[7]`"),  # not_supported
@@ -117,7 +129,8 @@ BAD = [   # a damage, and where msgspec says it is
 
 @pytest.mark.parametrize(("damage", "where"), BAD, ids=[where for _, where in BAD])
 def test_a_mistyped_field_is_refused_by_the_decoder_and_the_schema_saying_where(
-        damage: Callable[[Document], None], where: str) -> None:
+    damage: Callable[[Document], None], where: str
+) -> None:
     document = copy.deepcopy(recording())
     damage(document)
     with pytest.raises(msgspec.ValidationError, match=re.escape(f"- at {where}")):
@@ -126,8 +139,9 @@ def test_a_mistyped_field_is_refused_by_the_decoder_and_the_schema_saying_where(
         jsonschema.Draft202012Validator(SCHEMA).validate(document)
 
 
-def test_a_damaged_recording_names_its_file_and_where(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_damaged_recording_names_its_file_and_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     document = recording()
     document["results"][2]["readings"][0]["value"] = {"a": 1}
     bad = tmp_path / "h200.json"
@@ -140,7 +154,8 @@ def test_a_damaged_recording_names_its_file_and_where(tmp_path: Path,
         assert str(raised.value) == (
             f"{bad}: the recorded readings cannot be read: Expected `bool | int | float | str "
             "| null`, got `object` - at `$.results[2].readings[0].value`. This copy of gpulab "
-            "is damaged: reinstall it.")
+            "is damaged: reinstall it."
+        )
         bad.write_text("{half")
         with pytest.raises(GpulabError, match="JSON is malformed"):
             recorded.recorded_results()
@@ -163,7 +178,7 @@ def test_records_are_frozen_values() -> None:
     assert len({reading, Reading("copy", "Copy", 4262.0, "GB/s")}) == 1
     result = ProbeResult("x", "X", "ok", "m", readings=(reading,), started="t")
     timed = msgspec.structs.replace(result, seconds=1.23456)
-    assert timed.seconds == 1.235 and result.seconds == 0.0      # rounded to the millisecond
+    assert timed.seconds == 1.235 and result.seconds == 0.0  # rounded to the millisecond
     assert ProbeResult.from_dict(timed.to_dict()) == timed
     assert Telemetry.from_dict(Telemetry(3, (1.0, 2.0)).to_dict()) == Telemetry(3, (1.0, 2.0))
 
@@ -171,8 +186,12 @@ def test_records_are_frozen_values() -> None:
 def test_a_table_without_units_has_one_empty_unit_per_column() -> None:
     table = Table("t", ("a", "b"), ((1, None),))
     assert table.units == ("", "") and table == Table("t", ("a", "b"), ((1, None),), ("", ""))
-    assert table.to_dict() == {"title": "t", "columns": ["a", "b"], "rows": [[1, None]],
-                               "units": ["", ""]}
+    assert table.to_dict() == {
+        "title": "t",
+        "columns": ["a", "b"],
+        "rows": [[1, None]],
+        "units": ["", ""],
+    }
 
 
 def test_a_reading_that_is_not_ok_has_no_value() -> None:
@@ -182,7 +201,7 @@ def test_a_reading_that_is_not_ok_has_no_value() -> None:
 
 
 def test_a_numpy_like_float_is_written_as_a_float() -> None:
-    class Float64(float):       # what NumPy's float64 is to msgspec: a float subclass
+    class Float64(float):  # what NumPy's float64 is to msgspec: a float subclass
         pass
 
     reading = Reading("copy", "Copy", Float64(1.5), "GB/s")
@@ -194,8 +213,11 @@ def test_numpy_scalars_in_readings_and_tables_are_written_as_plain_values() -> N
     reach the JSON as the numbers they hold, as they do through `json`'s float subclasses."""
     numpy = pytest.importorskip("numpy")
     reading = Reading("blocks", "Blocks", numpy.int64(132), "blocks")
-    table = Table("t", ("n", "ms", "ok"), ((numpy.int32(3), numpy.float32(0.5),
-                                             numpy.bool_(True)), (numpy.array(7), 1.0, False)))
+    table = Table(
+        "t",
+        ("n", "ms", "ok"),
+        ((numpy.int32(3), numpy.float32(0.5), numpy.bool_(True)), (numpy.array(7), 1.0, False)),
+    )
     result = ProbeResult("micro_test", "T", "ok", "m", readings=(reading,), tables=(table,))
     data = json.loads(json.dumps(result.to_dict()))
     assert data["readings"][0]["value"] == 132

@@ -49,6 +49,7 @@ H0 = {"__handle__": 0}
 
 # ---- helpers ------------------------------------------------------------------------------
 
+
 def load(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((NVML_FIXTURES / name).read_text(encoding="utf-8"))
     return data
@@ -62,8 +63,9 @@ def answer(data: dict[str, Any], call: str, args: list[Any] | None = None) -> An
     return found[0]["result"]
 
 
-def with_answer(data: dict[str, Any], call: str, *, result: Any = None,
-                error: int | None = None) -> dict[str, Any]:
+def with_answer(
+    data: dict[str, Any], call: str, *, result: Any = None, error: int | None = None
+) -> dict[str, Any]:
     """A copy of a recording in which every `call` answers `result` or raises `error`.
 
     A call the recording does not hold is left out, not added.
@@ -90,7 +92,7 @@ def recorded_result(data: dict[str, Any], probe: str) -> dict[str, Any]:
 
 
 def nvml_works() -> str:
-    """"" when NVML starts and lists a GPU here, else why not."""
+    """ "" when NVML starts and lists a GPU here, else why not."""
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:
@@ -121,29 +123,39 @@ def gpu_recording(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 # ---- pure decoders ------------------------------------------------------------------------
 
+
 def test_clock_event_reasons_decode_bit_by_bit() -> None:
     assert decode_clock_event_reasons(0) == ()
     assert decode_clock_event_reasons(0x1) == ("GPU idle",)
     assert decode_clock_event_reasons(0x4 | 0x40) == ("SW power cap", "HW thermal slowdown")
     assert decode_clock_event_reasons(0x1FF) == (
-        "GPU idle", "Applications clocks setting", "SW power cap", "HW slowdown", "Sync boost",
-        "SW thermal slowdown", "HW thermal slowdown", "HW power brake slowdown",
-        "Display clock setting")
+        "GPU idle",
+        "Applications clocks setting",
+        "SW power cap",
+        "HW slowdown",
+        "Sync boost",
+        "SW thermal slowdown",
+        "HW thermal slowdown",
+        "HW power brake slowdown",
+        "Display clock setting",
+    )
     assert decode_clock_event_reasons(0x8 | 0x80) == ("HW slowdown", "HW power brake slowdown")
     assert decode_clock_event_reasons(0x1 | 0x1000) == ("GPU idle", "unknown (0x1000)")
 
 
 def test_clock_event_reasons_follow_pynvml_constants() -> None:
-    assert decode_clock_event_reasons(pynvml.nvmlClocksEventReasonSwPowerCap) == (
-        "SW power cap",)
+    assert decode_clock_event_reasons(pynvml.nvmlClocksEventReasonSwPowerCap) == ("SW power cap",)
     assert decode_clock_event_reasons(pynvml.nvmlClocksEventReasonSyncBoost) == ("Sync boost",)
     assert decode_clock_event_reasons(pynvml.nvmlClocksEventReasonSwThermalSlowdown) == (
-        "SW thermal slowdown",)
+        "SW thermal slowdown",
+    )
     assert decode_clock_event_reasons(pynvml.nvmlClocksEventReasonDisplayClockSetting) == (
-        "Display clock setting",)
+        "Display clock setting",
+    )
     if hasattr(pynvml, "nvmlClocksThrottleReasonBoardLimit"):
         assert decode_clock_event_reasons(pynvml.nvmlClocksThrottleReasonBoardLimit) == (
-            "Board limit",)
+            "Board limit",
+        )
 
 
 def test_compute_modes_use_nvidia_smi_spellings() -> None:
@@ -171,10 +183,10 @@ def test_pstates() -> None:
 
 # ---- inventory from the recorded H200 -----------------------------------------------------
 
+
 def test_inventory_replays_exactly_what_was_recorded(gpu_recording: dict[str, Any]) -> None:
     got = inventory(Replay(gpu_recording))
-    assert comparable(got.to_dict()) == comparable(recorded_result(gpu_recording,
-                                                                   "nvml_inventory"))
+    assert comparable(got.to_dict()) == comparable(recorded_result(gpu_recording, "nvml_inventory"))
 
 
 def test_inventory_reports_the_recorded_answers(gpu_recording: dict[str, Any]) -> None:
@@ -186,7 +198,8 @@ def test_inventory_reports_the_recorded_answers(gpu_recording: dict[str, Any]) -
     assert value["driver_version"] == answer(data, "nvmlSystemGetDriverVersion")
     assert value["nvml_version"] == answer(data, "nvmlSystemGetNVMLVersion")
     assert value["cuda_driver_version"] == cuda_version_text(
-        answer(data, "nvmlSystemGetCudaDriverVersion"))
+        answer(data, "nvmlSystemGetCudaDriverVersion")
+    )
     assert value["gpu_count"] == answer(data, "nvmlDeviceGetCount")
     major, minor = answer(data, "nvmlDeviceGetCudaComputeCapability", [H0])
     assert value["compute_capability"] == f"{major}.{minor}"
@@ -198,27 +211,37 @@ def test_inventory_reports_the_recorded_answers(gpu_recording: dict[str, Any]) -
     assert value["pcie_gen_max"] == answer(data, "nvmlDeviceGetMaxPcieLinkGeneration", [H0])
     assert value["pcie_width_current"] == answer(data, "nvmlDeviceGetCurrPcieLinkWidth", [H0])
     assert value["compute_mode"] == compute_mode_name(
-        answer(data, "nvmlDeviceGetComputeMode", [H0]))
+        answer(data, "nvmlDeviceGetComputeMode", [H0])
+    )
     ecc_now, ecc_pending = answer(data, "nvmlDeviceGetEccMode", [H0])
     assert value["ecc_mode_current"] == ("Enabled" if ecc_now else "Disabled")
     assert value["ecc_mode_pending"] == ("Enabled" if ecc_pending else "Disabled")
     assert value["power_limit"] == answer(data, "nvmlDeviceGetEnforcedPowerLimit", [H0]) / 1000
     low, high = answer(data, "nvmlDeviceGetPowerManagementLimitConstraints", [H0])
     assert (value["power_limit_min"], value["power_limit_max"]) == (low / 1000, high / 1000)
-    assert value["clocks_max_sm"] == answer(data, "nvmlDeviceGetMaxClockInfo",
-                                            [H0, pynvml.NVML_CLOCK_SM])
+    assert value["clocks_max_sm"] == answer(
+        data, "nvmlDeviceGetMaxClockInfo", [H0, pynvml.NVML_CLOCK_SM]
+    )
     rows = answer(data, "nvmlDeviceGetRemappedRows", [H0])
     assert value["remapped_rows_uncorrectable"] == rows[1]
     assert value["remapped_rows_pending"] is bool(rows[2])
     assert value["ecc_volatile_uncorrected"] == answer(
-        data, "nvmlDeviceGetTotalEccErrors",
-        [H0, pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC])
+        data,
+        "nvmlDeviceGetTotalEccErrors",
+        [H0, pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC],
+    )
 
 
 def test_inventory_says_what_the_h200_does_not_support(gpu_recording: dict[str, Any]) -> None:
     got = inventory(Replay(gpu_recording))
-    for key in ("fan_speed", "numa_node", "nvlink_links_active", "retired_pages_single_bit",
-                "retired_pages_double_bit", "retired_pages_pending"):
+    for key in (
+        "fan_speed",
+        "numa_node",
+        "nvlink_links_active",
+        "retired_pages_single_bit",
+        "retired_pages_double_bit",
+        "retired_pages_pending",
+    ):
         reading = got.reading(key)
         assert reading is not None, key
         assert reading.status == "not_supported", key
@@ -231,10 +254,14 @@ def test_inventory_says_what_the_h200_does_not_support(gpu_recording: dict[str, 
 
 
 def test_every_not_supported_answer_becomes_a_not_supported_reading(
-        gpu_recording: dict[str, Any]) -> None:
+    gpu_recording: dict[str, Any],
+) -> None:
     got = inventory(Replay(gpu_recording))
-    unsupported = {e["call"] for e in gpu_recording["calls"]
-                   if e.get("error", {}).get("value") == pynvml.NVML_ERROR_NOT_SUPPORTED}
+    unsupported = {
+        e["call"]
+        for e in gpu_recording["calls"]
+        if e.get("error", {}).get("value") == pynvml.NVML_ERROR_NOT_SUPPORTED
+    }
     for reading in got.readings:
         if reading.status != "ok":
             assert reading.status == "not_supported", reading
@@ -245,8 +272,11 @@ def test_results_match_the_schema(gpu_recording: dict[str, Any]) -> None:
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not installed")
     schema = run_schema()
     replay = Replay(gpu_recording)
-    results = [inventory(replay).to_dict(), sample(replay).to_dict(),
-               inventory(Replay(load("no-library.json"))).to_dict()]
+    results = [
+        inventory(replay).to_dict(),
+        sample(replay).to_dict(),
+        inventory(Replay(load("no-library.json"))).to_dict(),
+    ]
     jsonschema.validate({"gpulab": "test", "schema": 1, "results": results}, schema)
     for result in results:
         assert ProbeResult.from_dict(json.loads(json.dumps(result))).to_dict() == result
@@ -263,8 +293,9 @@ def test_several_gpus_give_a_table(gpu_recording: dict[str, Any]) -> None:
                 twin["result"] = "GPU-00000000-0000-0000-0000-000000000001"
             second.append(twin)
     data["calls"] += second
-    data["calls"].append({"call": "nvmlDeviceGetHandleByIndex", "args": [1],
-                          "result": {"__handle__": 1}})
+    data["calls"].append(
+        {"call": "nvmlDeviceGetHandleByIndex", "args": [1], "result": {"__handle__": 1}}
+    )
     data = with_answer(data, "nvmlDeviceGetCount", result=2)
     got = inventory(Replay(data))
     assert reading_of(got, "gpu_count").value == 2
@@ -278,9 +309,11 @@ def test_several_gpus_give_a_table(gpu_recording: dict[str, Any]) -> None:
 
 
 def test_an_nvml_failure_other_than_not_supported_is_an_error_reading(
-        gpu_recording: dict[str, Any]) -> None:
-    data = with_answer(gpu_recording, "nvmlDeviceGetEnforcedPowerLimit",
-                       error=pynvml.NVML_ERROR_NO_PERMISSION)
+    gpu_recording: dict[str, Any],
+) -> None:
+    data = with_answer(
+        gpu_recording, "nvmlDeviceGetEnforcedPowerLimit", error=pynvml.NVML_ERROR_NO_PERMISSION
+    )
     got = inventory(Replay(data))
     reading = got.reading("power_limit")
     assert reading is not None and reading.status == "error" and reading.value is None
@@ -292,9 +325,10 @@ def test_an_nvml_failure_other_than_not_supported_is_an_error_reading(
 
 # ---- sample from the recorded H200 --------------------------------------------------------
 
+
 def test_sample_replays_exactly_what_was_recorded(gpu_recording: dict[str, Any]) -> None:
     replay = Replay(gpu_recording)
-    inventory(replay)                       # the recorder ran inventory() first
+    inventory(replay)  # the recorder ran inventory() first
     got = sample(replay)
     assert comparable(got.to_dict()) == comparable(recorded_result(gpu_recording, "nvml_sample"))
 
@@ -303,41 +337,62 @@ def test_sample_reports_the_recorded_answers(gpu_recording: dict[str, Any]) -> N
     data = gpu_recording
     got = sample(Replay(data))
     value = {r.key: r.value for r in got.readings if r.status == "ok"}
-    assert value["clock_sm"] == answer(data, "nvmlDeviceGetClockInfo",
-                                       [H0, pynvml.NVML_CLOCK_SM])
-    assert value["clock_mem"] == answer(data, "nvmlDeviceGetClockInfo",
-                                        [H0, pynvml.NVML_CLOCK_MEM])
+    assert value["clock_sm"] == answer(data, "nvmlDeviceGetClockInfo", [H0, pynvml.NVML_CLOCK_SM])
+    assert value["clock_mem"] == answer(data, "nvmlDeviceGetClockInfo", [H0, pynvml.NVML_CLOCK_MEM])
     assert value["pstate"] == pstate_name(answer(data, "nvmlDeviceGetPerformanceState", [H0]))
     assert value["power_draw"] == answer(data, "nvmlDeviceGetPowerUsage", [H0]) / 1000
     utilization = answer(data, "nvmlDeviceGetUtilizationRates", [H0])
     assert (value["utilization_gpu"], value["utilization_memory"]) == (
-        utilization["gpu"], utilization["memory"])
-    memory = next(e["result"] for args in ([H0, pynvml.nvmlMemory_v2], [H0])
-                  for e in entries(data, "nvmlDeviceGetMemoryInfo", args) if "result" in e)
+        utilization["gpu"],
+        utilization["memory"],
+    )
+    memory = next(
+        e["result"]
+        for args in ([H0, pynvml.nvmlMemory_v2], [H0])
+        for e in entries(data, "nvmlDeviceGetMemoryInfo", args)
+        if "result" in e
+    )
     assert value["memory_used_mib"] == memory["used"] // 2**20
     assert value["memory_free"] == memory["free"]
-    mask = next(e["result"] for e in data["calls"]
-                if e["call"] in ("nvmlDeviceGetCurrentClocksEventReasons",
-                                 "nvmlDeviceGetCurrentClocksThrottleReasons")
-                and "result" in e)
+    mask = next(
+        e["result"]
+        for e in data["calls"]
+        if e["call"]
+        in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
+        and "result" in e
+    )
     assert value["clock_event_reasons_mask"] == mask
-    assert value["clock_event_reasons"] == (", ".join(decode_clock_event_reasons(mask))
-                                            or "none")
+    assert value["clock_event_reasons"] == (", ".join(decode_clock_event_reasons(mask)) or "none")
     assert value["compute_processes"] == len(
-        answer(data, "nvmlDeviceGetComputeRunningProcesses", [H0]))
+        answer(data, "nvmlDeviceGetComputeRunningProcesses", [H0])
+    )
     for key in ("temperature", "temperature_slowdown", "clock_graphics"):
         assert isinstance(value[key], int) and value[key] > 0
     assert got.device == answer(data, "nvmlDeviceGetName", [H0])
 
 
 def test_sample_lists_processes_by_pid_name_and_memory(gpu_recording: dict[str, Any]) -> None:
-    procs = [{"__struct__": "nvmlFriendlyObject", "pid": 4242, "usedGpuMemory": 512 * 2**20,
-              "gpuInstanceId": 0xFFFFFFFF, "computeInstanceId": 0xFFFFFFFF},
-             {"__struct__": "nvmlFriendlyObject", "pid": 4343, "usedGpuMemory": None,
-              "gpuInstanceId": 0xFFFFFFFF, "computeInstanceId": 0xFFFFFFFF}]
+    procs = [
+        {
+            "__struct__": "nvmlFriendlyObject",
+            "pid": 4242,
+            "usedGpuMemory": 512 * 2**20,
+            "gpuInstanceId": 0xFFFFFFFF,
+            "computeInstanceId": 0xFFFFFFFF,
+        },
+        {
+            "__struct__": "nvmlFriendlyObject",
+            "pid": 4343,
+            "usedGpuMemory": None,
+            "gpuInstanceId": 0xFFFFFFFF,
+            "computeInstanceId": 0xFFFFFFFF,
+        },
+    ]
     data = with_answer(gpu_recording, "nvmlDeviceGetComputeRunningProcesses", result=procs)
-    data["calls"] += [{"call": "process_name", "args": [4242], "result": "python3"},
-                      {"call": "process_name", "args": [4343], "result": None}]
+    data["calls"] += [
+        {"call": "process_name", "args": [4242], "result": "python3"},
+        {"call": "process_name", "args": [4343], "result": None},
+    ]
     got = sample(Replay(data))
     assert reading_of(got, "compute_processes").value == 2
     (table,) = got.tables
@@ -348,19 +403,26 @@ def test_sample_lists_processes_by_pid_name_and_memory(gpu_recording: dict[str, 
 
 def test_process_names_come_from_proc() -> None:
     assert process_name(os.getpid()) == Path("/proc/self/comm").read_text().strip()
-    assert process_name(0) is None          # there is no /proc/0
+    assert process_name(0) is None  # there is no /proc/0
 
 
 def test_an_older_temperature_call_is_used_when_the_newer_is_missing(
-        gpu_recording: dict[str, Any]) -> None:
-    data = with_answer(gpu_recording, "nvmlDeviceGetTemperatureV",
-                       error=pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+    gpu_recording: dict[str, Any],
+) -> None:
+    data = with_answer(
+        gpu_recording, "nvmlDeviceGetTemperatureV", error=pynvml.NVML_ERROR_FUNCTION_NOT_FOUND
+    )
     data = with_answer(data, "nvmlDeviceGetTemperature", result=41)
     if not entries(data, "nvmlDeviceGetTemperature"):
-        data["calls"].append({"call": "nvmlDeviceGetTemperature",
-                              "args": [H0, pynvml.NVML_TEMPERATURE_GPU], "result": 41})
+        data["calls"].append(
+            {
+                "call": "nvmlDeviceGetTemperature",
+                "args": [H0, pynvml.NVML_TEMPERATURE_GPU],
+                "result": 41,
+            }
+        )
     assert reading_of(sample(Replay(data)), "temperature").value == 41
-    data["missing"] = ["nvmlDeviceGetTemperatureV"]        # an nvidia-ml-py without it
+    data["missing"] = ["nvmlDeviceGetTemperatureV"]  # an nvidia-ml-py without it
     assert reading_of(sample(Replay(data)), "temperature").value == 41
 
 
@@ -371,6 +433,7 @@ def test_sample_of_a_gpu_that_is_not_there(gpu_recording: dict[str, Any]) -> Non
 
 
 # ---- no GPU -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("probe", [inventory, sample])
 def test_no_library_is_one_no_gpu_result(probe: Any) -> None:
@@ -401,6 +464,7 @@ def test_no_driver_here_through_the_real_pynvml(no_nvml: None) -> None:
 
 # ---- the recorder and the replay ----------------------------------------------------------
 
+
 def test_replay_raises_real_pynvml_errors() -> None:
     replay = Replay(load("h200.json"))
     with pytest.raises(pynvml.NVMLError_NotSupported):
@@ -426,8 +490,10 @@ def test_replay_gives_structs_as_attributes_and_answers_in_order() -> None:
     assert memory.total == answer(data, "nvmlDeviceGetMemoryInfo", [H0])["total"]
     key = [H0, pynvml.NVML_CLOCK_SM]
     recorded = [e["result"] for e in entries(data, "nvmlDeviceGetClockInfo", key)]
-    served = [replay.nvmlDeviceGetClockInfo(Handle(0), pynvml.NVML_CLOCK_SM)
-              for _ in range(len(recorded) + 2)]
+    served = [
+        replay.nvmlDeviceGetClockInfo(Handle(0), pynvml.NVML_CLOCK_SM)
+        for _ in range(len(recorded) + 2)
+    ]
     assert served == recorded + [recorded[-1]] * 2
     assert replay.recorded.machine == data["machine"]
     assert replay.recorded.date == data["date"]
@@ -444,8 +510,12 @@ def test_ctypes_answers_become_plain_json() -> None:
     handles: dict[int, int] = {}
     plain = to_plain([memory, pci, handle, same, proc, b"NVIDIA H200", (9, 0)], handles)
     assert json.loads(json.dumps(plain)) == plain
-    assert plain[0] == {"__struct__": "c_nvmlMemory_t", "total": 80 * 2**30, "free": 2**30,
-                        "used": 79 * 2**30}
+    assert plain[0] == {
+        "__struct__": "c_nvmlMemory_t",
+        "total": 80 * 2**30,
+        "free": 2**30,
+        "used": 79 * 2**30,
+    }
     assert plain[1]["busId"] == "00000000:00:06.0"
     assert plain[1]["pciDeviceId"] == 0x233510DE
     assert plain[2] == plain[3] == {"__handle__": 0}
@@ -477,9 +547,18 @@ def test_the_fixtures_are_recordings() -> None:
 
 # ---- on a real GPU ------------------------------------------------------------------------
 
-SMI_FIELDS = ("name", "driver_version", "memory.total", "clocks.max.sm", "pcie.link.gen.max",
-              "pcie.link.width.max", "power.limit", "compute_mode", "ecc.mode.current",
-              "mig.mode.current")
+SMI_FIELDS = (
+    "name",
+    "driver_version",
+    "memory.total",
+    "clocks.max.sm",
+    "pcie.link.gen.max",
+    "pcie.link.width.max",
+    "power.limit",
+    "compute_mode",
+    "ecc.mode.current",
+    "mig.mode.current",
+)
 
 
 @pytest.fixture
@@ -487,9 +566,13 @@ def nvidia_smi(nvml_gpu: None) -> Iterator[dict[str, str]]:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         pytest.skip("nvidia-smi is not on PATH")
-    out = subprocess.run([smi, f"--query-gpu={','.join(SMI_FIELDS)}",
-                          "--format=csv,noheader,nounits", "--id=0"],
-                         capture_output=True, text=True, check=True, timeout=60).stdout
+    out = subprocess.run(
+        [smi, f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits", "--id=0"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
     row = next(csv.reader(out.splitlines(), skipinitialspace=True))
     yield dict(zip(SMI_FIELDS, (cell.strip() for cell in row), strict=True))
 
@@ -499,18 +582,21 @@ def test_inventory_agrees_with_nvidia_smi(nvidia_smi: dict[str, str]) -> None:
     got = inventory()
     assert got.status in ("ok", "partial"), got.message
     expect: dict[str, tuple[str, Any]] = {
-        "name": ("name", str), "driver_version": ("driver_version", str),
-        "memory.total": ("memory_total_mib", int), "clocks.max.sm": ("clocks_max_sm", int),
+        "name": ("name", str),
+        "driver_version": ("driver_version", str),
+        "memory.total": ("memory_total_mib", int),
+        "clocks.max.sm": ("clocks_max_sm", int),
         "pcie.link.gen.max": ("pcie_gen_max", int),
         "pcie.link.width.max": ("pcie_width_max", int),
-        "power.limit": ("power_limit", float), "compute_mode": ("compute_mode", str),
+        "power.limit": ("power_limit", float),
+        "compute_mode": ("compute_mode", str),
         "ecc.mode.current": ("ecc_mode_current", str),
         "mig.mode.current": ("mig_mode_current", str),
     }
     for field, (key, kind) in expect.items():
         smi, reading = nvidia_smi[field], got.reading(key)
         assert reading is not None, key
-        if smi.startswith("[") or smi == "N/A":       # [N/A], [Not Supported]
+        if smi.startswith("[") or smi == "N/A":  # [N/A], [Not Supported]
             assert reading.status != "ok", (field, smi, reading)
         elif kind is float:
             assert reading.value == pytest.approx(float(smi), abs=0.01), field
@@ -522,9 +608,18 @@ def test_inventory_agrees_with_nvidia_smi(nvidia_smi: dict[str, str]) -> None:
 def test_sample_reads_the_live_gpu(nvml_gpu: None) -> None:
     got = sample()
     assert got.status in ("ok", "partial"), got.message
-    for key in ("utilization_gpu", "clock_sm", "clock_mem", "pstate", "power_draw",
-                "temperature", "memory_used", "memory_free", "clock_event_reasons_mask",
-                "compute_processes"):
+    for key in (
+        "utilization_gpu",
+        "clock_sm",
+        "clock_mem",
+        "pstate",
+        "power_draw",
+        "temperature",
+        "memory_used",
+        "memory_free",
+        "clock_event_reasons_mask",
+        "compute_processes",
+    ):
         reading = got.reading(key)
         assert reading is not None and reading.status == "ok", (key, reading)
     top = reading_of(inventory(), "clocks_max_sm")

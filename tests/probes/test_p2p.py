@@ -32,26 +32,43 @@ SCHEMA = run_schema()
 
 # ---- pure helpers ---------------------------------------------------------------------------
 
+
 def test_buffer_size_is_a_quarter_of_free_memory_at_most_a_gib() -> None:
     assert p2p_bytes(140 * GiB) == GiB
     assert p2p_bytes(2 * GiB) == 512 * MiB
-    assert p2p_bytes(3 * GiB + 5) == 512 * MiB          # rounded down to a power of two
+    assert p2p_bytes(3 * GiB + 5) == 512 * MiB  # rounded down to a power of two
     assert p2p_bytes(140 * GiB, cap=256 * MiB) == 256 * MiB
-    assert p2p_bytes(100) == 16                         # never below one float4
+    assert p2p_bytes(100) == 16  # never below one float4
     for free in (7 * GiB, 24 * GiB + 3, 80 * GiB):
         size = p2p_bytes(free)
         assert size & (size - 1) == 0 and size % 16 == 0 and size <= free // 4
 
 
-def pair(src: int, dst: int, memcpy: float, *, access: bool = True,
-         clock: float | None = 1980.0) -> PairFigures:
-    return PairFigures(src, dst, GiB, access, memcpy, 300.0 if access else None, 25.0,
-                       8.5, 1980.0 if access else None, 990.0, clock,
-                       "SM clock read by NVML during the run (highest seen)")
+def pair(
+    src: int, dst: int, memcpy: float, *, access: bool = True, clock: float | None = 1980.0
+) -> PairFigures:
+    return PairFigures(
+        src,
+        dst,
+        GiB,
+        access,
+        memcpy,
+        300.0 if access else None,
+        25.0,
+        8.5,
+        1980.0 if access else None,
+        990.0,
+        clock,
+        "SM clock read by NVML during the run (highest seen)",
+    )
 
 
-FOUR = {(0, 1): pair(0, 1, 360.0), (1, 0): pair(1, 0, 350.0), (0, 2): pair(0, 2, 370.0),
-        (2, 0): pair(2, 0, 365.0, access=False)}
+FOUR = {
+    (0, 1): pair(0, 1, 360.0),
+    (1, 0): pair(1, 0, 350.0),
+    (0, 2): pair(0, 2, 370.0),
+    (2, 0): pair(2, 0, 365.0, access=False),
+}
 
 
 def test_the_fastest_pair_is_the_best_memcpy() -> None:
@@ -70,26 +87,37 @@ def values(readings: list[Reading]) -> dict[str, Reading]:
 def test_readings_describe_the_fastest_pair_and_its_reverse() -> None:
     got = values(p2p_readings(FOUR))
     assert list(got) == [
-        "peer_access", "p2p_memcpy_bandwidth", "p2p_memcpy_bandwidth_reverse",
-        "p2p_kernel_bandwidth", "host_staged_bandwidth", "p2p_over_host_staged",
-        "p2p_memcpy_latency", "p2p_read_latency_cycles", "p2p_read_latency",
-        "local_read_latency_cycles", "local_read_latency"]
+        "peer_access",
+        "p2p_memcpy_bandwidth",
+        "p2p_memcpy_bandwidth_reverse",
+        "p2p_kernel_bandwidth",
+        "host_staged_bandwidth",
+        "p2p_over_host_staged",
+        "p2p_memcpy_latency",
+        "p2p_read_latency_cycles",
+        "p2p_read_latency",
+        "local_read_latency_cycles",
+        "local_read_latency",
+    ]
     assert got["peer_access"].value is False
     assert got["peer_access"].detail == "no peer access: 2→0"
-    assert (got["p2p_memcpy_bandwidth"].value, got["p2p_memcpy_bandwidth"].unit) == (370.0,
-                                                                                      "GB/s")
+    assert (got["p2p_memcpy_bandwidth"].value, got["p2p_memcpy_bandwidth"].unit) == (370.0, "GB/s")
     assert got["p2p_memcpy_bandwidth"].detail.startswith("GPU 0 → GPU 2, 1 GiB per copy")
     assert got["p2p_memcpy_bandwidth_reverse"].value == 365.0
     assert got["p2p_memcpy_bandwidth_reverse"].detail.startswith("GPU 2 → GPU 0")
     assert got["p2p_kernel_bandwidth"].value == 300.0
     assert got["host_staged_bandwidth"].value == 25.0
-    assert got["p2p_over_host_staged"].value == 14.8      # 370 / 25, 4 significant digits
+    assert got["p2p_over_host_staged"].value == 14.8  # 370 / 25, 4 significant digits
     assert (got["p2p_memcpy_latency"].value, got["p2p_memcpy_latency"].unit) == (8.5, "µs")
     assert got["p2p_read_latency_cycles"].value == 1980.0
     assert (got["p2p_read_latency"].value, got["p2p_read_latency"].unit) == (1000.0, "ns")
-    assert got["local_read_latency"].value == 500.0       # 990 cycles at 1980 MHz
-    for key in ("p2p_memcpy_bandwidth", "p2p_memcpy_bandwidth_reverse", "p2p_kernel_bandwidth",
-                "host_staged_bandwidth"):
+    assert got["local_read_latency"].value == 500.0  # 990 cycles at 1980 MHz
+    for key in (
+        "p2p_memcpy_bandwidth",
+        "p2p_memcpy_bandwidth_reverse",
+        "p2p_kernel_bandwidth",
+        "host_staged_bandwidth",
+    ):
         assert got[key].convention == "bytes copied / time: one direction, each byte counted once"
     assert summarise(list(got.values())) == "ok"
 
@@ -114,13 +142,27 @@ def test_the_table_has_every_ordered_pair() -> None:
     table = p2p_table(FOUR)
     assert len(table.columns) == len(table.units) == 12
     assert [(row[0], row[1]) for row in table.rows] == [(0, 1), (0, 2), (1, 0), (2, 0)]
-    assert table.rows[1] == (0, 2, True, 370.0, 300.0, 25.0, 14.8, 8.5, 1980.0, 1000.0, 990.0,
-                             500.0)
+    assert table.rows[1] == (
+        0,
+        2,
+        True,
+        370.0,
+        300.0,
+        25.0,
+        14.8,
+        8.5,
+        1980.0,
+        1000.0,
+        990.0,
+        500.0,
+    )
     assert table.rows[3][2:5] == (False, 365.0, None)
-    result = ProbeResult("p2p_bandwidth", "GPU-to-GPU copies", "partial", "m",
-                         tuple(p2p_readings(FOUR)), (table,))
+    result = ProbeResult(
+        "p2p_bandwidth", "GPU-to-GPU copies", "partial", "m", tuple(p2p_readings(FOUR)), (table,)
+    )
     jsonschema.Draft202012Validator(SCHEMA).validate(
-        {"gpulab": "t", "schema": 1, "results": [json.loads(json.dumps(result.to_dict()))]})
+        {"gpulab": "t", "schema": 1, "results": [json.loads(json.dumps(result.to_dict()))]}
+    )
 
 
 def test_the_probe_is_registered() -> None:
@@ -130,6 +172,7 @@ def test_the_probe_is_registered() -> None:
 
 
 # ---- without CuPy ---------------------------------------------------------------------------
+
 
 @pytest.mark.skipif(HAS_CUPY, reason="CuPy is installed here; this checks the machine without it")
 def test_without_a_driver_the_probe_says_so() -> None:
@@ -141,6 +184,7 @@ def test_without_a_driver_the_probe_says_so() -> None:
 
 # ---- on the GPU -----------------------------------------------------------------------------
 
+
 def gpu_count() -> int:
     return int(cuda().cuda.runtime.getDeviceCount())
 
@@ -148,11 +192,16 @@ def gpu_count() -> int:
 @pytest.mark.gpu
 def test_a_gpu_with_itself_runs_every_measurement() -> None:
     cupy = cuda()
-    figures = measure_pair(cupy, 0, 0, 64 * MiB)       # raises if any copy or chase is wrong
-    assert (figures.src, figures.dst, figures.nbytes, figures.peer_access) == (0, 0, 64 * MiB,
-                                                                               True)
-    for name in ("memcpy_gbs", "kernel_gbs", "staged_gbs", "memcpy_latency_us",
-                 "peer_read_cycles", "local_read_cycles"):
+    figures = measure_pair(cupy, 0, 0, 64 * MiB)  # raises if any copy or chase is wrong
+    assert (figures.src, figures.dst, figures.nbytes, figures.peer_access) == (0, 0, 64 * MiB, True)
+    for name in (
+        "memcpy_gbs",
+        "kernel_gbs",
+        "staged_gbs",
+        "memcpy_latency_us",
+        "peer_read_cycles",
+        "local_read_cycles",
+    ):
         value = getattr(figures, name)
         assert value is not None and value > 0, name
     # a device-to-device copy outruns the trip through host memory
@@ -184,9 +233,12 @@ def test_peer_copies_beat_host_staging_on_two_gpus() -> None:
     assert result.status in ("ok", "partial"), result.message
     (table,) = result.tables
     assert {(row[0], row[1]) for row in table.rows} == {
-        (s, d) for s in range(count) for d in range(count) if s != d}
-    at = {name: table.columns.index(name) for name in ("peer access", "cudaMemcpyPeer",
-                                                       "host-staged", "SM copy kernel")}
+        (s, d) for s in range(count) for d in range(count) if s != d
+    }
+    at = {
+        name: table.columns.index(name)
+        for name in ("peer access", "cudaMemcpyPeer", "host-staged", "SM copy kernel")
+    }
     for row in table.rows:
         memcpy, staged = float(str(row[at["cudaMemcpyPeer"]])), float(str(row[at["host-staged"]]))
         assert memcpy > 0 and staged > 0, row

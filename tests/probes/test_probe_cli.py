@@ -27,12 +27,17 @@ from gpulab.probes.render import render_probe_list, render_result
 H200 = Path(__file__).resolve().parents[1] / "fixtures" / "nvml" / "h200.json"
 SCHEMA = run_schema()
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
-WIDE = 250   # columns, so that no line of the output is wrapped
+WIDE = 250  # columns, so that no line of the output is wrapped
 
 
 def gpulab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpulab", *args], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "COLUMNS": str(WIDE)})
+    return subprocess.run(
+        [sys.executable, "-m", "gpulab", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": str(WIDE)},
+    )
 
 
 def printed(renderable: RenderableType) -> str:
@@ -74,8 +79,7 @@ def test_list_marks_what_cannot_run_here_and_why() -> None:
     assert row(done.stdout, "nvml_inventory")[:3] == ["nvml_inventory", "NVIDIA driver", "no"]
     assert row(done.stdout, "cuda_properties")[:3] == ["cuda_properties", "GPU + CuPy", "no"]
     # one reason for both kinds, said once, and it is the driver, not CuPy
-    reason = ("Probes that need the NVIDIA driver or a GPU and CuPy cannot run here: "
-              f"{why}")
+    reason = f"Probes that need the NVIDIA driver or a GPU and CuPy cannot run here: {why}"
     assert done.stdout.count(reason) == 1
     assert "CuPy is not installed" not in done.stdout
 
@@ -86,8 +90,10 @@ def test_list_with_a_driver_but_no_cupy() -> None:
     assert row(text, "nvml_inventory")[2] == "yes"
     for info in PROBES:
         assert row(text, info.name)[2] == ("no" if info.needs == "cuda" else "yes"), info.name
-    assert ("Probes that need a GPU and CuPy cannot run here: CuPy is not installed: "
-            "pip install 'gpulab[cuda13]'") in text
+    assert (
+        "Probes that need a GPU and CuPy cannot run here: CuPy is not installed: "
+        "pip install 'gpulab[cuda13]'"
+    ) in text
     assert "NVIDIA driver cannot run here" not in text
 
 
@@ -121,32 +127,42 @@ def test_exit_status() -> None:
 
 def test_an_empty_table_says_none_found() -> None:
     columns = ("address", "device id", "class", "driver", "NUMA node")
-    result = ProbeResult("system", "System", "ok", "no NVIDIA GPU", tables=(
-        Table("NVIDIA GPUs on the PCI bus", columns, ()),
-        Table("NUMA nodes", ("node",), ((0,),))))
+    result = ProbeResult(
+        "system",
+        "System",
+        "ok",
+        "no NVIDIA GPU",
+        tables=(
+            Table("NVIDIA GPUs on the PCI bus", columns, ()),
+            Table("NUMA nodes", ("node",), ((0,),)),
+        ),
+    )
     text = printed(render_result(result))
     assert "NVIDIA GPUs on the PCI bus: none found" in text
-    assert "address" not in text and "device id" not in text   # no headers without rows
+    assert "address" not in text and "device id" not in text  # no headers without rows
     assert "NUMA nodes" in text and "node" in text
 
 
 def test_a_recorded_result_says_it_is_not_this_machine() -> None:
     result = ProbeResult("x", "X", "ok", "m", recorded=Recorded("NVIDIA H200", "2026-12-03"))
     assert "X  ok  (recorded on NVIDIA H200, 2026-12-03, not this machine)" in printed(
-        render_result(result))
+        render_result(result)
+    )
 
 
 def test_run_json_follows_the_schema_on_this_machine() -> None:
-    done = gpulab("probe", "run", "system", "nvml_inventory", "nvml_sample", "cuda_properties",
-                  "--json")
+    done = gpulab(
+        "probe", "run", "system", "nvml_inventory", "nvml_sample", "cuda_properties", "--json"
+    )
     assert "Traceback" not in done.stderr
     document = json.loads(done.stdout)
     validate(document)
     results = {r["probe"]: r for r in document["results"]}
     assert results["system"]["status"] in ("ok", "partial")
     # named probes: one that failed, or that cannot run here, makes the exit status 1
-    assert done.returncode == (1 if any(r["status"] in ("error", "no_gpu", "unavailable")
-                                        for r in results.values()) else 0)
+    assert done.returncode == (
+        1 if any(r["status"] in ("error", "no_gpu", "unavailable") for r in results.values()) else 0
+    )
 
 
 def test_recorded_h200_results_follow_the_schema() -> None:
@@ -159,8 +175,17 @@ def test_recorded_h200_results_follow_the_schema() -> None:
 
 def test_schema_rejects_a_value_on_an_unsupported_reading() -> None:
     result = ProbeResult("x", "X", "ok", "m").to_dict()
-    result["readings"] = [{"key": "fan", "label": "Fan", "value": 30, "unit": "%",
-                           "convention": "", "status": "not_supported", "detail": ""}]
+    result["readings"] = [
+        {
+            "key": "fan",
+            "label": "Fan",
+            "value": 30,
+            "unit": "%",
+            "convention": "",
+            "status": "not_supported",
+            "detail": "",
+        }
+    ]
     with pytest.raises(jsonschema.ValidationError):
         validate({"gpulab": "t", "schema": 1, "results": [result]})
 
@@ -171,10 +196,13 @@ def test_run_prints_tables_for_people() -> None:
     assert "System" in done.stdout and "NUMA nodes" in done.stdout
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["probe", "run", "nope"], "no probe named 'nope'"),
-    (["probe", "run"], "name the probes to run, or give --all"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["probe", "run", "nope"], "no probe named 'nope'"),
+        (["probe", "run"], "name the probes to run, or give --all"),
+    ],
+)
 def test_bad_input_is_exit_2_without_traceback(args: list[str], message: str) -> None:
     done = gpulab(*args)
     assert done.returncode == 2
@@ -190,5 +218,6 @@ def test_recorded_readings_are_labelled_and_follow_the_schema() -> None:
         assert result["recorded"]["machine"] == "NVIDIA H200"
         assert result["status"] == "ok"
     people = gpulab("probe", "run", "hbm_bandwidth", "--recorded")
-    assert re.search(r"\(recorded on NVIDIA H200, \d{4}-\d\d-\d\d, not this machine\)",
-                     people.stdout)
+    assert re.search(
+        r"\(recorded on NVIDIA H200, \d{4}-\d\d-\d\d, not this machine\)", people.stdout
+    )

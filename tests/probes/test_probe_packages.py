@@ -50,8 +50,9 @@ def test_all_names_exist_are_public_and_defined_in_the_package(name: str) -> Non
         assert hasattr(pkg, attr), f"{name}.__all__ names {attr}, which the package lacks"
         where = getattr(getattr(pkg, attr), "__module__", None)
         if callable(getattr(pkg, attr)) and where is not None:
-            assert where.startswith(f"gpulab.probes.{name}."), \
+            assert where.startswith(f"gpulab.probes.{name}."), (
                 f"{name}.{attr} is defined in {where}, not in the package"
+            )
 
 
 @pytest.mark.parametrize("name", PACKAGES)
@@ -61,8 +62,9 @@ def test_the_package_exports_what_its_modules_export(name: str) -> None:
     for module in modules_of(name):
         if module.startswith("__"):
             continue
-        given |= set(getattr(importlib.import_module(f"gpulab.probes.{name}.{module}"),
-                             "__all__", ()))
+        given |= set(
+            getattr(importlib.import_module(f"gpulab.probes.{name}.{module}"), "__all__", ())
+        )
     assert set(package(name).__all__) == given
 
 
@@ -75,10 +77,15 @@ def _private_imports(tree: ast.AST) -> list[tuple[int, str]]:
             targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
-        private = {".".join(parts[:4]) for parts in (t.split(".") for t in targets)
-                   if parts[:2] == ["gpulab", "probes"] and len(parts) >= 4
-                   and parts[2] in PACKAGES and parts[3].startswith("_")
-                   and not parts[3].startswith("__")}
+        private = {
+            ".".join(parts[:4])
+            for parts in (t.split(".") for t in targets)
+            if parts[:2] == ["gpulab", "probes"]
+            and len(parts) >= 4
+            and parts[2] in PACKAGES
+            and parts[3].startswith("_")
+            and not parts[3].startswith("__")
+        }
         found += [(node.lineno, module) for module in sorted(private)]
     return found
 
@@ -89,7 +96,7 @@ def test_nothing_outside_a_probe_package_imports_its_private_modules() -> None:
         for path in sorted((ROOT / top).rglob("*.py")):
             relative = path.relative_to(ROOT)
             if any(part.startswith(".") for part in relative.parts):
-                continue            # virtual environments and caches
+                continue  # virtual environments and caches
             for line, module in _private_imports(ast.parse(path.read_bytes(), str(path))):
                 home = ROOT / "lab" / Path(*module.split(".")[:3])
                 if home not in path.parents:
@@ -98,21 +105,26 @@ def test_nothing_outside_a_probe_package_imports_its_private_modules() -> None:
 
 
 def test_the_scan_sees_private_imports() -> None:
-    tree = ast.parse("from gpulab.probes.nvml._session import Session\n"
-                     "import gpulab.probes.micro._common\n"
-                     "from gpulab.probes.system import _parse\n"
-                     "from gpulab.probes.nvml import Session\n"
-                     "from gpulab.probes.nvml.__main__ import main\n")
+    tree = ast.parse(
+        "from gpulab.probes.nvml._session import Session\n"
+        "import gpulab.probes.micro._common\n"
+        "from gpulab.probes.system import _parse\n"
+        "from gpulab.probes.nvml import Session\n"
+        "from gpulab.probes.nvml.__main__ import main\n"
+    )
     assert [module for _, module in _private_imports(tree)] == [
-        "gpulab.probes.nvml._session", "gpulab.probes.micro._common",
-        "gpulab.probes.system._parse"]
+        "gpulab.probes.nvml._session",
+        "gpulab.probes.micro._common",
+        "gpulab.probes.system._parse",
+    ]
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.name)
 def test_every_registry_target_resolves_to_a_public_function(probe: ProbeInfo) -> None:
     module, _, attr = probe.target.partition(":")
-    assert not any(part.startswith("_") for part in module.split(".")), \
+    assert not any(part.startswith("_") for part in module.split(".")), (
         f"{probe.target} names a private module: name the package"
+    )
     loaded = importlib.import_module(f"gpulab.probes.{module}")
     function = getattr(loaded, attr)
     assert callable(function)

@@ -31,12 +31,18 @@ H200 = Machine("lab-node", (Gpu("NVIDIA H200", H200_UUID),))
 A100 = Machine("lab-node", (Gpu("NVIDIA A100-SXM4-80GB", "GPU-00000000-aaaa-bbbb-cccc"),))
 
 
-def result(probe: str = "hbm_bandwidth", value: float = 4262.0, **changes: object
-           ) -> ProbeResult:
-    made = ProbeResult(probe, "HBM bandwidth", "ok", "measured", readings=(
-        Reading("copy", "Copy", value, "GB/s"),), tables=(
-        Table("sweep", ("bytes", "rate"), ((1024, 1.5), (2048, None)), ("B", "GB/s")),),
-        device="NVIDIA H200", started="2026-12-24T10:00:00+00:00", seconds=1.25)
+def result(probe: str = "hbm_bandwidth", value: float = 4262.0, **changes: object) -> ProbeResult:
+    made = ProbeResult(
+        probe,
+        "HBM bandwidth",
+        "ok",
+        "measured",
+        readings=(Reading("copy", "Copy", value, "GB/s"),),
+        tables=(Table("sweep", ("bytes", "rate"), ((1024, 1.5), (2048, None)), ("B", "GB/s")),),
+        device="NVIDIA H200",
+        started="2026-12-24T10:00:00+00:00",
+        seconds=1.25,
+    )
     return replace(made, **changes)
 
 
@@ -51,8 +57,10 @@ def test_a_saved_result_is_the_run_document_with_its_machine(store: ResultStore)
     assert store.folder == store.folder.parent / RESULTS_FOLDER
     document = json.loads(path.read_text())
     jsonschema.Draft202012Validator(SCHEMA).validate(document)
-    assert document["machine"] == {"host": "lab-node",
-                                   "gpus": [{"name": "NVIDIA H200", "uuid": H200_UUID}]}
+    assert document["machine"] == {
+        "host": "lab-node",
+        "gpus": [{"name": "NVIDIA H200", "uuid": H200_UUID}],
+    }
     assert document == json.loads(json.dumps(run_document([result()], H200)))
     (saved,), skipped = store.read()
     assert skipped == [] and saved.result == result() and saved.machine == H200
@@ -69,10 +77,16 @@ def test_the_latest_result_of_a_probe_wins(store: ResultStore) -> None:
     assert len(store.files()) == 1
 
 
-@pytest.mark.parametrize("kept", [
-    result(status="error"), result(status="no_gpu"), result(status="unavailable"),
-    result(recorded=Recorded("NVIDIA H200", "2026-12-03")),
-], ids=["error", "no_gpu", "unavailable", "recorded"])
+@pytest.mark.parametrize(
+    "kept",
+    [
+        result(status="error"),
+        result(status="no_gpu"),
+        result(status="unavailable"),
+        result(recorded=Recorded("NVIDIA H200", "2026-12-03")),
+    ],
+    ids=["error", "no_gpu", "unavailable", "recorded"],
+)
 def test_only_a_result_that_ran_here_is_saved(store: ResultStore, kept: ProbeResult) -> None:
     assert store.save(kept, H200) is None
     assert not store.folder.exists()
@@ -84,7 +98,8 @@ def test_a_partial_result_is_saved(store: ResultStore) -> None:
 
 
 def test_a_result_that_cannot_be_written_raises_and_keeps_the_old_file(
-        store: ResultStore, tmp_path: Path) -> None:
+    store: ResultStore, tmp_path: Path
+) -> None:
     store.save(result(value=1.0), H200)
     blocked = ResultStore(tmp_path / "a-file")
     blocked.folder.write_text("not a folder")
@@ -104,8 +119,9 @@ def test_results_of_another_machine_are_set_aside_with_a_note(store: ResultStore
     assert loaded.notes() == [
         "Saved results of hbm_bandwidth, pcie_bandwidth were measured on another machine "
         "(NVIDIA A100-SXM4-80GB on lab-node), not this one (NVIDIA H200 on lab-node): not "
-        "used here. `gpulab probe forget NAME` removes one."]
-    assert len(store.files()) == 3            # nothing removed
+        "used here. `gpulab probe forget NAME` removes one."
+    ]
+    assert len(store.files()) == 3  # nothing removed
 
 
 def test_which_machine_is_the_same() -> None:
@@ -133,7 +149,7 @@ def _bad(store: ResultStore, name: str, text: str) -> str:
     path.write_text(text)
     found, skipped = store.read()
     assert found == [] and len(skipped) == 1
-    assert path.read_text() == text               # left as it is
+    assert path.read_text() == text  # left as it is
     assert skipped[0].startswith(f"{path} was skipped and left as it is: ")
     assert skipped[0].endswith(f"`gpulab probe forget {name}` removes it.")
     return skipped[0]
@@ -146,38 +162,58 @@ def test_a_file_that_is_not_json_is_skipped_by_name(store: ResultStore) -> None:
 def test_a_foreign_format_is_skipped_by_name(store: ResultStore) -> None:
     recorded = json.dumps({"gpulab": "0.1.0", "schema": 1, "results": []})
     assert "it is not a result saved by gpulab" in _bad(store, "hbm_bandwidth", recorded)
-    assert ("it does not follow `gpulab probe schema` (schema 1): Expected `object`, got "
-            "`array`.") in _bad(store, "hbm_bandwidth", "[1, 2]")
+    assert (
+        "it does not follow `gpulab probe schema` (schema 1): Expected `object`, got `array`."
+    ) in _bad(store, "hbm_bandwidth", "[1, 2]")
     newer = json.loads(json.dumps(run_document([result()], H200)))
     newer["schema"] = 2
     assert "(schema 1): Invalid enum value 2 - at `$.schema`" in _bad(
-        store, "hbm_bandwidth", json.dumps(newer))
+        store, "hbm_bandwidth", json.dumps(newer)
+    )
 
 
-@pytest.mark.parametrize(("change", "why"), [
-    (lambda d: d["results"].append(d["results"][0]), "it does not hold exactly one result"),
-    (lambda d: d["results"][0].pop("status"),
-     "Object missing required field `status` - at `$.results[0]`"),
-    (lambda d: d["results"][0]["readings"][0].update(value=[1, 2]),
-     "Expected `bool | int | float | str | null`, got `array` - at "
-     "`$.results[0].readings[0].value`"),
-    (lambda d: d["results"][0]["readings"][0].update(status="not_supported"),
-     "a reading that is not_supported has no value (it has 4262.0) - at "
-     "`$.results[0].readings[0]`"),
-    (lambda d: d["results"][0]["tables"][0].update(rows="x"),
-     "Expected `array`, got `str` - at `$.results[0].tables[0].rows`"),
-    (lambda d: d["results"][0].update(seconds="1"),
-     "Expected `float`, got `str` - at `$.results[0].seconds`"),
-    (lambda d: d["results"][0].update(surprise=1),
-     "Object contains unknown field `surprise` - at `$.results[0]`"),
-    (lambda d: d.update(machine={"host": 3, "gpus": []}),
-     "Expected `str`, got `int` - at `$.machine.host`"),
-    (lambda d: d["results"][0].update(probe="pcie_bandwidth"),
-     "it holds a result of 'pcie_bandwidth', not of 'hbm_bandwidth'"),
-    (lambda d: d["results"][0].update(status="error"), "its result is error"),
-])
-def test_a_damaged_result_is_skipped_by_name(store: ResultStore, change: object, why: str
-                                             ) -> None:
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (lambda d: d["results"].append(d["results"][0]), "it does not hold exactly one result"),
+        (
+            lambda d: d["results"][0].pop("status"),
+            "Object missing required field `status` - at `$.results[0]`",
+        ),
+        (
+            lambda d: d["results"][0]["readings"][0].update(value=[1, 2]),
+            "Expected `bool | int | float | str | null`, got `array` - at "
+            "`$.results[0].readings[0].value`",
+        ),
+        (
+            lambda d: d["results"][0]["readings"][0].update(status="not_supported"),
+            "a reading that is not_supported has no value (it has 4262.0) - at "
+            "`$.results[0].readings[0]`",
+        ),
+        (
+            lambda d: d["results"][0]["tables"][0].update(rows="x"),
+            "Expected `array`, got `str` - at `$.results[0].tables[0].rows`",
+        ),
+        (
+            lambda d: d["results"][0].update(seconds="1"),
+            "Expected `float`, got `str` - at `$.results[0].seconds`",
+        ),
+        (
+            lambda d: d["results"][0].update(surprise=1),
+            "Object contains unknown field `surprise` - at `$.results[0]`",
+        ),
+        (
+            lambda d: d.update(machine={"host": 3, "gpus": []}),
+            "Expected `str`, got `int` - at `$.machine.host`",
+        ),
+        (
+            lambda d: d["results"][0].update(probe="pcie_bandwidth"),
+            "it holds a result of 'pcie_bandwidth', not of 'hbm_bandwidth'",
+        ),
+        (lambda d: d["results"][0].update(status="error"), "its result is error"),
+    ],
+)
+def test_a_damaged_result_is_skipped_by_name(store: ResultStore, change: object, why: str) -> None:
     document = json.loads(json.dumps(run_document([result()], H200)))
     change(document)  # type: ignore[operator]
     assert why in _bad(store, "hbm_bandwidth", json.dumps(document))
@@ -197,10 +233,12 @@ def test_good_files_load_beside_a_bad_one(store: ResultStore) -> None:
 
 def test_an_unreadable_folder_is_said(store: ResultStore) -> None:
     store.folder.parent.mkdir(parents=True)
-    store.folder.symlink_to(store.folder)        # a loop: listing it fails, as for root too
+    store.folder.symlink_to(store.folder)  # a loop: listing it fails, as for root too
     found, skipped = store.read()
-    assert found == [] and skipped == [f"{store.folder} cannot be read (Too many levels of "
-                                       "symbolic links): your saved results are not used"]
+    assert found == [] and skipped == [
+        f"{store.folder} cannot be read (Too many levels of "
+        "symbolic links): your saved results are not used"
+    ]
 
 
 def test_forget(store: ResultStore) -> None:
@@ -225,4 +263,4 @@ def test_a_machine_without_a_gpu_is_known_by_its_hostname() -> None:
     machine = this_machine()
     assert machine == Machine(socket.gethostname(), ())
     assert machine.same_as(this_machine())
-    assert os.environ.get("GPULAB_STATE_DIR")     # the tests' own, never the user's
+    assert os.environ.get("GPULAB_STATE_DIR")  # the tests' own, never the user's

@@ -33,14 +33,18 @@ def store(state: Path) -> ResultStore:
 
 def gpulab(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GPULAB_STATE_DIR": str(state), "COLUMNS": "250"}
-    done = subprocess.run([sys.executable, "-m", "gpulab", *args], capture_output=True,
-                          text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpulab", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert "Traceback" not in done.stderr, done.stderr
     return done
 
 
-def test_a_probe_run_saves_its_result_for_this_machine(state: Path, store: ResultStore
-                                                       ) -> None:
+def test_a_probe_run_saves_its_result_for_this_machine(state: Path, store: ResultStore) -> None:
     """On any machine, a GPU or none: the system probe reads the host and runs everywhere."""
     done = gpulab(state, "probe", "run", "system")
     assert done.returncode == 0, done.stderr
@@ -71,9 +75,15 @@ def test_what_cannot_run_or_was_recorded_is_not_saved(state: Path, store: Result
 
 def test_saved_lists_each_result_with_its_machine(state: Path, store: ResultStore) -> None:
     assert gpulab(state, "probe", "run", "system").returncode == 0
-    theirs = ProbeResult("hbm_bandwidth", "HBM bandwidth", "ok", "m", readings=(
-        Reading("copy", "Copy", 1900.0, "GB/s"),), device="NVIDIA A100-SXM4-80GB",
-        started="2026-11-02T08:30:00+00:00")
+    theirs = ProbeResult(
+        "hbm_bandwidth",
+        "HBM bandwidth",
+        "ok",
+        "m",
+        readings=(Reading("copy", "Copy", 1900.0, "GB/s"),),
+        device="NVIDIA A100-SXM4-80GB",
+        started="2026-11-02T08:30:00+00:00",
+    )
     store.save(theirs, ELSEWHERE)
     broken = store.folder / "stride_sweep.json"
     broken.write_text("{cut off")
@@ -84,12 +94,12 @@ def test_saved_lists_each_result_with_its_machine(state: Path, store: ResultStor
     assert lines[1].split() == ["probe", "status", "measured", "machine"]
     hbm = next(line for line in lines if line.startswith("hbm_bandwidth"))
     assert hbm.split()[:4] == ["hbm_bandwidth", "ok", "2026-11-02", "08:30"]
-    assert hbm.rstrip().endswith("another machine (NVIDIA A100-SXM4-80GB on elsewhere): not "
-                                 "used here")
+    assert hbm.rstrip().endswith(
+        "another machine (NVIDIA A100-SXM4-80GB on elsewhere): not used here"
+    )
     system = next(line for line in lines if line.startswith("system"))
     assert f"this machine ({this_machine().label})" in system
-    assert done.stderr.startswith(f"gpulab: {broken} was skipped and left as it is: it is not "
-                                  "JSON")
+    assert done.stderr.startswith(f"gpulab: {broken} was skipped and left as it is: it is not JSON")
     assert broken.read_text() == "{cut off"
 
 
@@ -108,8 +118,10 @@ def test_forget_removes_by_name_or_all(state: Path, store: ResultStore) -> None:
     assert done.stdout == f"forgot hbm_bandwidth ({store.folder / 'hbm_bandwidth.json'})\n"
     done = gpulab(state, "probe", "forget", "hbm_bandwidth")
     assert done.returncode == 2
-    assert done.stderr == (f"gpulab: no saved result of 'hbm_bandwidth' in {store.folder} "
-                           "(`gpulab probe saved` lists them)\n")
+    assert done.stderr == (
+        f"gpulab: no saved result of 'hbm_bandwidth' in {store.folder} "
+        "(`gpulab probe saved` lists them)\n"
+    )
     done = gpulab(state, "probe", "forget", "--all")
     assert done.returncode == 0 and store.files() == []
     assert "forgot pcie_bandwidth" in done.stdout and "forgot stride_sweep" in done.stdout

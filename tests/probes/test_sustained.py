@@ -11,19 +11,26 @@ from gpulab.probes.micro import Window, sustained_matmul, trace_rows
 from gpulab.probes.model import ProbeResult
 from gpulab.probes.nvml import Sample
 
-FLOPS = 2.0 * 8192 ** 3
+FLOPS = 2.0 * 8192**3
 
 
 def test_each_sample_belongs_to_the_window_that_holds_its_time() -> None:
-    windows = [Window(0.0, 0.5, 40, 500.0), Window(0.5, 1.0, 40, 550.0),
-               Window(1.0, 1.5, 40, 520.0)]
-    samples = [Sample(0.0, 1980, 400.0, 40), Sample(0.2, 1980, 600.0, 41),
-               Sample(0.5, 1755, 700.0, 44),           # the second window's start is its own
-               Sample(0.9, 1785, None, None), Sample(1.5, 1700, 690.0, 50)]  # after the last
+    windows = [
+        Window(0.0, 0.5, 40, 500.0),
+        Window(0.5, 1.0, 40, 550.0),
+        Window(1.0, 1.5, 40, 520.0),
+    ]
+    samples = [
+        Sample(0.0, 1980, 400.0, 40),
+        Sample(0.2, 1980, 600.0, 41),
+        Sample(0.5, 1755, 700.0, 44),  # the second window's start is its own
+        Sample(0.9, 1785, None, None),
+        Sample(1.5, 1700, 690.0, 50),
+    ]  # after the last
     rows = trace_rows(windows, samples, FLOPS)
     assert rows[0] == (0.5, round(40 * FLOPS / 0.5 / 1e12, 1), 1980, 500.0, 41)
     assert rows[1] == (1.0, round(40 * FLOPS / 0.55 / 1e12, 1), 1770, 700.0, 44)
-    assert rows[2][2:] == (None, None, None)      # no sample inside: nothing made up
+    assert rows[2][2:] == (None, None, None)  # no sample inside: nothing made up
 
 
 def test_without_samples_the_rows_still_hold_the_throughput() -> None:

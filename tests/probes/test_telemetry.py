@@ -24,8 +24,10 @@ from gpulab.probes.nvml import (
 
 NVML_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nvml"
 H0 = {"__handle__": 0}
-REASON_CALLS = ("nvmlDeviceGetCurrentClocksEventReasons",
-                "nvmlDeviceGetCurrentClocksThrottleReasons")
+REASON_CALLS = (
+    "nvmlDeviceGetCurrentClocksEventReasons",
+    "nvmlDeviceGetCurrentClocksThrottleReasons",
+)
 TEMPERATURE_CALLS = ("nvmlDeviceGetTemperatureV", "nvmlDeviceGetTemperature")
 
 
@@ -35,8 +37,11 @@ def load(name: str) -> dict[str, Any]:
 
 
 def answers(data: dict[str, Any], calls: tuple[str, ...], args: list[Any]) -> list[Any]:
-    return [e["result"] for e in data["calls"]
-            if e["call"] in calls and e["args"] == args and "result" in e]
+    return [
+        e["result"]
+        for e in data["calls"]
+        if e["call"] in calls and e["args"] == args and "result" in e
+    ]
 
 
 def not_supported(data: dict[str, Any], *calls: str) -> dict[str, Any]:
@@ -45,8 +50,11 @@ def not_supported(data: dict[str, Any], *calls: str) -> dict[str, Any]:
     for entry in changed["calls"]:
         if entry["call"] in calls:
             entry.pop("result", None)
-            entry["error"] = {"class": "NVMLError_NotSupported",
-                              "value": pynvml.NVML_ERROR_NOT_SUPPORTED, "text": "Not Supported"}
+            entry["error"] = {
+                "class": "NVMLError_NotSupported",
+                "value": pynvml.NVML_ERROR_NOT_SUPPORTED,
+                "text": "Not Supported",
+            }
     return changed
 
 
@@ -76,7 +84,7 @@ def test_replayed_h200_telemetry_is_what_was_recorded(h200: dict[str, Any]) -> N
     for mask in masks:
         union |= mask
     with Sampler(backend=Replay(h200), interval_s=0.001) as sampler:
-        wait_for(sampler, len(clocks) + 1)    # by then every recorded answer was served
+        wait_for(sampler, len(clocks) + 1)  # by then every recorded answer was served
     assert sampler.error is None
     got = sampler.telemetry
     assert got.samples >= len(clocks) + 1
@@ -97,8 +105,8 @@ def test_a_keeping_sampler_traces_every_answered_poll_in_order(h200: dict[str, A
     assert [s.t_s for s in trace] == sorted(s.t_s for s in trace) and trace[0].t_s >= 0
     seen = [s.sm_clock_mhz for s in trace if s.sm_clock_mhz is not None]
     assert (min(seen), max(seen)) == got.sm_clock_mhz
-    assert [s.sm_clock_mhz for s in trace[:len(clocks)]] == [float(c) for c in clocks]
-    assert [s.power_w for s in trace[:len(power)]] == [p / 1000 for p in power]
+    assert [s.sm_clock_mhz for s in trace[: len(clocks)]] == [float(c) for c in clocks]
+    assert [s.power_w for s in trace[: len(power)]] == [p / 1000 for p in power]
     with Sampler(backend=Replay(h200), interval_s=0.001) as plain:
         wait_for(plain, 3)
     assert plain.trace == () and plain.telemetry.samples >= 3
@@ -106,15 +114,18 @@ def test_a_keeping_sampler_traces_every_answered_poll_in_order(h200: dict[str, A
 
 def test_the_recorded_telemetry_has_the_same_extremes(h200: dict[str, Any]) -> None:
     replay = Replay(h200)
-    inventory(replay)               # as the recorder did: then the sampler gets the answers
-    sample(replay)                  # the recorded sampler got
+    inventory(replay)  # as the recorder did: then the sampler gets the answers
+    sample(replay)  # the recorded sampler got
     with Sampler(backend=replay, interval_s=0.001) as sampler:
         wait_for(sampler, len(answers(h200, ("nvmlDeviceGetPowerUsage",), [H0])) + 1)
     recorded = Telemetry.from_dict(h200["telemetry"])
     got = sampler.telemetry
     assert (got.sm_clock_mhz, got.power_w, got.temperature_c, got.clock_event_reasons) == (
-        recorded.sm_clock_mhz, recorded.power_w, recorded.temperature_c,
-        recorded.clock_event_reasons)
+        recorded.sm_clock_mhz,
+        recorded.power_w,
+        recorded.temperature_c,
+        recorded.clock_event_reasons,
+    )
 
 
 def test_fields_the_gpu_does_not_support_are_left_out(h200: dict[str, Any]) -> None:
@@ -130,10 +141,11 @@ def test_fields_the_gpu_does_not_support_are_left_out(h200: dict[str, Any]) -> N
 
 
 def test_nothing_supported_means_no_samples(h200: dict[str, Any]) -> None:
-    data = not_supported(h200, "nvmlDeviceGetPowerUsage", "nvmlDeviceGetClockInfo",
-                         *TEMPERATURE_CALLS, *REASON_CALLS)
+    data = not_supported(
+        h200, "nvmlDeviceGetPowerUsage", "nvmlDeviceGetClockInfo", *TEMPERATURE_CALLS, *REASON_CALLS
+    )
     with Sampler(backend=Replay(data), interval_s=0.001) as sampler:
-        for _ in range(20_000):          # until it has asked NVML twice (bounded)
+        for _ in range(20_000):  # until it has asked NVML twice (bounded)
             if sampler.polls >= 2 or sampler.error is not None:
                 break
             time.sleep(0.001)
@@ -176,8 +188,9 @@ def test_the_interval_must_be_positive() -> None:
         Sampler(interval_s=0)
 
 
-@pytest.mark.parametrize("name, reason", [("no-library.json", "libnvidia-ml"),
-                                          ("no-devices.json", "lists no GPUs")])
+@pytest.mark.parametrize(
+    "name, reason", [("no-library.json", "libnvidia-ml"), ("no-devices.json", "lists no GPUs")]
+)
 def test_without_a_gpu_there_are_no_samples(name: str, reason: str) -> None:
     with Sampler(backend=Replay(load(name))) as sampler:
         pass

@@ -29,42 +29,57 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
     rows. Raises ValueError naming the line (counted from 1) on anything else.
     """
     lines = [_ANSI.sub("", line).rstrip() for line in text.splitlines()]
-    start = next((n for n, line in enumerate(lines)
-                  if line.split()[:1] == ["GPU0"] and line.split()[1:2] != ["X"]), None)
+    start = next(
+        (
+            n
+            for n, line in enumerate(lines)
+            if line.split()[:1] == ["GPU0"] and line.split()[1:2] != ["X"]
+        ),
+        None,
+    )
     if start is None:
-        raise ValueError("no header line found: nvidia-smi topo -m starts its matrix with a "
-                         "line of columns GPU0, GPU1, ...")
+        raise ValueError(
+            "no header line found: nvidia-smi topo -m starts its matrix with a "
+            "line of columns GPU0, GPU1, ..."
+        )
     header = lines[start]
     first = min((header.find(name) for name in AFFINITY_COLUMNS if name in header), default=-1)
     devices = (header if first < 0 else header[:first]).split()
     extra = tuple(re.findall("|".join(AFFINITY_COLUMNS), header[first:])) if first >= 0 else ()
     leftover = re.sub("|".join(AFFINITY_COLUMNS), "", header[first:]).strip() if first >= 0 else ""
     if leftover:
-        raise ValueError(f"line {start + 1}: unknown column text {leftover!r} after the "
-                         "devices")
+        raise ValueError(f"line {start + 1}: unknown column text {leftover!r} after the devices")
     gpus = [d for d in devices if _GPU.fullmatch(d)]
     rows: dict[str, tuple[list[str], list[str]]] = {}
     for n in range(start + 1, len(lines)):
         tokens = lines[n].split()
         if not tokens or tokens[0].startswith("Legend"):
             break
-        name, cells, rest = tokens[0], tokens[1:len(devices) + 1], tokens[len(devices) + 1:]
+        name, cells, rest = tokens[0], tokens[1 : len(devices) + 1], tokens[len(devices) + 1 :]
         where = f"line {n + 1}"
         if name not in devices:
             raise ValueError(f"{where}: row {name!r} is not a column of the header")
         if len(cells) < len(devices):
-            raise ValueError(f"{where}: row {name} has {len(cells)} cells, the header names "
-                             f"{len(devices)} devices")
+            raise ValueError(
+                f"{where}: row {name} has {len(cells)} cells, the header names "
+                f"{len(devices)} devices"
+            )
         for device, cell in zip(devices, cells, strict=True):
             if not _CELL.fullmatch(cell):
-                raise ValueError(f"{where}: {cell!r} in column {device} is not a path label "
-                                 "(NV#, PIX, PXB, PHB, NODE, SYS, or X for the device itself)")
+                raise ValueError(
+                    f"{where}: {cell!r} in column {device} is not a path label "
+                    "(NV#, PIX, PXB, PHB, NODE, SYS, or X for the device itself)"
+                )
             if (cell == "X") != (device == name):
-                raise ValueError(f"{where}: row {name} has {cell!r} in column {device}; X "
-                                 "belongs in a device's own column and nowhere else")
+                raise ValueError(
+                    f"{where}: row {name} has {cell!r} in column {device}; X "
+                    "belongs in a device's own column and nowhere else"
+                )
         if _GPU.fullmatch(name) and len(rest) != len(extra):
-            raise ValueError(f"{where}: row {name} has {len(rest)} affinity values, the "
-                             f"header names {len(extra)} ({', '.join(extra) or 'none'})")
+            raise ValueError(
+                f"{where}: row {name} has {len(rest)} affinity values, the "
+                f"header names {len(extra)} ({', '.join(extra) or 'none'})"
+            )
         rows[name] = (cells, rest)
     missing = [gpu for gpu in gpus if gpu not in rows]
     if missing:
@@ -77,6 +92,12 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
         k = extra.index(name)
         return tuple(None if rows[g][1][k] == "N/A" else rows[g][1][k] for g in gpus)
 
-    return TopoMatrix(tuple(gpus), tuple(tuple(rows[g][0][a] for a in at) for g in gpus),
-                      column("CPU Affinity"), column("NUMA Affinity"), column("GPU NUMA ID"),
-                      extra, tuple(d for d in devices if d not in gpus))
+    return TopoMatrix(
+        tuple(gpus),
+        tuple(tuple(rows[g][0][a] for a in at) for g in gpus),
+        column("CPU Affinity"),
+        column("NUMA Affinity"),
+        column("GPU NUMA ID"),
+        extra,
+        tuple(d for d in devices if d not in gpus),
+    )

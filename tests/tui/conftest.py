@@ -66,16 +66,18 @@ def workspace(exercise_lessons: Path, tmp_path: Path) -> Workspace:
 
 
 @pytest.fixture
-def exercise_app(exercise_lessons: Path, store_path: Path, workspace: Workspace
-                 ) -> Callable[..., GpulabApp]:
+def exercise_app(
+    exercise_lessons: Path, store_path: Path, workspace: Workspace
+) -> Callable[..., GpulabApp]:
     """A factory for apps over the course with "squares" and the learner's workspace
     (keywords go to `make_app`)."""
 
     def build(**options: Any) -> GpulabApp:
         options.setdefault("has_gpu", False)
         options.setdefault("workspace", workspace)
-        return make_app(course=load_course(exercise_lessons), store=ProgressStore(store_path),
-                        **options)
+        return make_app(
+            course=load_course(exercise_lessons), store=ProgressStore(store_path), **options
+        )
 
     return build
 

@@ -53,8 +53,9 @@ DAYS = "memory-hierarchy/pictures/the-sixty-days"
 
 
 @pytest.fixture
-def diagram_lessons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                    recorded_h200: dict[str, ProbeResult]) -> Path:
+def diagram_lessons(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded_h200: dict[str, ProbeResult]
+) -> Path:
     """The fixture course with the real specs.toml and the two diagram nodes."""
     lessons = tmp_path / "course" / "lessons"
     shutil.copytree(FIXTURE, lessons)
@@ -68,8 +69,9 @@ def diagram_lessons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 @pytest.fixture
 def diagram_app(diagram_lessons: Path, store_path: Path) -> Callable[[], GpulabApp]:
-    return lambda: make_app(course=load_course(diagram_lessons),
-                            store=ProgressStore(store_path), has_gpu=False)
+    return lambda: make_app(
+        course=load_course(diagram_lessons), store=ProgressStore(store_path), has_gpu=False
+    )
 
 
 async def _node(app: GpulabApp, pilot: Pilot[None], key: str) -> NodePane:
@@ -82,7 +84,8 @@ async def _node(app: GpulabApp, pilot: Pilot[None], key: str) -> NodePane:
 
 
 async def test_a_node_with_a_diagram_shows_its_boxes_and_where_they_come_from(
-        diagram_app: Callable[[], GpulabApp]) -> None:
+    diagram_app: Callable[[], GpulabApp],
+) -> None:
     app = diagram_app()
     async with app.run_test(size=SIZE) as pilot:
         pane = await _node(app, pilot, LADDER)
@@ -96,13 +99,14 @@ async def test_a_node_with_a_diagram_shows_its_boxes_and_where_they_come_from(
         shown = screen_text(app)
         assert "The memory ladder of an H200" in shown
         assert "Shared memory: one block's" in shown and "28.6 cycles, 14.4 ns per load" in shown
-        assert "╭" in shown and "╰" in shown                    # boxes, in box characters
+        assert "╭" in shown and "╰" in shown  # boxes, in box characters
         about = plain(view.query_one(".diagram-about", Static).content, 300)
         assert f"Data: {RECORDED}; specs.toml: gpus.h200, topics.sm-units." in about
 
 
 async def test_a_diagram_that_cannot_be_drawn_says_why(
-        diagram_app: Callable[[], GpulabApp]) -> None:
+    diagram_app: Callable[[], GpulabApp],
+) -> None:
     app = diagram_app()
     async with app.run_test(size=SIZE) as pilot:
         pane = await _node(app, pilot, DAYS)
@@ -114,7 +118,8 @@ async def test_a_diagram_that_cannot_be_drawn_says_why(
 
 
 async def test_f_opens_the_figures_at_the_diagram_and_steps_through_them(
-        diagram_app: Callable[[], GpulabApp]) -> None:
+    diagram_app: Callable[[], GpulabApp],
+) -> None:
     app = diagram_app()
     async with app.run_test(size=SIZE) as pilot:
         await _node(app, pilot, LADDER)
@@ -131,7 +136,7 @@ async def test_f_opens_the_figures_at_the_diagram_and_steps_through_them(
         assert set(ids) == set(FIGURES) | set(DIAGRAMS) and len(ids) == len(set(ids))
         assert ids[:2] == ["course-timeline", "memory-ladder"]  # the memory lesson's, first
         assert str(options[ids.index("memory-ladder") + 1].prompt).startswith("◇ The memory")
-        assert "(not drawn)" in str(options[1].prompt)          # the timeline: no roadmap
+        assert "(not drawn)" in str(options[1].prompt)  # the timeline: no roadmap
         await pilot.press("n")
         assert screen.figure_id == ids[2] and screen.view.display
         assert not screen.diagram_view.display
@@ -154,7 +159,8 @@ def test_the_app_builds_a_courses_diagrams_once(diagram_lessons: Path) -> None:
 
 @pytest.mark.parametrize("diagram_id", list(DIAGRAMS))
 def test_every_diagram_of_the_course_draws_in_a_terminal(
-        diagram_id: str, recorded_h200: dict[str, ProbeResult]) -> None:
+    diagram_id: str, recorded_h200: dict[str, ProbeResult]
+) -> None:
     data = DiagramSource(load_course(COURSE)).data(diagram_id)
     assert data.drawable, data.missing
     wide = plain(draw(data), 220)
@@ -162,15 +168,16 @@ def test_every_diagram_of_the_course_draws_in_a_terminal(
         assert box.label in wide, box.label
     for link in data.links:
         assert not link.label or link.label in wide
-    for width in (40, 72):   # narrow: every line within the width, nothing lost off the edge
+    for width in (40, 72):  # narrow: every line within the width, nothing lost off the edge
         console = Console(width=width, file=io.StringIO(), color_system=None)
         with console.capture() as capture:
             console.print(draw(data))
         assert all(len(line) <= width for line in capture.get().splitlines())
 
 
-def test_node_diagram_snapshot(snap_compare: Callable[..., bool],
-                               diagram_app: Callable[[], GpulabApp]) -> None:
+def test_node_diagram_snapshot(
+    snap_compare: Callable[..., bool], diagram_app: Callable[[], GpulabApp]
+) -> None:
     """A node with a diagram: its notes, then the ladder with its caption and source."""
 
     async def run_before(pilot: Pilot[None]) -> None:

@@ -17,9 +17,11 @@ from gpulab.tui.screens import CourseMapScreen, ExerciseScreen, LessonScreen
 from gpulab.tui.widgets import HintList, TaskPanel
 from gpulab.tui.widgets.task_panel import HIDDEN_UNKNOWN
 
-VECTOR_ADD_HINTS = ("One thread per element.",
-                    "The global index is blockIdx.x * blockDim.x + threadIdx.x.",
-                    "Guard the tail: return when the index is past the end.")
+VECTOR_ADD_HINTS = (
+    "One thread per element.",
+    "The global index is blockIdx.x * blockDim.x + threadIdx.x.",
+    "Guard the tail: return when the index is past the end.",
+)
 
 
 def task(app: GpulabApp) -> str:
@@ -35,8 +37,13 @@ async def test_hints_one_by_one_and_persisted(
         await on_screen(pilot, app, ExerciseScreen)
         screen = app.screen
         facts = plain(screen.query_one("#exercise-facts").content)
-        for text in ("vector-add", "Writing kernels", "needs an NVIDIA GPU", "120 s",
-                     "not started"):
+        for text in (
+            "vector-add",
+            "Writing kernels",
+            "needs an NVIDIA GPU",
+            "120 s",
+            "not started",
+        ):
             assert text in facts
         hints = screen.query_one(HintList)
         assert hints.revealed == 0 and "One thread per element" not in plain(hints.render())
@@ -79,7 +86,7 @@ async def test_every_revealed_hint_is_drawn_in_full(new_app: Callable[..., Gpula
 
 
 async def test_the_task_states_parts_points_and_hidden_checks(
-    exercise_app: Callable[..., GpulabApp]
+    exercise_app: Callable[..., GpulabApp],
 ) -> None:
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -117,8 +124,9 @@ async def test_next_unfinished_exercise(
 ) -> None:
     store = ProgressStore(store_path)
     progress = store.load()
-    progress.record_check("measure-cache", workspace=workspace.key, passed=True, earned=1,
-                          possible=1)
+    progress.record_check(
+        "measure-cache", workspace=workspace.key, passed=True, earned=1, possible=1
+    )
     store.save(progress)
     app = exercise_app()  # told there is no GPU: vector-add is left for a machine with one
     async with app.run_test(size=SIZE) as pilot:
@@ -129,21 +137,26 @@ async def test_next_unfinished_exercise(
         await pilot.press("n")  # nothing else is left here: says so, stays
         await pilot.pause()
         assert app.screen.exercise.name == "squares"
-        assert any("the last exercise you have not passed" in str(n.message)
-                   for n in app._notifications)
+        assert any(
+            "the last exercise you have not passed" in str(n.message) for n in app._notifications
+        )
     gpu = exercise_app(has_gpu=True)
     async with gpu.run_test(size=SIZE) as pilot:
         gpu.open_exercise("squares")
         await on_screen(pilot, gpu, ExerciseScreen)
         await pilot.press("n")  # after squares, wrapping round: vector-add
-        await wait_for(pilot, lambda: isinstance(gpu.screen, ExerciseScreen)
-                       and gpu.screen.exercise.name == "vector-add")
+        await wait_for(
+            pilot,
+            lambda: (
+                isinstance(gpu.screen, ExerciseScreen) and gpu.screen.exercise.name == "vector-add"
+            ),
+        )
         await pilot.press("escape")  # back to the map, on the exercise it came from
         assert isinstance(gpu.screen, CourseMapScreen)
 
 
 async def test_without_a_workspace_it_says_how_to_make_one(
-    new_app: Callable[..., GpulabApp]
+    new_app: Callable[..., GpulabApp],
 ) -> None:
     app = new_app()
     assert app.workspace is None

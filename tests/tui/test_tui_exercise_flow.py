@@ -55,8 +55,10 @@ def pristine(exercise_lessons: Path) -> bytes:
 
 
 async def test_check_fail_solve_pass_then_the_solution(
-    exercise_app: Callable[..., GpulabApp], exercise_lessons: Path, store_path: Path,
-    workspace: Workspace
+    exercise_app: Callable[..., GpulabApp],
+    exercise_lessons: Path,
+    store_path: Path,
+    workspace: Workspace,
 ) -> None:
     shipped = pristine(exercise_lessons)
     notebook = workspace.root / "basics" / "squares.ipynb"
@@ -151,14 +153,24 @@ async def test_a_check_that_cannot_run_changes_nothing(
 
 
 async def test_gpulab_check_is_recorded_and_the_app_takes_it_in(
-    exercise_app: Callable[..., GpulabApp], exercise_lessons: Path, store_path: Path,
-    workspace: Workspace
+    exercise_app: Callable[..., GpulabApp],
+    exercise_lessons: Path,
+    store_path: Path,
+    workspace: Workspace,
 ) -> None:
     def gpulab_check(*args: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "GPULAB_COURSE_DIR": str(exercise_lessons),
-               "GPULAB_STATE_DIR": str(store_path.parent)}
-        return subprocess.run([sys.executable, "-m", "gpulab", "check", "squares", *args],
-                              capture_output=True, text=True, env=env, timeout=CHECK_TIME)
+        env = {
+            **os.environ,
+            "GPULAB_COURSE_DIR": str(exercise_lessons),
+            "GPULAB_STATE_DIR": str(store_path.parent),
+        }
+        return subprocess.run(
+            [sys.executable, "-m", "gpulab", "check", "squares", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=CHECK_TIME,
+        )
 
     failing = gpulab_check()  # the workspace gpulab remembers (made by the fixture)
     assert failing.returncode == 1, failing.stdout + failing.stderr
@@ -188,10 +200,10 @@ async def test_every_list_shows_the_state(
 ) -> None:
     store = ProgressStore(store_path)
     progress = store.load()
-    progress.record_check("squares", workspace=workspace.key, passed=False, earned=2,
-                          possible=3)
-    progress.record_check("squares", workspace="/some/other/workspace", passed=True,
-                          earned=3, possible=3)
+    progress.record_check("squares", workspace=workspace.key, passed=False, earned=2, possible=3)
+    progress.record_check(
+        "squares", workspace="/some/other/workspace", passed=True, earned=3, possible=3
+    )
     store.save(progress)
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -204,7 +216,7 @@ async def test_every_list_shows_the_state(
 
 
 async def test_a_gpu_exercise_on_this_machine_without_a_gpu(
-    new_app: Callable[..., GpulabApp]
+    new_app: Callable[..., GpulabApp],
 ) -> None:
     if gpu_present() is not False:
         pytest.skip("this machine has an NVIDIA GPU on its PCI bus")
@@ -244,8 +256,7 @@ async def test_a_check_saved_elsewhere_shows_up_by_itself(
         assert "CPU · not started" in label(app, "squares")
         store = ProgressStore(store_path)
         progress = store.load()
-        progress.record_check("squares", workspace=workspace.key, passed=True, earned=3,
-                              possible=3)
+        progress.record_check("squares", workspace=workspace.key, passed=True, earned=3, possible=3)
         store.save(progress)
         await wait_for(pilot, lambda: "passed (3/3)" in label(app, "squares"))
         app.open_exercise("squares")

@@ -39,16 +39,19 @@ RECORDED = "NVIDIA H200, gpulab's recording of "
 
 
 @pytest.fixture
-def figure_app(tmp_path: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch,
-               recorded_h200: dict[str, ProbeResult]) -> Callable[..., GpulabApp]:
+def figure_app(
+    tmp_path: Path,
+    store_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    recorded_h200: dict[str, ProbeResult],
+) -> Callable[..., GpulabApp]:
     """Apps over the fixture course whose memory lesson ends with two figures."""
     lessons = build_figure_course(tmp_path / "course")
     monkeypatch.setenv("GPULAB_COURSE_DIR", str(lessons))
 
     def build(**options: object) -> GpulabApp:
         options.setdefault("has_gpu", False)
-        return make_app(course=load_course(lessons), store=ProgressStore(store_path),
-                        **options)  # type: ignore[arg-type]
+        return make_app(course=load_course(lessons), store=ProgressStore(store_path), **options)  # type: ignore[arg-type]
 
     return build
 
@@ -63,7 +66,8 @@ async def _node(app: GpulabApp, pilot: Pilot[None], key: str) -> NodePane:
 
 
 async def test_a_node_with_a_figure_shows_its_plot_and_whose_data(
-        figure_app: Callable[..., GpulabApp]) -> None:
+    figure_app: Callable[..., GpulabApp],
+) -> None:
     app = figure_app()
     async with app.run_test(size=SIZE) as pilot:
         pane = await _node(app, pilot, FOOTPRINT)
@@ -74,15 +78,17 @@ async def test_a_node_with_a_figure_shows_its_plot_and_whose_data(
         assert plot.region.height == 18 and plot.region.width > 40
         assert view.border_title == "▦ figure latency-footprint"
         pane.scroll_to_widget(view, animate=False)
-        await wait_for(pilot, lambda: "1 GiB" in screen_text(app))   # drawn, scrolled to
+        await wait_for(pilot, lambda: "1 GiB" in screen_text(app))  # drawn, scrolled to
         shown = screen_text(app)
         assert "Latency against footprint: the L1, L2 and HBM plateaus" in shown
-        assert "16 KiB" in shown and "64 MiB" in shown   # the x axis' own ticks
+        assert "16 KiB" in shown and "64 MiB" in shown  # the x axis' own ticks
         assert "↑ latency (cycles per load)   → footprint" in shown
-        assert "L2 size 60 MiB" in shown                 # a reference line, in the key
+        assert "L2 size 60 MiB" in shown  # a reference line, in the key
         about = view.query_one(".figure-about", Static)
-        assert f"Data: {RECORDED}2026-12-03. `gpulab probe run pointer_chase_latency` on a GPU " \
+        assert (
+            f"Data: {RECORDED}2026-12-03. `gpulab probe run pointer_chase_latency` on a GPU "
             "draws it from yours." in plain(about.content, 200)
+        )
         pane.scroll_end(animate=False)
         await wait_for(pilot, lambda: f"Data: {RECORDED}" in screen_text(app))
         # f draws it full-size, among the others
@@ -93,7 +99,8 @@ async def test_a_node_with_a_figure_shows_its_plot_and_whose_data(
 
 
 async def test_a_figure_whose_data_is_missing_says_why(
-        figure_app: Callable[..., GpulabApp]) -> None:
+    figure_app: Callable[..., GpulabApp],
+) -> None:
     """The fixture course has no H200 baseline beside it: the pitfall figure cannot be drawn."""
     app = figure_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -107,53 +114,58 @@ async def test_a_figure_whose_data_is_missing_says_why(
         why = view.query_one(".figure-missing", Static)
         assert plain(why.content, 200).strip() == (
             "Not drawn: gpulab's H200 baseline (reference/h200-baseline.json beside the "
-            "lessons) is not here")
+            "lessons) is not here"
+        )
 
 
 async def test_without_a_recording_a_figure_says_what_to_run(
-        figure_app: Callable[..., GpulabApp], no_recordings: None) -> None:
+    figure_app: Callable[..., GpulabApp], no_recordings: None
+) -> None:
     app = figure_app()
     async with app.run_test(size=SIZE) as pilot:
         pane = await _node(app, pilot, FOOTPRINT)
         data = pane.query_one(FigureView).data
         assert data is not None and not pane.query(FigurePlot)
-        assert data.missing == ("no result of pointer_chase_latency here, and none recorded: "
-                                "run `gpulab probe run pointer_chase_latency` on a GPU")
+        assert data.missing == (
+            "no result of pointer_chase_latency here, and none recorded: "
+            "run `gpulab probe run pointer_chase_latency` on a GPU"
+        )
 
 
 def _own(result: ProbeResult) -> ProbeResult:
     """The recorded result as if the learner's GPU had measured it."""
-    return replace(result, recorded=None, device="NVIDIA Test GPU",
-                   started="2026-12-24T10:00:00Z")
+    return replace(result, recorded=None, device="NVIDIA Test GPU", started="2026-12-24T10:00:00Z")
 
 
 async def test_the_learners_own_results_draw_the_figure(
-        figure_app: Callable[..., GpulabApp], recorded_h200: dict[str, ProbeResult]) -> None:
+    figure_app: Callable[..., GpulabApp], recorded_h200: dict[str, ProbeResult]
+) -> None:
     app = figure_app()
     async with app.run_test(size=SIZE) as pilot:
         pane = await _node(app, pilot, FOOTPRINT)
         view = pane.query_one(FigureView)
         assert view.data is not None and view.data.source.startswith(RECORDED)
-        app.keep_result(recorded_h200["pointer_chase_latency"])   # a recording: not theirs
+        app.keep_result(recorded_h200["pointer_chase_latency"])  # a recording: not theirs
         assert app.measured == {}
         app.keep_result(_own(recorded_h200["pointer_chase_latency"]))
-        await wait_for(pilot, lambda: view.data is not None
-                       and view.data.source.startswith("your GPU"))
+        await wait_for(
+            pilot, lambda: view.data is not None and view.data.source.startswith("your GPU")
+        )
         assert view.data is not None
         assert view.data.source == "your GPU (NVIDIA Test GPU), measured 2026-12-24"
-        assert source_line(view.data) == ("Data: your GPU (NVIDIA Test GPU), measured "
-                                          "2026-12-24.")
+        assert source_line(view.data) == ("Data: your GPU (NVIDIA Test GPU), measured 2026-12-24.")
         await pilot.pause()
         assert view.query(FigurePlot)
 
 
 async def test_the_figures_screen_lists_every_figure_by_lesson(
-        figure_app: Callable[..., GpulabApp]) -> None:
+    figure_app: Callable[..., GpulabApp],
+) -> None:
     app = figure_app()
     async with app.run_test(size=SIZE) as pilot:
         app.open_lesson("memory")
         await on_screen(pilot, app, LessonScreen)
-        await pilot.press("f")   # no figure on the root: the lesson's first
+        await pilot.press("f")  # no figure on the root: the lesson's first
         await on_screen(pilot, app, FiguresScreen)
         screen = app.screen
         assert isinstance(screen, FiguresScreen)
@@ -162,11 +174,11 @@ async def test_the_figures_screen_lists_every_figure_by_lesson(
         options = [listed.get_option_at_index(i) for i in range(listed.option_count)]
         ids = [o.id for o in options if o.id is not None]
         assert len(ids) == len(FIGURES) + len(DIAGRAMS)
-        assert set(ids) == set(FIGURES) | set(DIAGRAMS)   # the diagrams too, none placed here
+        assert set(ids) == set(FIGURES) | set(DIAGRAMS)  # the diagrams too, none placed here
         headings = [str(o.prompt) for o in options if o.disabled]
         assert headings == ["Day 1 · Memory hierarchy", UNPLACED]
         assert ids[:2] == ["latency-footprint", "warm-cache-pitfall"]
-        assert "(not drawn)" in str(options[2].prompt)          # the pitfall: no baseline
+        assert "(not drawn)" in str(options[2].prompt)  # the pitfall: no baseline
         assert str(screen.places.content) == "In the lessons: Memory hierarchy"
         # the next figure, then full-size and back
         await pilot.press("n")
@@ -197,7 +209,7 @@ async def test_the_palette_opens_a_figure(figure_app: Callable[..., GpulabApp]) 
             return str(options.get_option_at_index(0).prompt) if options.option_count else ""
 
         await wait_for(pilot, lambda: "Figure: The roofline" in first())
-        await pilot.press("enter")   # the first hit, highlighted
+        await pilot.press("enter")  # the first hit, highlighted
         await on_screen(pilot, app, FiguresScreen)
         screen = app.screen
         assert isinstance(screen, FiguresScreen) and screen.figure_id == "roofline"
@@ -222,14 +234,17 @@ async def test_the_palette_opens_a_diagram(figure_app: Callable[..., GpulabApp])
 
 
 async def test_a_claim_card_names_the_figures_its_probe_feeds(
-        figure_app: Callable[..., GpulabApp]) -> None:
+    figure_app: Callable[..., GpulabApp],
+) -> None:
     app = figure_app(nvml_backend=None)
     async with app.run_test(size=SIZE) as pilot:
         pane = await _node(app, pilot, "memory-hierarchy/levels/hbm-is-far-away")
         card = pane.query_one(ClaimCard)
         assert card.claim.probe == "pointer_chase_latency"
-        assert ("figures  ▦ Load latency, level by level; Latency against footprint: the L1, "
-                "L2 and HBM plateaus  (f opens the figures)") in plain(card.render(), 200)
+        assert (
+            "figures  ▦ Load latency, level by level; Latency against footprint: the L1, "
+            "L2 and HBM plateaus  (f opens the figures)"
+        ) in plain(card.render(), 200)
         await pilot.press("f")
         await on_screen(pilot, app, FiguresScreen)
         screen = app.screen
@@ -253,8 +268,9 @@ def course_figures(recorded_h200: dict[str, ProbeResult]) -> Iterator[Callable[[
 
 
 @pytest.mark.parametrize("figure_id", list(FIGURES))
-def test_every_figure_of_the_course_draws(figure_id: str,
-                                          course_figures: Callable[[str], object]) -> None:
+def test_every_figure_of_the_course_draws(
+    figure_id: str, course_figures: Callable[[str], object]
+) -> None:
     """Each of the course's figures, from the recording and the baseline, draws with plotext
     (twice: plotext's build changes what it builds, so each frame draws afresh)."""
     from textual_plotext import Plot

@@ -26,8 +26,9 @@ def fast_samples(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _app(store_path: Path, backend: Replay | None = None) -> GpulabApp:
-    return make_app(course=load_course(FIXTURE), store=ProgressStore(store_path),
-                    nvml_backend=backend)
+    return make_app(
+        course=load_course(FIXTURE), store=ProgressStore(store_path), nvml_backend=backend
+    )
 
 
 def _text(screen: GpuScreen, selector: str) -> str:
@@ -50,8 +51,17 @@ async def test_replayed_h200_inventory_and_live_sparklines(
         screen = await _open_gpu(app, pilot)
         await wait_for(pilot, lambda: "NVIDIA H200" in _text(screen, "#gpu-inventory"))
         inventory = _text(screen, "#gpu-inventory")
-        for shown in ("580.159.04", "13.0", "143771 MiB", "1980 MHz", "700 W", "Gen5 x16",
-                      "Default", "Enabled", "Disabled"):
+        for shown in (
+            "580.159.04",
+            "13.0",
+            "143771 MiB",
+            "1980 MHz",
+            "700 W",
+            "Gen5 x16",
+            "Default",
+            "Enabled",
+            "Disabled",
+        ):
             assert shown in inventory, shown
         assert screen.query_one("#gpu-inventory").border_title == "NVIDIA H200"
         assert not screen.query_one("#gpu-missing").display
@@ -82,8 +92,10 @@ async def test_replayed_h200_inventory_and_live_sparklines(
         await on_screen(pilot, app, CourseMapScreen)
         # Leaving the screen stops the sampling thread and its worker.
         await wait_for(pilot, screen.sampler_done.is_set)
-        await wait_for(pilot, lambda: not [w for w in app.workers
-                                            if w.group == "gpu-sampler" and not w.is_finished])
+        await wait_for(
+            pilot,
+            lambda: not [w for w in app.workers if w.group == "gpu-sampler" and not w.is_finished],
+        )
         taken = screen.samples
         await pilot.pause(0.1)
         assert screen.samples == taken
@@ -190,8 +202,9 @@ async def test_real_nvml_inventory_and_live_sparklines(store_path: Path) -> None
     app = _app(store_path)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open_gpu(app, pilot)
-        await wait_for(pilot, lambda: all(len(screen.sensor(k).values) >= 3 for k, _ in SENSORS),
-                       timeout=30)
+        await wait_for(
+            pilot, lambda: all(len(screen.sensor(k).values) >= 3 for k, _ in SENSORS), timeout=30
+        )
         assert screen.query_one("#gpu-inventory").border_title == name.value
         assert not screen.query_one("#gpu-missing").display
         clocks = screen.sensor("clock_sm").values

@@ -14,8 +14,14 @@ HEAVY = ("cupy", "pynvml", "nbclient", "jupyter_client", "numpy", "jupyter")
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GPULAB_COURSE_DIR": str(FIXTURE)}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_course_never_imports_textual() -> None:

@@ -50,8 +50,10 @@ def no_browser(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 async def test_open_starts_jupyterlab_on_the_notebook(
-    exercise_app: Callable[..., GpulabApp], workspace: Workspace, state_dir: Path,
-    no_browser: list[str]
+    exercise_app: Callable[..., GpulabApp],
+    workspace: Workspace,
+    state_dir: Path,
+    no_browser: list[str],
 ) -> None:
     if importlib.util.find_spec("jupyterlab") is None:
         pytest.skip("JupyterLab is not installed here")
@@ -64,8 +66,11 @@ async def test_open_starts_jupyterlab_on_the_notebook(
             assert app.clipboard == ""
             await pilot.press("o")
             assert "Starting JupyterLab on squares.ipynb" in shown(app)
-            await wait_for(pilot, lambda: panel(app).url != "" or "did not" in str(
-                panel(app).border_title), START_TIME)
+            await wait_for(
+                pilot,
+                lambda: panel(app).url != "" or "did not" in str(panel(app).border_title),
+                START_TIME,
+            )
             server = jupyter.running_server(workspace)
             assert server is not None, shown(app)
             url = panel(app).url
@@ -87,8 +92,10 @@ async def test_open_starts_jupyterlab_on_the_notebook(
 
 
 async def test_open_without_jupyterlab_says_how_to_install_it(
-    exercise_app: Callable[..., GpulabApp], monkeypatch: pytest.MonkeyPatch, state_dir: Path,
-    no_browser: list[str]
+    exercise_app: Callable[..., GpulabApp],
+    monkeypatch: pytest.MonkeyPatch,
+    state_dir: Path,
+    no_browser: list[str],
 ) -> None:
     real = importlib.util.find_spec
 
@@ -111,9 +118,11 @@ async def test_open_without_jupyterlab_says_how_to_install_it(
 async def test_a_server_that_dies_shows_the_end_of_its_log(
     exercise_app: Callable[..., GpulabApp], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = ("JupyterLab stopped as it started; the end of its log (jupyterlab/x.log):\n"
-           "    [E ServerApp] Running as root is not recommended\n"
-           "    OSError: [Errno 98] Address already in use")
+    log = (
+        "JupyterLab stopped as it started; the end of its log (jupyterlab/x.log):\n"
+        "    [E ServerApp] Running as root is not recommended\n"
+        "    OSError: [Errno 98] Address already in use"
+    )
 
     def open_notebook(workspace: Workspace, notebook: Path, **options: Any) -> Any:
         raise jupyter.JupyterError(log)

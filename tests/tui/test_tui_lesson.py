@@ -99,9 +99,11 @@ async def test_fold_and_unfold_all(new_app: Callable[[], GpulabApp]) -> None:
         tree = screen.query_one(MindmapTree)
         await pilot.press("plus")
         assert set(tree.expanded_keys()) == {
-            "basics-of-the-lab", "basics-of-the-lab/the-machine",
+            "basics-of-the-lab",
+            "basics-of-the-lab/the-machine",
             "basics-of-the-lab/the-machine/blocks-hold-several-warps",
-            "basics-of-the-lab/the-tools"}
+            "basics-of-the-lab/the-tools",
+        }
         await pilot.press("down", "down", "down", "minus")
         assert tree.expanded_keys() == ["basics-of-the-lab"]
         assert tree.cursor_node is not None and tree.cursor_node.line >= 0
@@ -162,7 +164,7 @@ WAIT_QUESTION = "writing-kernels/check-yourself/does-a-kernel-launch-wait-for-th
 
 
 async def test_check_yourself_answers_stay_folded_until_asked(
-    new_app: Callable[..., GpulabApp]
+    new_app: Callable[..., GpulabApp],
 ) -> None:
     app = new_app()
     async with app.run_test(size=(100, 40)) as pilot:
@@ -195,8 +197,11 @@ async def test_check_yourself_answers_stay_folded_until_asked(
 
 
 def _footer_keys(screen: LessonScreen) -> set[str]:
-    return {key for key, active in screen.active_bindings.items()
-            if active.binding.show and active.enabled}
+    return {
+        key
+        for key, active in screen.active_bindings.items()
+        if active.binding.show and active.enabled
+    }
 
 
 async def test_the_split_is_resizable_and_remembered(
@@ -221,9 +226,7 @@ async def test_the_split_is_resizable_and_remembered(
         assert screen.query_one(MindmapTree).region.width == 50
 
 
-async def test_long_labels_and_code_blocks_can_be_read(
-    new_app: Callable[..., GpulabApp]
-) -> None:
+async def test_long_labels_and_code_blocks_can_be_read(new_app: Callable[..., GpulabApp]) -> None:
     app = new_app()
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await _open(app, pilot, "kernels")
@@ -237,8 +240,8 @@ async def test_long_labels_and_code_blocks_can_be_read(
         await pilot.press("shift+right", "shift+right")
         await pilot.pause()
         assert tree.scroll_x > 0 and "◆ host_cpus" in screen_text(app)
-        rows = screen_text(app).splitlines()[tree.region.y:tree.region.bottom]
-        inside = [row[tree.region.x:tree.region.right - 1] for row in rows]  # not its border
+        rows = screen_text(app).splitlines()[tree.region.y : tree.region.bottom]
+        inside = [row[tree.region.x : tree.region.right - 1] for row in rows]  # not its border
         assert not any(glyph in row for row in inside for glyph in "▁▂▃▄▅▆▇█▏▎▍▌▋▊▉")
         await pilot.press("shift+left", "shift+left")
         assert tree.scroll_x == 0

@@ -19,8 +19,13 @@ def _labels(app: GpulabApp) -> dict[str, str]:
     def walk(node: object) -> None:
         for child in getattr(node, "children", []):
             data = child.data
-            name = (f"day {data}" if isinstance(data, int)
-                    else data.id if isinstance(data, LessonEntry) else data.name)
+            name = (
+                f"day {data}"
+                if isinstance(data, int)
+                else data.id
+                if isinstance(data, LessonEntry)
+                else data.name
+            )
             labels[name] = str(child.label)
             walk(child)
 
@@ -87,8 +92,7 @@ async def test_progress_shows_after_reading(new_app: Callable[[], GpulabApp]) ->
         await wait_for(pilot, lambda: "38%" in _labels(app)["basics"])
 
 
-async def test_broken_lesson_from_map_then_another_opens(new_app: Callable[[], GpulabApp]
-                                                         ) -> None:
+async def test_broken_lesson_from_map_then_another_opens(new_app: Callable[[], GpulabApp]) -> None:
     app = new_app()
     async with app.run_test(size=SIZE) as pilot:
         app.screen.query_one(CourseTree).select_lesson("broken")

@@ -42,8 +42,9 @@ SMS = "writing-kernels/where-it-runs/an-h200-sxm-has-132-sms"
 L2 = "writing-kernels/where-it-runs/an-h100-has-a-50-mb-l2-cache"
 SIZE_TALL = (120, 45)
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
-without_cupy = pytest.mark.skipif(HAS_CUPY, reason="CuPy is installed here; this checks the "
-                                                   "machine without it")
+without_cupy = pytest.mark.skipif(
+    HAS_CUPY, reason="CuPy is installed here; this checks the machine without it"
+)
 
 CUDA_CLAIMS = """
 [h200_sms]
@@ -70,8 +71,9 @@ convention = "MB = 2^20 bytes, as CUDA's l2CacheSize reports it"
 
 
 def _app(store_path: Path, backend: Replay | None = None, course: Path = FIXTURE) -> GpulabApp:
-    return make_app(course=load_course(course), store=ProgressStore(store_path),
-                    nvml_backend=backend)
+    return make_app(
+        course=load_course(course), store=ProgressStore(store_path), nvml_backend=backend
+    )
 
 
 @pytest.fixture
@@ -85,9 +87,17 @@ def cuda_course(tmp_path: Path) -> Path:
     anchor = "- An H200 holds 141 GB of HBM3e <!-- claim: h200_memory -->\n"
     text = notes.read_text(encoding="utf-8")
     assert anchor in text
-    notes.write_text(text.replace(anchor, anchor + (
-        "- An H200 SXM has 132 SMs <!-- claim: h200_sms -->\n"
-        "- An H100 has a 50 MB L2 cache <!-- claim: h100_l2_cache -->\n")), encoding="utf-8")
+    notes.write_text(
+        text.replace(
+            anchor,
+            anchor
+            + (
+                "- An H200 SXM has 132 SMs <!-- claim: h200_sms -->\n"
+                "- An H100 has a 50 MB L2 cache <!-- claim: h100_l2_cache -->\n"
+            ),
+        ),
+        encoding="utf-8",
+    )
     return lessons
 
 
@@ -124,7 +134,7 @@ def _row(text: str, label: str) -> str:
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(label))
     row = [lines[start]]
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line[:1].strip():
             break
         row.append(line.strip())
@@ -133,8 +143,14 @@ def _row(text: str, label: str) -> str:
 
 async def _measured(app: GpulabApp, pilot: Pilot[None], claim: str) -> None:
     """Wait until the claim's probe has finished and its card shows it."""
-    await wait_for(pilot, lambda: not app.board.is_measuring(claim)
-                   and app.screen.query_one(ClaimCard).state.outcome is not None, timeout=30)
+    await wait_for(
+        pilot,
+        lambda: (
+            not app.board.is_measuring(claim)
+            and app.screen.query_one(ClaimCard).state.outcome is not None
+        ),
+        timeout=30,
+    )
     await pilot.pause()
 
 
@@ -229,8 +245,12 @@ def test_parse_prediction() -> None:
     assert parse_prediction("650 cycles", "cycles") == 650.0
     assert parse_prediction("4.8", "TB/s") == 4.8
     assert parse_prediction("1e3", "MHz") == 1000.0
-    for wrong, message in (("", "Type a number first"), ("abc", "not a number"),
-                           ("nan", "finite"), ("4,8", "not a number")):
+    for wrong, message in (
+        ("", "Type a number first"),
+        ("abc", "not a number"),
+        ("nan", "finite"),
+        ("4,8", "not a number"),
+    ):
         try:
             parse_prediction(wrong, "GB")
         except ValueError as exc:
@@ -246,8 +266,9 @@ async def test_m_only_on_a_claim(store_path: Path) -> None:
         await on_screen(pilot, app, LessonScreen)
 
         def footer() -> set[str]:
-            return {b.binding.description for b in app.screen.active_bindings.values()
-                    if b.binding.show}
+            return {
+                b.binding.description for b in app.screen.active_bindings.values() if b.binding.show
+            }
 
         assert "Measure" not in footer()
         await pilot.press("m")  # the root has no claim: nothing to predict
@@ -293,13 +314,14 @@ async def test_no_gpu_here_says_so(
     assert memory is not None
     assert f"140.4 GB ({memory.shown}) — agrees with 141 GB" in recorded_row
     # the prediction beside the recording, how far off, labelled, no verdict of its own
-    assert _row(text, "predicted") == ("predicted 141 GB within 0.5 % of the recorded 140.4 GB "
-                                       "on NVIDIA H200 · not graded")
+    assert _row(text, "predicted") == (
+        "predicted 141 GB within 0.5 % of the recorded 140.4 GB on NVIDIA H200 · not graded"
+    )
     assert "verdict" not in text
     saved = _predictions(store_path)
     assert len(saved) == 1 and saved[0]["measured"] is None
     assert saved[0]["verdict"] == "not_measured" and saved[0]["predicted"] == 141.0
-    assert saved[0]["device"] == "NVIDIA H200"   # a prediction of the recording
+    assert saved[0]["device"] == "NVIDIA H200"  # a prediction of the recording
 
 
 @without_cupy
@@ -333,11 +355,12 @@ async def test_a_cuda_claim_without_a_driver_says_so_before_and_after_m(
         recorded = _row(text, "recorded")
         assert recorded.startswith("recorded recorded on NVIDIA H200, ")
         assert recorded.endswith(", not this machine: 132 SMs — agrees with 132 SMs")
-        assert recorded.count("132 SMs") == 2   # the reading once, the spec once
+        assert recorded.count("132 SMs") == 2  # the reading once, the spec once
     assert "What do you predict it measured on gpulab's NVIDIA H200, in SMs?" in question
     assert "CuPy" not in question
-    assert _row(after, "predicted") == ("predicted 128 SMs 3 % below the recorded 132 SMs on "
-                                        "NVIDIA H200 · not graded")
+    assert _row(after, "predicted") == (
+        "predicted 128 SMs 3 % below the recorded 132 SMs on NVIDIA H200 · not graded"
+    )
 
 
 async def test_a_fresh_card_says_why_it_cannot_be_measured_before_m(
@@ -348,8 +371,9 @@ async def test_a_fresh_card_says_why_it_cannot_be_measured_before_m(
     app = _app(store_path, course=cuda_course)
     async with app.run_test(size=SIZE_TALL) as pilot:
         await _open_at(app, pilot, SMS)
-        await wait_for(pilot, lambda: app.screen.query_one(ClaimCard).state.missing != "",
-                       timeout=30)
+        await wait_for(
+            pilot, lambda: app.screen.query_one(ClaimCard).state.missing != "", timeout=30
+        )
         await pilot.pause()
         text = _card_text(app)
     reason = " ".join(no_gpu_here.split())
@@ -360,10 +384,9 @@ async def test_a_fresh_card_says_why_it_cannot_be_measured_before_m(
 
 @without_cupy
 async def test_a_cuda_claim_with_a_driver_but_no_cupy_says_how_to_install_it(
-    store_path: Path, cuda_course: Path, h200_replay: Replay,
-    recorded_h200: dict[str, ProbeResult]
+    store_path: Path, cuda_course: Path, h200_replay: Replay, recorded_h200: dict[str, ProbeResult]
 ) -> None:
-    app = _app(store_path, h200_replay, course=cuda_course)   # the H200's driver, replayed
+    app = _app(store_path, h200_replay, course=cuda_course)  # the H200's driver, replayed
     async with app.run_test(size=SIZE_TALL) as pilot:
         await _open_at(app, pilot, SMS)
         question = await _asked(app, pilot)
@@ -371,8 +394,10 @@ async def test_a_cuda_claim_with_a_driver_but_no_cupy_says_how_to_install_it(
         await on_screen(pilot, app, LessonScreen)
         await _measured(app, pilot, "h200_sms")
         text = _card_text(app)
-    install = ("CuPy is not installed: pip install 'gpulab[cuda13]', the CuPy built for the "
-               "CUDA 13.0 that the NVIDIA driver here supports")
+    install = (
+        "CuPy is not installed: pip install 'gpulab[cuda13]', the CuPy built for the "
+        "CUDA 13.0 that the NVIDIA driver here supports"
+    )
     assert install in question and "gpulab's NVIDIA H200" in question
     assert _row(text, "measured") == f"measured cannot be measured here: {install}"
     assert "cuda12" not in text and "no NVIDIA GPU found" not in text
@@ -387,15 +412,19 @@ async def test_a_recording_in_another_unit_is_shown_in_the_claims(
     async with app.run_test(size=SIZE_TALL) as pilot:
         card = await _open_at(app, pilot, L2)
         claim = card.claim
-        card.state = ClaimState(missing="no NVIDIA GPU found: (for this test)",
-                                recorded=outcome_of(claim, recorded_h200["cuda_properties"]))
+        card.state = ClaimState(
+            missing="no NVIDIA GPU found: (for this test)",
+            recorded=outcome_of(claim, recorded_h200["cuda_properties"]),
+        )
         await pilot.pause()
         text = _card_text(app)
     l2 = recorded_h200["cuda_properties"].reading("l2CacheSize")
     assert l2 is not None and l2.shown == "62914560 bytes"
     # 60 MiB: in the claim's MB of 2^20 bytes, 60, with the raw reading beside it
-    assert ("not this machine: 60 MB (62914560 bytes) — measured on NVIDIA H200; the claim is "
-            "about H100 SXM5 / PCIe") in _row(text, "recorded")
+    assert (
+        "not this machine: 60 MB (62914560 bytes) — measured on NVIDIA H200; the claim is "
+        "about H100 SXM5 / PCIe"
+    ) in _row(text, "recorded")
 
 
 async def test_a_last_prediction_of_the_recording_is_shown_beside_it(
@@ -403,9 +432,17 @@ async def test_a_last_prediction_of_the_recording_is_shown_beside_it(
 ) -> None:
     store = ProgressStore(store_path)
     progress = store.load()
-    progress.predictions.append(Prediction(
-        claim="h200_memory", predicted=120.0, unit="GB", at="2026-12-04T10:00:00+00:00",
-        measured=None, verdict="not_measured", device="NVIDIA H200"))
+    progress.predictions.append(
+        Prediction(
+            claim="h200_memory",
+            predicted=120.0,
+            unit="GB",
+            at="2026-12-04T10:00:00+00:00",
+            measured=None,
+            verdict="not_measured",
+            device="NVIDIA H200",
+        )
+    )
     store.save(progress)
     app = _app(store_path)
     async with app.run_test(size=SIZE_TALL) as pilot:
@@ -424,13 +461,17 @@ async def test_a_last_prediction_of_the_recording_is_shown_beside_it(
         text = _card_text(app)
     assert _row(text, "predicted") == (
         "predicted 120 GB 15 % below the recorded 140.4 GB on NVIDIA H200 · not graded "
-        "(your last prediction, 2026-12-04)")
+        "(your last prediction, 2026-12-04)"
+    )
 
 
 @without_cupy
 def test_prediction_of_the_recording_snapshot(
-    snap_compare: Callable[..., bool], store_path: Path, cuda_course: Path, h200_replay: Replay,
-    recorded_h200: dict[str, ProbeResult]
+    snap_compare: Callable[..., bool],
+    store_path: Path,
+    cuda_course: Path,
+    h200_replay: Replay,
+    recorded_h200: dict[str, ProbeResult],
 ) -> None:
     """The card after predicting a claim this machine cannot measure (the replayed H200's
     driver, no CuPy: the same words on every machine without CuPy). Update with
@@ -445,7 +486,7 @@ def test_prediction_of_the_recording_snapshot(
         await on_screen(pilot, app, LessonScreen)
         await _measured(app, pilot, "h200_sms")
         await pilot.app.workers.wait_for_complete()
-        app.clear_notifications()   # the toast goes after 5 s: not part of the picture
+        app.clear_notifications()  # the toast goes after 5 s: not part of the picture
         await pilot.pause()
 
     app = _app(store_path, h200_replay, course=cuda_course)
@@ -459,12 +500,18 @@ def test_a_prediction_without_a_gpu_is_kept_with_the_recordings_device(
     board = ClaimBoard()
     board.finish(claim, run_probe("nvml_inventory"), 120.0)
     kept = board.prediction(claim, 120.0, "2026-12-04T10:00:00+00:00")
-    assert kept == Prediction(claim="h200_memory", predicted=120.0, unit="GB",
-                              at="2026-12-04T10:00:00+00:00", measured=None,
-                              verdict="not_measured", device="NVIDIA H200")
+    assert kept == Prediction(
+        claim="h200_memory",
+        predicted=120.0,
+        unit="GB",
+        at="2026-12-04T10:00:00+00:00",
+        measured=None,
+        verdict="not_measured",
+        device="NVIDIA H200",
+    )
     from gpulab.probes import nvml
 
-    board.finish(claim, nvml.inventory(h200_replay), 120.0)   # measured (a replayed H200)
+    board.finish(claim, nvml.inventory(h200_replay), 120.0)  # measured (a replayed H200)
     measured = board.prediction(claim, 120.0, "2026-12-04T10:00:00+00:00")
     assert measured.device == "NVIDIA H200" and measured.verdict == "agrees"
     assert measured.measured is not None and abs(measured.measured - 143771 / 1024) < 1e-9
@@ -553,7 +600,6 @@ def test_distance_text() -> None:
     assert distance_text(141, 140.4, "GB") == "within 0.5 % of the measured 140.4 GB"
     assert distance_text(2, 2, "CPUs") == "exactly the measured value"
     assert distance_text(3, 0, "W") == "3 W above the measured 0 W"
-
 
 
 @pytest.mark.gpu

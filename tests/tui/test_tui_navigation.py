@@ -30,7 +30,7 @@ def cursor_key(app: GpulabApp) -> str | None:
 
 
 async def test_enter_on_an_exercise_node_opens_it_and_escape_comes_back(
-    new_app: Callable[..., GpulabApp]
+    new_app: Callable[..., GpulabApp],
 ) -> None:
     app = new_app(has_gpu=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -38,7 +38,8 @@ async def test_enter_on_an_exercise_node_opens_it_and_escape_comes_back(
         await on_screen(pilot, app, LessonScreen)
         lesson = app.screen
         assert "✎ The exercise vector-add: press enter to open it" in str(
-            lesson.query_one("#node-exercise").content)
+            lesson.query_one("#node-exercise").content
+        )
         assert str(lesson.query_one(MindmapTree).cursor_node.label).startswith("✎ vector-add")
         await pilot.press("enter")
         await on_screen(pilot, app, ExerciseScreen)
@@ -56,7 +57,7 @@ async def test_enter_on_an_exercise_node_opens_it_and_escape_comes_back(
 
 
 async def test_l_from_an_exercise_opened_in_a_lesson_goes_back_to_it(
-    new_app: Callable[..., GpulabApp]
+    new_app: Callable[..., GpulabApp],
 ) -> None:
     app = new_app(has_gpu=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -71,7 +72,7 @@ async def test_l_from_an_exercise_opened_in_a_lesson_goes_back_to_it(
 
 
 async def test_escape_from_an_exercise_puts_the_map_cursor_on_it(
-    new_app: Callable[..., GpulabApp]
+    new_app: Callable[..., GpulabApp],
 ) -> None:
     app = new_app(has_gpu=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -138,7 +139,7 @@ async def test_first_run_hint(new_app: Callable[..., GpulabApp]) -> None:
 
 
 async def test_the_pane_says_where_to_read_on_after_unfolding(
-    new_app: Callable[..., GpulabApp]
+    new_app: Callable[..., GpulabApp],
 ) -> None:
     app = new_app(has_gpu=False)
     async with app.run_test(size=SIZE) as pilot:

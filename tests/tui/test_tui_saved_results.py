@@ -34,8 +34,9 @@ ELSEWHERE = Machine("elsewhere", (Gpu("NVIDIA A100-SXM4-80GB", "GPU-00000000-aaa
 
 
 @pytest.fixture
-def saved_app(tmp_path: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch,
-              h200_replay: Replay) -> Callable[..., GpulabApp]:
+def saved_app(
+    tmp_path: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch, h200_replay: Replay
+) -> Callable[..., GpulabApp]:
     """Apps over the fixture course with figures, on the recorded H200 (its NVML answers)."""
     lessons = build_figure_course(tmp_path / "course")
     monkeypatch.setenv("GPULAB_COURSE_DIR", str(lessons))
@@ -43,8 +44,7 @@ def saved_app(tmp_path: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch,
     def build(**options: object) -> GpulabApp:
         options.setdefault("nvml_backend", h200_replay)
         options.setdefault("has_gpu", True)
-        return make_app(course=load_course(lessons), store=ProgressStore(store_path),
-                        **options)  # type: ignore[arg-type]
+        return make_app(course=load_course(lessons), store=ProgressStore(store_path), **options)  # type: ignore[arg-type]
 
     return build
 
@@ -57,8 +57,9 @@ def store(state_dir: Path) -> ResultStore:
 
 def _own(recorded: ProbeResult) -> ProbeResult:
     """The recorded result as if the learner's GPU had measured it."""
-    return replace(recorded, recorded=None, device="NVIDIA Test GPU",
-                   started="2026-12-24T10:00:00+00:00")
+    return replace(
+        recorded, recorded=None, device="NVIDIA Test GPU", started="2026-12-24T10:00:00+00:00"
+    )
 
 
 async def _figure(app: GpulabApp, pilot: Pilot[None]) -> FigureView:
@@ -74,8 +75,11 @@ def _notes(app: GpulabApp) -> list[str]:
 
 
 async def test_a_result_saved_on_this_machine_draws_the_figure(
-        saved_app: Callable[..., GpulabApp], store: ResultStore, h200_replay: Replay,
-        recorded_h200: dict[str, ProbeResult]) -> None:
+    saved_app: Callable[..., GpulabApp],
+    store: ResultStore,
+    h200_replay: Replay,
+    recorded_h200: dict[str, ProbeResult],
+) -> None:
     store.save(_own(recorded_h200[CHASE]), this_machine(h200_replay))
     app = saved_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -87,26 +91,31 @@ async def test_a_result_saved_on_this_machine_draws_the_figure(
 
 
 async def test_a_result_saved_on_another_machine_is_not_used(
-        saved_app: Callable[..., GpulabApp], store: ResultStore,
-        recorded_h200: dict[str, ProbeResult]) -> None:
+    saved_app: Callable[..., GpulabApp], store: ResultStore, recorded_h200: dict[str, ProbeResult]
+) -> None:
     path = store.save(_own(recorded_h200[CHASE]), ELSEWHERE)
     assert path is not None
     app = saved_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: _notes(app))
         (note,) = _notes(app)
-        assert note.startswith(f"Saved results of {CHASE} were measured on another machine "
-                               "(NVIDIA A100-SXM4-80GB on elsewhere), not this one (NVIDIA "
-                               "H200 on ")
+        assert note.startswith(
+            f"Saved results of {CHASE} were measured on another machine "
+            "(NVIDIA A100-SXM4-80GB on elsewhere), not this one (NVIDIA "
+            "H200 on "
+        )
         assert app.measured == {}
         view = await _figure(app, pilot)
         assert view.data is not None and view.data.source.startswith(RECORDED)
-    assert path.is_file()                       # never removed
+    assert path.is_file()  # never removed
 
 
 async def test_a_file_that_cannot_be_read_is_named_and_left(
-        saved_app: Callable[..., GpulabApp], store: ResultStore, h200_replay: Replay,
-        recorded_h200: dict[str, ProbeResult]) -> None:
+    saved_app: Callable[..., GpulabApp],
+    store: ResultStore,
+    h200_replay: Replay,
+    recorded_h200: dict[str, ProbeResult],
+) -> None:
     store.save(_own(recorded_h200[CHASE]), this_machine(h200_replay))
     broken = store.folder / "stride_sweep.json"
     broken.write_text("{cut off")
@@ -115,16 +124,19 @@ async def test_a_file_that_cannot_be_read_is_named_and_left(
         await wait_for(pilot, lambda: _notes(app))
         (note,) = _notes(app)
         assert note.startswith(f"{broken} was skipped and left as it is: it is not JSON")
-        assert set(app.measured) == {CHASE}     # the good one is used all the same
+        assert set(app.measured) == {CHASE}  # the good one is used all the same
     assert broken.read_text() == "{cut off"
 
 
 async def test_a_result_measured_in_the_app_is_there_after_a_restart(
-        saved_app: Callable[..., GpulabApp], store: ResultStore, h200_replay: Replay,
-        recorded_h200: dict[str, ProbeResult]) -> None:
+    saved_app: Callable[..., GpulabApp],
+    store: ResultStore,
+    h200_replay: Replay,
+    recorded_h200: dict[str, ProbeResult],
+) -> None:
     app = saved_app()
     async with app.run_test(size=SIZE) as pilot:
-        app.keep_result(recorded_h200[CHASE])           # a recording: never saved
+        app.keep_result(recorded_h200[CHASE])  # a recording: never saved
         app.keep_result(_own(recorded_h200[CHASE]))
         await wait_for(pilot, lambda: store.files())
     (saved,), skipped = store.read()
@@ -137,12 +149,17 @@ async def test_a_result_measured_in_the_app_is_there_after_a_restart(
 
 
 async def test_on_a_machine_as_it_is_a_host_probe_saved_by_the_cli_is_used(
-        saved_app: Callable[..., GpulabApp], state_dir: Path) -> None:
+    saved_app: Callable[..., GpulabApp], state_dir: Path
+) -> None:
     """This machine's own NVML (none on a machine without a GPU): `gpulab probe run system`
     saves for it, and an app on it takes the result in."""
-    done = subprocess.run([sys.executable, "-m", "gpulab", "probe", "run", "system"],
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "GPULAB_STATE_DIR": str(state_dir)})
+    done = subprocess.run(
+        [sys.executable, "-m", "gpulab", "probe", "run", "system"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GPULAB_STATE_DIR": str(state_dir)},
+    )
     assert done.returncode == 0, done.stderr
     app = saved_app(nvml_backend=None, has_gpu=None)
     async with app.run_test(size=SIZE) as pilot:

@@ -27,8 +27,9 @@ async def test_search_from_lesson_lists_this_lesson_first_and_jumps(
         assert [h.lesson for h in search.hits] == ["kernels", "kernels", "basics"]
         assert search.query_one(OptionList).option_count == 3
         await pilot.press("down", "down", "enter")  # the hit in another lesson
-        await wait_for(pilot, lambda: isinstance(app.screen, LessonScreen)
-                       and app.screen.lesson_id == "basics")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, LessonScreen) and app.screen.lesson_id == "basics"
+        )
         await pilot.pause()
         tree = app.screen.query_one(MindmapTree)
         assert tree.cursor_node is not None and tree.cursor_node.data is not None

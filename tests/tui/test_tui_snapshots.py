@@ -73,8 +73,9 @@ def test_lesson_snapshot(snap_compare: Compare, new_app: Callable[..., GpulabApp
         app.open_lesson("memory", "memory-hierarchy/levels/hbm-is-far-away")
         await on_screen(pilot, app, LessonScreen)
         # the card asks the machine whether the probe can run: NVML's library is missing
-        await wait_for(pilot, lambda: app.screen.query_one(ClaimCard).state.missing != "",
-                       timeout=30)
+        await wait_for(
+            pilot, lambda: app.screen.query_one(ClaimCard).state.missing != "", timeout=30
+        )
         await _settle(pilot)
 
     app = new_app(has_gpu=False, nvml_backend=Replay.load(NO_LIBRARY))
@@ -89,27 +90,27 @@ def test_help_snapshot(snap_compare: Compare, new_app: Callable[..., GpulabApp])
     assert snap_compare(new_app(has_gpu=False), terminal_size=SIZE, run_before=run_before)
 
 
-def test_check_yourself_snapshot(snap_compare: Compare, new_app: Callable[..., GpulabApp]
-                                 ) -> None:
+def test_check_yourself_snapshot(snap_compare: Compare, new_app: Callable[..., GpulabApp]) -> None:
     """A question with its answer folded, and no claim card to give it away."""
 
     async def run_before(pilot: Pilot[None]) -> None:
         app = pilot.app
         assert isinstance(app, GpulabApp)
-        app.open_lesson("kernels",
-                        "writing-kernels/check-yourself/how-many-cpus-can-launch-kernels-here")
+        app.open_lesson(
+            "kernels", "writing-kernels/check-yourself/how-many-cpus-can-launch-kernels-here"
+        )
         await on_screen(pilot, app, LessonScreen)
         await _settle(pilot)
 
     assert snap_compare(new_app(has_gpu=False), terminal_size=SIZE, run_before=run_before)
 
 
-def test_exercise_snapshot(snap_compare: Compare, exercise_lessons: Path, store_path: Path
-                           ) -> None:
+def test_exercise_snapshot(snap_compare: Compare, exercise_lessons: Path, store_path: Path) -> None:
     """The task with its points, both hints drawn in full; no workspace (its path would
     differ from run to run), so the screen says how to make one."""
-    app = make_app(course=load_course(exercise_lessons), store=ProgressStore(store_path),
-                   has_gpu=False)
+    app = make_app(
+        course=load_course(exercise_lessons), store=ProgressStore(store_path), has_gpu=False
+    )
 
     async def run_before(pilot: Pilot[None]) -> None:
         lab = pilot.app
@@ -123,9 +124,12 @@ def test_exercise_snapshot(snap_compare: Compare, exercise_lessons: Path, store_
     assert snap_compare(app, terminal_size=(100, 50), run_before=run_before)
 
 
-def test_gpu_snapshot_replayed_h200(snap_compare: Compare, new_app: Callable[..., GpulabApp],
-                                    h200_replay: Replay, monkeypatch: pytest.MonkeyPatch
-                                    ) -> None:
+def test_gpu_snapshot_replayed_h200(
+    snap_compare: Compare,
+    new_app: Callable[..., GpulabApp],
+    h200_replay: Replay,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The inventory and the first live sample of gpulab's H200, replayed (one sample only:
     the next would come an hour later)."""
     monkeypatch.setattr(gpu, "SAMPLE_INTERVAL", 3600.0)
@@ -144,8 +148,9 @@ def test_gpu_snapshot_replayed_h200(snap_compare: Compare, new_app: Callable[...
     assert snap_compare(app, terminal_size=GPU_SIZE, run_before=run_before)
 
 
-def test_gpu_snapshot_without_a_gpu(snap_compare: Compare, new_app: Callable[..., GpulabApp],
-                                    recorded_h200: dict[str, ProbeResult]) -> None:
+def test_gpu_snapshot_without_a_gpu(
+    snap_compare: Compare, new_app: Callable[..., GpulabApp], recorded_h200: dict[str, ProbeResult]
+) -> None:
     """Why there is no GPU (NVML's library is missing, as recorded on a machine without
     one), and the readings recorded on gpulab's H200 instead."""
     no_library = Replay.load(NO_LIBRARY)
@@ -196,8 +201,9 @@ def test_prediction_snapshot(snap_compare: Compare, new_app: Callable[..., Gpula
     assert snap_compare(new_app(has_gpu=False), terminal_size=SIZE, run_before=run_before)
 
 
-def test_fatal_snapshot(snap_compare: Compare, tmp_path: Path, store_path: Path,
-                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fatal_snapshot(
+    snap_compare: Compare, tmp_path: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A manifest that is not TOML: where, what, and what to do. The problem's file is
     shown under a made-up folder, not this machine's temporary one."""
     broken = tmp_path / "lessons"
@@ -207,8 +213,9 @@ def test_fatal_snapshot(snap_compare: Compare, tmp_path: Path, store_path: Path,
     app = make_app(store=ProgressStore(store_path))
     assert app.course is None and app.error is not None
     shown = Path("/srv/gpulab/lessons")
-    app.error = CourseError(replace(p, path=shown / p.path.relative_to(broken.resolve()))
-                            for p in app.error.problems)
+    app.error = CourseError(
+        replace(p, path=shown / p.path.relative_to(broken.resolve())) for p in app.error.problems
+    )
 
     async def run_before(pilot: Pilot[None]) -> None:
         await on_screen(pilot, pilot.app, FatalScreen)
@@ -218,19 +225,20 @@ def test_fatal_snapshot(snap_compare: Compare, tmp_path: Path, store_path: Path,
 
 
 @pytest.fixture
-def figure_course(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                  recorded_h200: dict[str, ProbeResult]) -> Path:
+def figure_course(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded_h200: dict[str, ProbeResult]
+) -> Path:
     """The fixture course with figures on its memory lesson, drawn from the recording."""
     lessons = build_figure_course(tmp_path / "course")
     monkeypatch.setenv("GPULAB_COURSE_DIR", str(lessons))
     return lessons
 
 
-def test_node_figure_snapshot(snap_compare: Compare, figure_course: Path, store_path: Path
-                              ) -> None:
+def test_node_figure_snapshot(snap_compare: Compare, figure_course: Path, store_path: Path) -> None:
     """A node with a figure: its notes, then the plot with its key, caption and source."""
-    app = make_app(course=load_course(figure_course), store=ProgressStore(store_path),
-                   has_gpu=False)
+    app = make_app(
+        course=load_course(figure_course), store=ProgressStore(store_path), has_gpu=False
+    )
 
     async def run_before(pilot: Pilot[None]) -> None:
         lab = pilot.app
@@ -245,11 +253,11 @@ def test_node_figure_snapshot(snap_compare: Compare, figure_course: Path, store_
     assert snap_compare(app, terminal_size=(120, 45), run_before=run_before)
 
 
-def test_figures_snapshot(snap_compare: Compare, figure_course: Path, store_path: Path
-                          ) -> None:
+def test_figures_snapshot(snap_compare: Compare, figure_course: Path, store_path: Path) -> None:
     """The figures by lesson, the roofline highlighted and drawn beside the list."""
-    app = make_app(course=load_course(figure_course), store=ProgressStore(store_path),
-                   has_gpu=False)
+    app = make_app(
+        course=load_course(figure_course), store=ProgressStore(store_path), has_gpu=False
+    )
 
     async def run_before(pilot: Pilot[None]) -> None:
         lab = pilot.app

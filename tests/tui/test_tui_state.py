@@ -46,8 +46,13 @@ async def test_state_restored_after_restart(
         await pilot.press("escape")
         assert isinstance(again.screen, CourseMapScreen)
         course_tree = again.screen.query_one(CourseTree)
-        await wait_for(pilot, lambda: course_tree.cursor_node is not None
-                       and getattr(course_tree.cursor_node.data, "id", None) == "basics")
+        await wait_for(
+            pilot,
+            lambda: (
+                course_tree.cursor_node is not None
+                and getattr(course_tree.cursor_node.data, "id", None) == "basics"
+            ),
+        )
 
 
 async def test_debounced_save_without_leaving(
@@ -56,9 +61,14 @@ async def test_debounced_save_without_leaving(
     app = new_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("enter", "down")
-        await wait_for(pilot, lambda: store_path.exists()
-                       and len(json.loads(store_path.read_text())["lessons"]["basics"]
-                               ["visited"]) == 2, timeout=5)
+        await wait_for(
+            pilot,
+            lambda: (
+                store_path.exists()
+                and len(json.loads(store_path.read_text())["lessons"]["basics"]["visited"]) == 2
+            ),
+            timeout=5,
+        )
 
 
 async def test_unreadable_progress_is_kept_and_reported(store_path: Path) -> None:

@@ -39,23 +39,25 @@ def test_checks_of_several_parts_and_gpu_points() -> None:
     assert (task.visible_points, task.gpu_points) == (12, 9)
     shown = task_markdown(task)
     assert "- **launch**: write `launch_config(n, sm_count)` — 2 points" in shown
-    assert ("- **kernel + launch** checked together — 10 points (9 of them need an NVIDIA "
-            "GPU)") in shown
+    assert (
+        "- **kernel + launch** checked together — 10 points (9 of them need an NVIDIA GPU)"
+    ) in shown
     assert "worth 12 points (9 of them need an NVIDIA GPU).**" in shown
-    assert "adds hidden checks worth 3 points more" in shown      # course.toml's vector-add
+    assert "adds hidden checks worth 3 points more" in shown  # course.toml's vector-add
     assert HIDDEN_UNKNOWN in task_markdown(replace(task, hidden_points=None))
 
 
 def test_missing_files_say_why() -> None:
     entry = exercise("namespaces")
     task = read_task(entry, entry.notebook.with_name("gone.ipynb"))
-    assert task.parts == () and task.problems == ("gone.ipynb: cannot be read (No such file "
-                                                  "or directory)",)
+    assert task.parts == () and task.problems == (
+        "gone.ipynb: cannot be read (No such file or directory)",
+    )
 
 
 def test_hidden_points_from_the_manifest() -> None:
     entry = exercise("namespaces")
-    assert entry.hidden_points == 9            # course.toml's, kept true by gpulab dev check
+    assert entry.hidden_points == 9  # course.toml's, kept true by gpulab dev check
     assert read_task(entry, entry.notebook).hidden_points == 9
     task = Task((Part("a", ("f",), "", ("f()",), 2.0),), hidden_points=5)
     assert "hidden checks worth 5 points more" in task_markdown(task)
@@ -66,11 +68,11 @@ def test_the_watch_reports_a_settled_save_once(tmp_path: Path) -> None:
     notebook = tmp_path / "n.ipynb"
     notebook.write_text("{}")
     watch = NotebookWatch(notebook)
-    assert not watch.poll()                   # nothing changed
+    assert not watch.poll()  # nothing changed
     notebook.write_text('{"cells": []}')
     os.utime(notebook, ns=(1, 10**18))
-    assert not watch.poll()                   # changing: wait a poll
-    assert watch.poll()                       # settled: run the checks
-    assert not watch.poll()                   # once
+    assert not watch.poll()  # changing: wait a poll
+    assert watch.poll()  # settled: run the checks
+    assert not watch.poll()  # once
     notebook.unlink()
     assert not watch.poll() and not watch.poll()  # a missing notebook runs nothing

@@ -23,12 +23,12 @@ async def test_start_brings_the_workspace_up_to_date_and_says_what_changed(
     exercise_app: Callable[..., GpulabApp], workspace: Workspace
 ) -> None:
     mine = workspace.root / "basics" / "squares.ipynb"
-    shutil.rmtree(mine.parent)          # as if squares were new in the course
+    shutil.rmtree(mine.parent)  # as if squares were new in the course
     workspace.files.clear()
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: "added to your workspace: squares" in notified(app))
-        assert mine.is_file()           # copied in, in a thread, after first paint
+        assert mine.is_file()  # copied in, in a thread, after first paint
 
 
 async def test_an_up_to_date_workspace_starts_quietly(
@@ -44,8 +44,9 @@ async def test_an_up_to_date_workspace_starts_quietly(
 async def test_a_workspace_made_while_the_app_runs_is_taken_up(
     exercise_lessons: Path, store_path: Path, tmp_path: Path
 ) -> None:
-    app = make_app(course=load_course(exercise_lessons), store=ProgressStore(store_path),
-                   has_gpu=False)
+    app = make_app(
+        course=load_course(exercise_lessons), store=ProgressStore(store_path), has_gpu=False
+    )
     async with app.run_test(size=SIZE) as pilot:
         assert app.workspace is None
         app.open_exercise("squares")

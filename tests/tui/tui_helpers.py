@@ -21,8 +21,9 @@ NVML_REPLAY = Path(__file__).resolve().parents[1] / "fixtures" / "nvml" / "h200.
 SIZE = (100, 30)
 
 
-async def wait_for(pilot: Pilot[None], predicate: Callable[[], object], timeout: float = 5.0
-                   ) -> None:
+async def wait_for(
+    pilot: Pilot[None], predicate: Callable[[], object], timeout: float = 5.0
+) -> None:
     """Let the app run until `predicate()` is true; fail after `timeout` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -35,10 +36,18 @@ async def wait_for(pilot: Pilot[None], predicate: Callable[[], object], timeout:
 def screen_text(app: App[object]) -> str:
     """What the terminal shows now, as plain text (the screen and the ones under a modal)."""
     width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), color_system=None,
-                      record=True, legacy_windows=False, safe_box=False)
-    console.print(app.screen._compositor.render_update(
-        full=True, screen_stack=app._background_screens))
+    console = Console(
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        color_system=None,
+        record=True,
+        legacy_windows=False,
+        safe_box=False,
+    )
+    console.print(
+        app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    )
     return console.export_text()
 
 
@@ -117,14 +126,18 @@ def build_exercise_course(root: Path) -> Path:
 
     source = root / "solutions" / "basics" / "squares.ipynb"
     solution = solution_notebook()
-    answer = next(i for i, cell in enumerate(solution.cells)
-                  if cell.metadata.get("gpulab", {}).get("role") == "answer")
+    answer = next(
+        i
+        for i, cell in enumerate(solution.cells)
+        if cell.metadata.get("gpulab", {}).get("role") == "answer"
+    )
     solution.cells.insert(answer, nbformat.v4.new_markdown_cell(PART_TEXT))
     write_notebook(solution, source)
     (root / "exercises" / "basics").mkdir(parents=True)
     (root / "exercises" / "basics" / "test_squares.py").write_text(CHECKS)
-    write_notebook(to_exercise(read_notebook(source), source),
-                   root / "exercises" / "basics" / "squares.ipynb")
+    write_notebook(
+        to_exercise(read_notebook(source), source), root / "exercises" / "basics" / "squares.ipynb"
+    )
     return lessons
 
 

@@ -25,26 +25,45 @@ from gpulab.course.catalog import find_course_dir
 from gpulab.course.specs import load_specs
 
 CHECK_SPECS = load_specs(find_course_dir() / "specs.toml")
-CHECK_PRECISION = {"vector_add": "fp32", "saxpy": "fp32", "reduction": "fp32",
-                   "matvec": "fp16", "gemm": "fp16"}
+CHECK_PRECISION = {
+    "vector_add": "fp32",
+    "saxpy": "fp32",
+    "reduction": "fp32",
+    "matvec": "fp16",
+    "gemm": "fp16",
+}
 CHECK_SEED = int.from_bytes(os.urandom(8), "big")
 CHECK_REL = 1e-6
 CHECK_TBS_PER = {"TB/s": 1.0, "GB/s": 1e-3}
 CHECK_PEAK_KEY = {"fp32": "fp32", "fp16": "fp16_tensor"}
 
 # -- the visible checks' cases, and the datasheet values they were sealed with ----------------
-CHECK_DATASHEET = {"h200": {"fp32": (67.0, "TFLOPS"), "fp16_tensor": (989.4, "TFLOPS"),
-                            "memory_bandwidth": (4.8, "TB/s")},
-                   "a100-80gb": {"fp32": (19.5, "TFLOPS"), "fp16_tensor": (312.0, "TFLOPS"),
-                                 "memory_bandwidth": (2039.0, "GB/s")}}
+CHECK_DATASHEET = {
+    "h200": {
+        "fp32": (67.0, "TFLOPS"),
+        "fp16_tensor": (989.4, "TFLOPS"),
+        "memory_bandwidth": (4.8, "TB/s"),
+    },
+    "a100-80gb": {
+        "fp32": (19.5, "TFLOPS"),
+        "fp16_tensor": (312.0, "TFLOPS"),
+        "memory_bandwidth": (2039.0, "GB/s"),
+    },
+}
 CHECK_INTENSITY_CASES = ((5, 12), (7, 2), (2 * 8192**3, 6 * 8192**2), (0, 4096))
-CHECK_ROOFS = ((67.0, 4.8), (989.4, 4.8), (66.9, 3.35), (756.0, 2.0))   # (TFLOPS, TB/s)
+CHECK_ROOFS = ((67.0, 4.8), (989.4, 4.8), (66.9, 3.35), (756.0, 2.0))  # (TFLOPS, TB/s)
 CHECK_INTENSITIES = (1 / 12, 0.25, 6.0, 60.0, 8192 / 3)
 CHECK_AT_THE_RIDGE = ((67.0, 4.0, 16.75), (312.0, 0.5, 624.0), (100.0, 8.0, 12.5))
 CHECK_ROOF_KEYS = ("bandwidth_tbs", "fp32_tflops", "fp16_tflops", "fp32_ridge", "fp16_ridge")
 CHECK_SIZES = (1000, 8192)
-CHECK_PLACES = (("vector_add", 2**26), ("saxpy", 2**26), ("reduction", 2**26),
-                ("matvec", 8192), ("gemm", 64), ("gemm", 8192))
+CHECK_PLACES = (
+    ("vector_add", 2**26),
+    ("saxpy", 2**26),
+    ("reduction", 2**26),
+    ("matvec", 8192),
+    ("gemm", 64),
+    ("gemm", 8192),
+)
 CHECK_PLACE_KEYS = ("intensity", "ridge", "attainable_tflops", "limit")
 
 CHECK_MISTAKES = {
@@ -54,18 +73,22 @@ CHECK_MISTAKES = {
     "matvec-w": "the matrix-vector product moves x and y as well as W",
     "fp16-bytes": "an FP16 element is 2 bytes, not 4",
     "units": "specs.toml gives this GPU's bandwidth in GB/s: convert it to TB/s "
-             "(1 TB/s = 1000 GB/s) before dividing or multiplying",
+    "(1 TB/s = 1000 GB/s) before dividing or multiplying",
     "precision": "an FP16 kernel meets the FP16 Tensor Core peak and an FP32 kernel the FP32 "
-                 "one (KERNELS says which)",
+    "one (KERNELS says which)",
     "lower-roof": "the attainable performance is the LOWER of the two roofs",
     "ridge-inverted": "the ridge is the peak divided by the bandwidth (TFLOPS / TB/s = FLOP/B)",
     "at-ridge": "exactly at the ridge both roofs agree, and the notebook's answer is 'compute'",
 }
-CHECK_FLOP_RULES = ("recount the FLOPs with the notebook's rules: an FMA is two FLOPs, a lone "
-                    "add one, and a reduction of n values n adds")
-CHECK_BYTE_RULES = ("recount the bytes with the notebook's rules: each array read once and each "
-                    "written once (one read and written counts twice), 4 bytes per FP32 "
-                    "element, 2 per FP16, and scalars are free")
+CHECK_FLOP_RULES = (
+    "recount the FLOPs with the notebook's rules: an FMA is two FLOPs, a lone "
+    "add one, and a reduction of n values n adds"
+)
+CHECK_BYTE_RULES = (
+    "recount the bytes with the notebook's rules: each array read once and each "
+    "written once (one read and written counts twice), 4 bytes per FP32 "
+    "element, 2 per FP16, and scalars are free"
+)
 
 
 # -- the reference arithmetic (gpulab's hidden file) -------------------------------------------
@@ -127,9 +150,12 @@ def check_place(name, n, gpu, table=None, precision=None):
     peak, bandwidth = r[f"{precision}_tflops"], r["bandwidth_tbs"]
     flops, nbytes = check_counts(name, n)
     intensity = flops / nbytes
-    return {"intensity": intensity, "ridge": peak / bandwidth,
-            "attainable_tflops": min(peak, intensity * bandwidth),
-            "limit": check_bound(intensity, peak, bandwidth)}
+    return {
+        "intensity": intensity,
+        "ridge": peak / bandwidth,
+        "attainable_tflops": min(peak, intensity * bandwidth),
+        "limit": check_bound(intensity, peak, bandwidth),
+    }
 
 
 def check_place_mistakes(name, n, gpu):
@@ -156,10 +182,16 @@ def check_reference_answers():
     cases = [(i, p, b) for p, b in CHECK_ROOFS for i in CHECK_INTENSITIES]
     for i, p, b in cases + [(i, p, b) for p, b, i in CHECK_AT_THE_RIDGE]:
         at_ridge = i * b == p
-        out[f"attainable({i!r}, {p}, {b})"] = (min(p, i * b), False,
-                                               [("lower-roof", max(p, i * b))])
-        out[f"limit({i!r}, {p}, {b})"] = (check_bound(i, p, b), False,
-                                          [("at-ridge", "memory")] if at_ridge else [])
+        out[f"attainable({i!r}, {p}, {b})"] = (
+            min(p, i * b),
+            False,
+            [("lower-roof", max(p, i * b))],
+        )
+        out[f"limit({i!r}, {p}, {b})"] = (
+            check_bound(i, p, b),
+            False,
+            [("at-ridge", "memory")] if at_ridge else [],
+        )
     for gpu in CHECK_DATASHEET:
         right, wrong = check_roofs(gpu), check_roof_mistakes(gpu)
         for key in CHECK_ROOF_KEYS:
@@ -174,7 +206,10 @@ def check_reference_answers():
             placed, misplaced = check_place(name, n, gpu), check_place_mistakes(name, n, gpu)
             for key in CHECK_PLACE_KEYS:
                 out[f"place_kernel({name!r}, {n}, {gpu!r})[{key!r}]"] = (
-                    placed[key], False, misplaced.get(key, []))
+                    placed[key],
+                    False,
+                    misplaced.get(key, []),
+                )
     return out
 
 
@@ -206,8 +241,14 @@ def check_judged(case, got, *, count=False):
     mark = check_answer_text(got, count=count)
     if mark is not None and mark == check_answer_text(answer, count=count):
         return None
-    return next((CHECK_MISTAKES[tag] for tag, value in mistakes
-                 if mark is not None and mark == check_answer_text(value, count=count)), "")
+    return next(
+        (
+            CHECK_MISTAKES[tag]
+            for tag, value in mistakes
+            if mark is not None and mark == check_answer_text(value, count=count)
+        ),
+        "",
+    )
 
 
 def check_but(why, otherwise):
@@ -219,7 +260,8 @@ def check_datasheet_is_current():
         for key, (number, unit) in values.items():
             entry = CHECK_SPECS.gpus[gpu].values.get(key) if gpu in CHECK_SPECS.gpus else None
             assert entry is not None and (entry.value, entry.unit) == (number, unit), (
-                f"the check itself is out of date: {gpu}'s {key} is no longer {number} {unit}")
+                f"the check itself is out of date: {gpu}'s {key} is no longer {number} {unit}"
+            )
 
 
 # -- calls, exceptions told by their type ---------------------------------------------------------
@@ -260,11 +302,16 @@ def check_count_problem(name, n, got, flops_wrong, bytes_wrong):
     if flops_wrong is not None and bytes_wrong is not None:
         which = "both the FLOPs and the bytes are wrong"
     else:
-        which = ("the FLOPs are wrong (the bytes are right)" if flops_wrong is not None
-                 else "the bytes are wrong (the FLOPs are right)")
-    advice = [why for why in (flops_wrong, bytes_wrong) if why] or \
-        [rule for rule, wrong in ((CHECK_FLOP_RULES, flops_wrong),
-                                  (CHECK_BYTE_RULES, bytes_wrong)) if wrong is not None]
+        which = (
+            "the FLOPs are wrong (the bytes are right)"
+            if flops_wrong is not None
+            else "the bytes are wrong (the FLOPs are right)"
+        )
+    advice = [why for why in (flops_wrong, bytes_wrong) if why] or [
+        rule
+        for rule, wrong in ((CHECK_FLOP_RULES, flops_wrong), (CHECK_BYTE_RULES, bytes_wrong))
+        if wrong is not None
+    ]
     return f"{call} returned {got!r}: {which}; {'; '.join(advice)}"
 
 
@@ -282,8 +329,7 @@ def check_same(got, want):
 
 
 def check_named(got, variants):
-    return next((str(CHECK_MISTAKES[tag]) for tag, value in variants
-                 if check_same(got, value)), "")
+    return next((str(CHECK_MISTAKES[tag]) for tag, value in variants if check_same(got, value)), "")
 
 
 def check_wrong(got, want, variants=()):
@@ -299,8 +345,10 @@ def check_log_uniform(rng, low, high):
 
 
 def check_random_roofs(rng):
-    return (round(check_log_uniform(rng, 1.0, 5000.0), 3),
-            round(check_log_uniform(rng, 0.05, 20.0), 4))
+    return (
+        round(check_log_uniform(rng, 1.0, 5000.0), 3),
+        round(check_log_uniform(rng, 0.05, 20.0), 4),
+    )
 
 
 # %% test test_arithmetic_intensity points=1 needs=intensity
@@ -309,38 +357,47 @@ for flops, nbytes in CHECK_INTENSITY_CASES:
     got = arithmetic_intensity(flops, nbytes)
     assert check_judged(call, got) is None, (
         f"{call} returned {got!r}, which is not the intensity of {flops} FLOPs on {nbytes} "
-        "bytes: divide the FLOPs by the bytes moved")
+        "bytes: divide the FLOPs by the bytes moved"
+    )
 
 # %% test test_zero_bytes_is_refused points=1 needs=intensity
 ok, did = check_raised_value_error("arithmetic_intensity", 1, 0)
-assert ok, (f"arithmetic_intensity(1, 0) {did}, but it should raise ValueError: a kernel that "
-            "moves no bytes has no arithmetic intensity")
+assert ok, (
+    f"arithmetic_intensity(1, 0) {did}, but it should raise ValueError: a kernel that "
+    "moves no bytes has no arithmetic intensity"
+)
 ok, got = check_accepted("arithmetic_intensity", 0, 8)
 assert ok and check_is_number(got), (
-    f"arithmetic_intensity(0, 8) gave {got!r}, but zero FLOPs is a valid input (a copy)")
+    f"arithmetic_intensity(0, 8) gave {got!r}, but zero FLOPs is a valid input (a copy)"
+)
 
 # %% test test_ridge_points points=1 needs=roofline
 for peak, bandwidth in CHECK_ROOFS:
     call = f"ridge_point({peak}, {bandwidth})"
     got = ridge_point(peak, bandwidth)
     why = check_judged(call, got)
-    assert why is None, (f"{call} returned {got!r}, which is not where the roofs meet: "
-                         + check_but(why, "where intensity x bandwidth = peak"))
+    assert why is None, f"{call} returned {got!r}, which is not where the roofs meet: " + check_but(
+        why, "where intensity x bandwidth = peak"
+    )
 
 # %% test test_attainable_and_limit points=2 needs=roofline
-cases = [(i, p, b) for p, b in CHECK_ROOFS for i in CHECK_INTENSITIES] + \
-    [(i, p, b) for p, b, i in CHECK_AT_THE_RIDGE]
+cases = [(i, p, b) for p, b in CHECK_ROOFS for i in CHECK_INTENSITIES] + [
+    (i, p, b) for p, b, i in CHECK_AT_THE_RIDGE
+]
 for intensity, peak, bandwidth in cases:
     args = f"{intensity!r}, {peak}, {bandwidth}"
     got = attainable(intensity, peak, bandwidth)
     why = check_judged(f"attainable({args})", got)
-    assert why is None, (f"attainable({args}) returned {got!r}: "
-                         + check_but(why, "the lower of the peak and intensity x bandwidth"))
+    assert why is None, f"attainable({args}) returned {got!r}: " + check_but(
+        why, "the lower of the peak and intensity x bandwidth"
+    )
     got = limit(intensity, peak, bandwidth)
     why = check_judged(f"limit({args})", got)
-    assert why is None, (f"limit({args}) returned {got!r}, which is not the roof that limits "
-                         "there: " + check_but(why, "'memory' when intensity x bandwidth < "
-                                               "peak, otherwise 'compute'"))
+    assert why is None, (
+        f"limit({args}) returned {got!r}, which is not the roof that limits "
+        "there: "
+        + check_but(why, "'memory' when intensity x bandwidth < peak, otherwise 'compute'")
+    )
 
 # %% test test_gpu_roofs points=2 needs=gpus,roofline
 check_datasheet_is_current()
@@ -353,7 +410,8 @@ for gpu in CHECK_DATASHEET:
         why = check_judged(f"gpu_roofs({gpu!r})[{key!r}]", got[key])
         assert why is None, (
             f"gpu_roofs({gpu!r})[{key!r}] is {got[key]!r}, which does not follow from "
-            f"specs.toml's datasheet values: {check_but(why, 'peaks in TFLOPS, TB/s, FLOP/B')}")
+            f"specs.toml's datasheet values: {check_but(why, 'peaks in TFLOPS, TB/s, FLOP/B')}"
+        )
 
 # %% test test_kernel_counts points=2 needs=kernels,intensity
 problems = []
@@ -362,17 +420,23 @@ for name in CHECK_PRECISION:
         call = f"kernel_counts({name!r}, {n})"
         got = kernel_counts(name, n)
         assert check_counts_shape(got), f"{call} returned {got!r:.100}, not (FLOPs, bytes)"
-        problem = check_count_problem(name, n, got,
-                                      check_judged(f"{call}[flops]", got[0], count=True),
-                                      check_judged(f"{call}[bytes]", got[1], count=True))
+        problem = check_count_problem(
+            name,
+            n,
+            got,
+            check_judged(f"{call}[flops]", got[0], count=True),
+            check_judged(f"{call}[bytes]", got[1], count=True),
+        )
         if problem:
             problems.append(problem)
-            break                            # one size per kernel says enough
+            break  # one size per kernel says enough
         intensity = kernel_intensity(name, n)
         assert check_is_number(intensity) and math.isclose(
-            intensity, got[0] / got[1], rel_tol=1e-9), (
+            intensity, got[0] / got[1], rel_tol=1e-9
+        ), (
             f"kernel_intensity({name!r}, {n}) returned {intensity!r}, but kernel_counts gives "
-            f"{got[0]} FLOPs and {got[1]} bytes: divide one by the other")
+            f"{got[0]} FLOPs and {got[1]} bytes: divide one by the other"
+        )
 assert not problems, "\n".join(problems)
 
 # %% test test_place_kernel points=2 needs=all
@@ -387,8 +451,8 @@ for gpu in CHECK_DATASHEET:
         for key in CHECK_PLACE_KEYS:
             why = check_judged(f"{call}[{key!r}]", got[key])
             assert why is None, f"{call}[{key!r}] is {got[key]!r}: " + check_but(
-                why, f"{name} is {CHECK_PRECISION[name]}: use {gpu}'s "
-                     f"{CHECK_PRECISION[name]} roofs")
+                why, f"{name} is {CHECK_PRECISION[name]}: use {gpu}'s {CHECK_PRECISION[name]} roofs"
+            )
 
 # %% hidden test_random_roofs points=2 needs=roofline
 rng = random.Random(CHECK_SEED)
@@ -396,7 +460,7 @@ cases = []
 for _ in range(40):
     peak, bandwidth = check_random_roofs(rng)
     cases.append((check_log_uniform(rng, 1e-3, 1e5), peak, bandwidth))
-for _ in range(8):      # exactly at the ridge: a power-of-two bandwidth keeps it exact
+for _ in range(8):  # exactly at the ridge: a power-of-two bandwidth keeps it exact
     peak, bandwidth = round(check_log_uniform(rng, 1.0, 5000.0), 3), 2.0 ** rng.randint(-3, 4)
     cases.append((peak / bandwidth, peak, bandwidth))
 rng.shuffle(cases)
@@ -404,22 +468,26 @@ for intensity, peak, bandwidth in cases:
     args = f"{intensity!r}, {peak}, {bandwidth}"
     got = ridge_point(peak, bandwidth)
     why = check_wrong(got, peak / bandwidth, [("ridge-inverted", bandwidth / peak)])
-    assert why is None, (f"ridge_point({peak}, {bandwidth}) returned {got!r}: "
-                         + check_but(why, "peak / bandwidth"))
+    assert why is None, f"ridge_point({peak}, {bandwidth}) returned {got!r}: " + check_but(
+        why, "peak / bandwidth"
+    )
     got = attainable(intensity, peak, bandwidth)
-    why = check_wrong(got, min(peak, intensity * bandwidth),
-                      [("lower-roof", max(peak, intensity * bandwidth))])
-    assert why is None, (f"attainable({args}) returned {got!r}: "
-                         + check_but(why, CHECK_MISTAKES["lower-roof"]))
+    why = check_wrong(
+        got, min(peak, intensity * bandwidth), [("lower-roof", max(peak, intensity * bandwidth))]
+    )
+    assert why is None, f"attainable({args}) returned {got!r}: " + check_but(
+        why, CHECK_MISTAKES["lower-roof"]
+    )
     at_ridge = intensity * bandwidth == peak
     if check_near_ridge(intensity, peak, bandwidth) and not at_ridge:
         continue
     got = limit(intensity, peak, bandwidth)
-    why = check_wrong(got, check_bound(intensity, peak, bandwidth),
-                      [("at-ridge", "memory")] if at_ridge else [])
-    assert why is None, (f"limit({args}) returned {got!r}: "
-                         + check_but(why, "'memory' when intensity x bandwidth < peak, "
-                                          "otherwise 'compute'"))
+    why = check_wrong(
+        got, check_bound(intensity, peak, bandwidth), [("at-ridge", "memory")] if at_ridge else []
+    )
+    assert why is None, f"limit({args}) returned {got!r}: " + check_but(
+        why, "'memory' when intensity x bandwidth < peak, otherwise 'compute'"
+    )
 
 # %% hidden test_zero_flops points=1 needs=intensity,roofline
 rng = random.Random(CHECK_SEED + 1)
@@ -438,8 +506,9 @@ peak, bandwidth = check_random_roofs(rng)
 some, intensity = rng.randint(1, 10**6), check_log_uniform(rng, 1e-3, 1e4)
 gpu, kernel = rng.choice(list(CHECK_SPECS.gpus)), rng.choice(list(CHECK_PRECISION))
 no_gpu = f"gpu-{rng.randrange(16**6):06x}"
-no_kernel = f"{rng.choice(('conv2d', 'softmax', 'scan', 'stencil', 'attention'))}" \
-            f"_{rng.randrange(100)}"
+no_kernel = (
+    f"{rng.choice(('conv2d', 'softmax', 'scan', 'stencil', 'attention'))}_{rng.randrange(100)}"
+)
 refused = [
     ("arithmetic_intensity", (some, 0), "no bytes moved"),
     ("arithmetic_intensity", (some, -some), "negative bytes"),
@@ -490,9 +559,10 @@ for gpu in gpus:
     for key, value in check_roofs(gpu).items():
         assert key in got, f"gpu_roofs({gpu!r}) has no {key!r}: got {sorted(got)}"
         why = check_wrong(got[key], value, mistakes.get(key, []))
-        assert why is None, (f"gpu_roofs({gpu!r})[{key!r}] is {got[key]!r}, which does not "
-                             "follow from specs.toml: "
-                             + check_but(why, "peaks in TFLOPS, the bandwidth in TB/s"))
+        assert why is None, (
+            f"gpu_roofs({gpu!r})[{key!r}] is {got[key]!r}, which does not "
+            "follow from specs.toml: " + check_but(why, "peaks in TFLOPS, the bandwidth in TB/s")
+        )
 
 # %% hidden test_kernels_at_other_sizes points=1 needs=kernels,intensity
 rng = random.Random(CHECK_SEED + 4)
@@ -505,16 +575,18 @@ for name in CHECK_PRECISION:
         right, mistakes = check_counts(name, n), check_count_mistakes(name, n)
         got = kernel_counts(name, n)
         assert check_counts_shape(got), (
-            f"kernel_counts({name!r}, {n}) returned {got!r:.100}, not (FLOPs, bytes)")
+            f"kernel_counts({name!r}, {n}) returned {got!r:.100}, not (FLOPs, bytes)"
+        )
         flops_wrong = None if got[0] == right[0] else check_named(got[0], mistakes["flops"])
         bytes_wrong = None if got[1] == right[1] else check_named(got[1], mistakes["bytes"])
         problem = check_count_problem(name, n, got, flops_wrong, bytes_wrong)
         if problem:
             problems.append(problem)
-            break                            # one size per kernel says enough
+            break  # one size per kernel says enough
         got = kernel_intensity(name, n)
         assert check_close(got, right[0] / right[1]), (
-            f"kernel_intensity({name!r}, {n}) returned {got!r}, but kernel_counts is right")
+            f"kernel_intensity({name!r}, {n}) returned {got!r}, but kernel_counts is right"
+        )
 assert not problems, "\n".join(problems)
 
 # %% hidden test_place_on_every_gpu points=2 needs=all
@@ -522,11 +594,15 @@ rng = random.Random(CHECK_SEED + 5)
 gpus = list(CHECK_SPECS.gpus)
 rng.shuffle(gpus)
 for gpu in gpus:
-    crossover = 3 * check_roofs(gpu)["fp16_ridge"]   # a GEMM of side n has intensity n / 3
+    crossover = 3 * check_roofs(gpu)["fp16_ridge"]  # a GEMM of side n has intensity n / 3
     cases = [(name, rng.randint(1, 10**6)) for name in ("vector_add", "saxpy", "reduction")]
-    cases += [("matvec", rng.randint(1, 20000)), ("gemm", rng.randint(1, 64)),
-              ("gemm", math.floor(crossover)), ("gemm", math.ceil(crossover) + 1),
-              ("gemm", rng.randint(4096, 32768))]
+    cases += [
+        ("matvec", rng.randint(1, 20000)),
+        ("gemm", rng.randint(1, 64)),
+        ("gemm", math.floor(crossover)),
+        ("gemm", math.ceil(crossover) + 1),
+        ("gemm", rng.randint(4096, 32768)),
+    ]
     for name, n in cases:
         precision = CHECK_PRECISION[name]
         call = f"place_kernel({name!r}, {n}, {gpu!r})"
@@ -537,10 +613,11 @@ for gpu in gpus:
             assert key in got, f"{call} has no {key!r}: got {sorted(got)}"
             why = check_wrong(got[key], want[key], mistakes.get(key, []))
             assert why is None, f"{call}[{key!r}] is {got[key]!r}: " + check_but(
-                why, f"{name} is {precision}: use {gpu}'s {precision} roofs")
+                why, f"{name} is {precision}: use {gpu}'s {precision} roofs"
+            )
         r = check_roofs(gpu)
-        if not check_near_ridge(want["intensity"], r[f"{precision}_tflops"],
-                                r["bandwidth_tbs"]):
+        if not check_near_ridge(want["intensity"], r[f"{precision}_tflops"], r["bandwidth_tbs"]):
             assert got.get("limit") == want["limit"], (
                 f"{call}['limit'] is {got.get('limit')!r}: compare the intensity with "
-                f"{gpu}'s {precision} ridge")
+                f"{gpu}'s {precision} ridge"
+            )

@@ -49,8 +49,16 @@ if TYPE_CHECKING:
     from gpulab.course.lesson import Lesson
     from gpulab.course.specs import Source, Specs
 
-__all__ = ["MARKER", "BookError", "BookResult", "Progress", "build_book", "check_course",
-           "default_out", "find_book_dir"]
+__all__ = [
+    "MARKER",
+    "BookError",
+    "BookResult",
+    "Progress",
+    "build_book",
+    "check_course",
+    "default_out",
+    "find_book_dir",
+]
 
 Progress = Callable[[str, int, int], None]
 """Called before each step with what it does, the steps done and the steps in all."""
@@ -78,8 +86,9 @@ def default_out() -> Path:
     """Where the book goes by default: book/_build/html in the checkout, or under the
     working folder when gpulab is installed (never inside the installed package)."""
     book = find_book_dir()
-    if os.environ.get("GPULAB_BOOK_DIR") or (Path(__file__).resolve().parent.parent
-                                             in book.parents):
+    if os.environ.get("GPULAB_BOOK_DIR") or (
+        Path(__file__).resolve().parent.parent in book.parents
+    ):
         return Path.cwd() / "book" / "_build" / "html"
     return book / "_build" / "html"
 
@@ -110,11 +119,15 @@ def check_course(course: Course) -> list[Problem]:
         problems.extend(exc.problems)
     for exercise in course.exercises():
         if not exercise.notebook.is_file():
-            problems.append(Problem(
-                course.manifest.path, exercise.line,
-                f"exercise {exercise.name!r}: its notebook "
-                f"exercises/{exercise.lesson}/{exercise.notebook.name} does not exist",
-                "run `gpulab dev build` to generate it from its solution"))
+            problems.append(
+                Problem(
+                    course.manifest.path,
+                    exercise.line,
+                    f"exercise {exercise.name!r}: its notebook "
+                    f"exercises/{exercise.lesson}/{exercise.notebook.name} does not exist",
+                    "run `gpulab dev build` to generate it from its solution",
+                )
+            )
     return problems
 
 
@@ -132,8 +145,10 @@ def build_book(course: Course, out: Path, *, progress: Progress | None = None) -
     try:
         builder = _Builder(course, work, find_book_dir(), progress)
         pages = builder.build()
-        (work / MARKER).write_text("built by `gpulab book`; the whole folder is replaced "
-                                   "on the next build\n", encoding="utf-8")
+        (work / MARKER).write_text(
+            "built by `gpulab book`; the whole folder is replaced on the next build\n",
+            encoding="utf-8",
+        )
         put_in_place(work, out)
     except OSError as exc:
         raise write_error(exc, "cannot build the book") from None
@@ -146,21 +161,29 @@ def build_book(course: Course, out: Path, *, progress: Progress | None = None) -
 class _Builder:
     """Renders the pages of one book into `out`."""
 
-    def __init__(self, course: Course, out: Path, book_dir: Path,
-                 progress: Progress | None) -> None:
+    def __init__(
+        self, course: Course, out: Path, book_dir: Path, progress: Progress | None
+    ) -> None:
         templates, assets = book_dir / "templates", book_dir / "assets"
         for folder in (templates, assets):
             if not folder.is_dir():
-                raise BookError(f"the book's {folder.name} folder {folder} is missing: "
-                                "reinstall gpulab, or set GPULAB_BOOK_DIR to a folder "
-                                "that holds templates/ and assets/")
+                raise BookError(
+                    f"the book's {folder.name} folder {folder} is missing: "
+                    "reinstall gpulab, or set GPULAB_BOOK_DIR to a folder "
+                    "that holds templates/ and assets/"
+                )
         self.course = course
         self.out = out
         self.assets = assets
         self.progress = progress
-        self.env = Environment(loader=FileSystemLoader(templates), autoescape=True,
-                               undefined=StrictUndefined, trim_blocks=True,
-                               lstrip_blocks=True, keep_trailing_newline=True)
+        self.env = Environment(
+            loader=FileSystemLoader(templates),
+            autoescape=True,
+            undefined=StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+        )
         self.ids = list(dict.fromkeys(e.id for e in course.entries))
         self.entries = {e.id: e for e in reversed(course.entries)}  # the first of a duplicate
         self.lessons: dict[str, Lesson] = {i: course.lesson(i) for i in self.ids}
@@ -205,13 +228,16 @@ class _Builder:
         depth = page.count("/")
         try:
             html = self.env.get_template(template).render(
-                root="../" * depth, page=page, course_title=self.course.title, toc=self.toc,
-                **context)
+                root="../" * depth,
+                page=page,
+                course_title=self.course.title,
+                toc=self.toc,
+                **context,
+            )
         except TemplateError as exc:
             where = getattr(exc, "filename", None) or template
             line = getattr(exc, "lineno", None)
-            raise BookError(f"book template {where}{f':{line}' if line else ''}: {exc}") \
-                from None
+            raise BookError(f"book template {where}{f':{line}' if line else ''}: {exc}") from None
         target = self.out / page
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(html, encoding="utf-8")
@@ -222,35 +248,52 @@ class _Builder:
         (self.out / "assets" / "pygments.css").write_text(pygments_css(), encoding="utf-8")
 
     # -- pages ------------------------------------------------------------
-    def lesson_page(self, lesson_id: str, recorded: dict[str, Any],
-                    figures: BookFigures) -> None:
+    def lesson_page(self, lesson_id: str, recorded: dict[str, Any], figures: BookFigures) -> None:
         lesson, entry = self.lessons[lesson_id], self.entries[lesson_id]
         renderer = self.renderer
         href = f"lessons/{lesson_id}.html"
-        self.index.append(IndexEntry(lesson.title, href, f"Day {entry.day}", "lesson",
-                                     " ".join(lesson.front.objectives)))
+        self.index.append(
+            IndexEntry(
+                lesson.title, href, f"Day {entry.day}", "lesson", " ".join(lesson.front.objectives)
+            )
+        )
         cited: list[str] = []
         for node in lesson.nodes:
             cited.extend(c for c in node.claims if c not in cited)
             if node.parent is not None:
                 answer = answer_at(node)
-                asked = node.notes[:answer]    # search must not give an answer away
-                text = " ".join([plain_text(n.markdown) for n in asked] + [
-                    figures.caption_text(m.id) for m in node.figures
-                    if answer is None or (m.at is not None and m.at <= answer)])
-                self.index.append(IndexEntry(node.title, f"{href}#{node_anchor(node.key)}",
-                                             lesson.title, "node", text))
-        cards = [claim_card(self.course.claims[c], recorded) for c in cited
-                 if c in self.course.claims]
+                asked = node.notes[:answer]  # search must not give an answer away
+                text = " ".join(
+                    [plain_text(n.markdown) for n in asked]
+                    + [
+                        figures.caption_text(m.id)
+                        for m in node.figures
+                        if answer is None or (m.at is not None and m.at <= answer)
+                    ]
+                )
+                self.index.append(
+                    IndexEntry(
+                        node.title, f"{href}#{node_anchor(node.key)}", lesson.title, "node", text
+                    )
+                )
+        cards = [
+            claim_card(self.course.claims[c], recorded) for c in cited if c in self.course.claims
+        ]
         before, after = self.course.neighbour(lesson_id, -1), self.course.neighbour(lesson_id, 1)
-        self.write(href, "lesson.html",
-                   lesson=lesson, entry=entry,
-                   objectives=[renderer.inline(o) for o in lesson.front.objectives],
-                   mindmap=mindmap_json(mindmap_data(lesson, renderer)),
-                   options=mindmap_json(lesson.front.markmap),
-                   outline=outline(lesson, renderer, figures.page()), cards=cards,
-                   exercises=self.course.exercises(lesson_id),
-                   previous=self._link(before), next=self._link(after))
+        self.write(
+            href,
+            "lesson.html",
+            lesson=lesson,
+            entry=entry,
+            objectives=[renderer.inline(o) for o in lesson.front.objectives],
+            mindmap=mindmap_json(mindmap_data(lesson, renderer)),
+            options=mindmap_json(lesson.front.markmap),
+            outline=outline(lesson, renderer, figures.page()),
+            cards=cards,
+            exercises=self.course.exercises(lesson_id),
+            previous=self._link(before),
+            next=self._link(after),
+        )
 
     def _link(self, lesson_id: str | None) -> dict[str, str] | None:
         if lesson_id is None:
@@ -263,25 +306,47 @@ class _Builder:
         body = notebooks.render(exercise, self.course.manifest.path)
         href = f"exercises/{exercise.name}.html"
         lesson = self.entries[exercise.lesson]
-        self.index.append(IndexEntry(exercise.name, href, lesson.title, "exercise",
-                                     plain_text(body)))
-        neighbours = [exercises[i] if 0 <= i < len(exercises) else None
-                      for i in (number - 1, number + 1)]
-        self.write(href, "exercise.html", exercise=exercise, lesson=lesson, notebook=body,
-                   hints=[self.renderer.inline(h) for h in exercise.hints],
-                   previous=neighbours[0], next=neighbours[1])
+        self.index.append(
+            IndexEntry(exercise.name, href, lesson.title, "exercise", plain_text(body))
+        )
+        neighbours = [
+            exercises[i] if 0 <= i < len(exercises) else None for i in (number - 1, number + 1)
+        ]
+        self.write(
+            href,
+            "exercise.html",
+            exercise=exercise,
+            lesson=lesson,
+            notebook=body,
+            hints=[self.renderer.inline(h) for h in exercise.hints],
+            previous=neighbours[0],
+            next=neighbours[1],
+        )
 
     def specs_page(self) -> None:
         specs = self.course.specs
         links = self._source_links(specs)
         for table in (*specs.gpus.values(), *specs.topics.values()):
-            self.index.append(IndexEntry(table.title, f"specs.html#{table.kind}-{table.id}",
-                                         "Specs", table.kind,
-                                         " ".join(k.replace("_", " ") for k in table.values)))
+            self.index.append(
+                IndexEntry(
+                    table.title,
+                    f"specs.html#{table.kind}-{table.id}",
+                    "Specs",
+                    table.kind,
+                    " ".join(k.replace("_", " ") for k in table.values),
+                )
+            )
         gpus = list(specs.gpus.values())
         keys = list(dict.fromkeys(key for gpu in gpus for key in gpu.values))
-        self.write("specs.html", "specs.html", specs=specs, gpus=gpus, keys=keys,
-                   topics=list(specs.topics.values()), source_href=links)
+        self.write(
+            "specs.html",
+            "specs.html",
+            specs=specs,
+            gpus=gpus,
+            keys=keys,
+            topics=list(specs.topics.values()),
+            source_href=links,
+        )
 
     def _source_links(self, specs: Specs) -> dict[str, str]:
         """Each source's link: its URL, or a copy of its file inside the book."""
@@ -301,15 +366,29 @@ class _Builder:
     def front_page(self) -> None:
         days = []
         for day, entries in self.course.days():
-            lessons = [(e, self.lessons[e.id], self.course.exercises(e.id)) for e in entries
-                       if e.id in self.lessons]
+            lessons = [
+                (e, self.lessons[e.id], self.course.exercises(e.id))
+                for e in entries
+                if e.id in self.lessons
+            ]
             days.append((day, lessons))
-        objectives = {lesson_id: [self.renderer.inline(o) for o in lesson.front.objectives]
-                      for lesson_id, lesson in self.lessons.items()}
-        self.write("index.html", "front.html", days=days, objectives=objectives,
-                   plan_days=self.course.manifest.plan_days,
-                   first=self._link(self.ids[0]) if self.ids else None)
+        objectives = {
+            lesson_id: [self.renderer.inline(o) for o in lesson.front.objectives]
+            for lesson_id, lesson in self.lessons.items()
+        }
+        self.write(
+            "index.html",
+            "front.html",
+            days=days,
+            objectives=objectives,
+            plan_days=self.course.manifest.plan_days,
+            first=self._link(self.ids[0]) if self.ids else None,
+        )
 
     def search_page(self) -> None:
-        self.write("search.html", "search.html", index_json=search_json(self.index),
-                   groups=a_to_z(self.index))
+        self.write(
+            "search.html",
+            "search.html",
+            index_json=search_json(self.index),
+            groups=a_to_z(self.index),
+        )

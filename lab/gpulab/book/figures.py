@@ -43,10 +43,12 @@ class BookFigures:
     """Draws the course's figures from the recording, each once, and places them."""
 
     def __init__(self, course: Course, recorded: dict[str, ProbeResult]) -> None:
-        self.inputs = Inputs(recorded=recorded, specs=course.specs,
-                             baseline=load_baseline(course.manifest.path.parent))
-        self.diagram_inputs = DiagramInputs(recorded=recorded, specs=course.specs,
-                                            course=course)
+        self.inputs = Inputs(
+            recorded=recorded,
+            specs=course.specs,
+            baseline=load_baseline(course.manifest.path.parent),
+        )
+        self.diagram_inputs = DiagramInputs(recorded=recorded, specs=course.specs, course=course)
         self._data: dict[str, FigureData] = {}
         self._diagrams: dict[str, DiagramData] = {}
         self._svg: dict[tuple[str, str], str] = {}
@@ -62,8 +64,7 @@ class BookFigures:
 
     def diagram(self, diagram_id: str) -> DiagramData:
         if diagram_id not in self._diagrams:
-            self._diagrams[diagram_id] = build_diagram(DIAGRAMS[diagram_id],
-                                                       self.diagram_inputs)
+            self._diagrams[diagram_id] = build_diagram(DIAGRAMS[diagram_id], self.diagram_inputs)
         return self._diagrams[diagram_id]
 
     def svg(self, figure_id: str, prefix: str) -> str:
@@ -105,31 +106,42 @@ class PagePlacer:
         data = self.figures.data(figure_id)
         title = html.escape(data.title)
         if not data.drawable:
-            return (f'<figure class="probe-figure missing" id="{anchor}">'
-                    f'<figcaption><span class="figure-title">{title}</span>: not drawn: '
-                    f"{html.escape(data.missing)}</figcaption></figure>\n")
+            return (
+                f'<figure class="probe-figure missing" id="{anchor}">'
+                f'<figcaption><span class="figure-title">{title}</span>: not drawn: '
+                f"{html.escape(data.missing)}</figcaption></figure>\n"
+            )
         svg = self.figures.svg(figure_id, f"{anchor}-")
         notes = "".join(f" {html.escape(n)}." for n in data.notes)
         probes = FIGURES[figure_id].probes
-        yours = (f" <code>gpulab probe run {html.escape(' '.join(probes))}</code> measures "
-                 "yours." if probes else "")
-        return (f'<figure class="probe-figure" id="{anchor}">\n{svg}'
-                f'<figcaption><span class="figure-title">{title}.</span> '
-                f"{html.escape(data.caption)}{notes} — "
-                f'<span class="figure-source">{html.escape(data.source)}</span>.{yours}'
-                "</figcaption></figure>\n")
+        yours = (
+            f" <code>gpulab probe run {html.escape(' '.join(probes))}</code> measures yours."
+            if probes
+            else ""
+        )
+        return (
+            f'<figure class="probe-figure" id="{anchor}">\n{svg}'
+            f'<figcaption><span class="figure-title">{title}.</span> '
+            f"{html.escape(data.caption)}{notes} — "
+            f'<span class="figure-source">{html.escape(data.source)}</span>.{yours}'
+            "</figcaption></figure>\n"
+        )
 
     def _diagram(self, diagram_id: str, anchor: str) -> str:
         data = self.figures.diagram(diagram_id)
         title = html.escape(data.title)
         if not data.drawable:
-            return (f'<figure class="probe-figure diagram missing" id="{anchor}">'
-                    f'<figcaption><span class="figure-title">{title}</span>: not drawn: '
-                    f"{html.escape(data.missing)}</figcaption></figure>\n")
+            return (
+                f'<figure class="probe-figure diagram missing" id="{anchor}">'
+                f'<figcaption><span class="figure-title">{title}</span>: not drawn: '
+                f"{html.escape(data.missing)}</figcaption></figure>\n"
+            )
         svg = self.figures.svg(diagram_id, f"{anchor}-")
         notes = "".join(f" {html.escape(n)}." for n in data.notes)
-        return (f'<figure class="probe-figure diagram" id="{anchor}">\n{svg}'
-                f'<figcaption><span class="figure-title">{title}.</span> '
-                f"{html.escape(data.caption)}{notes} — "
-                f'<span class="figure-source">{html.escape(data.source)}</span>.'
-                "</figcaption></figure>\n")
+        return (
+            f'<figure class="probe-figure diagram" id="{anchor}">\n{svg}'
+            f'<figcaption><span class="figure-title">{title}.</span> '
+            f"{html.escape(data.caption)}{notes} — "
+            f'<span class="figure-source">{html.escape(data.source)}</span>.'
+            "</figcaption></figure>\n"
+        )

@@ -27,9 +27,9 @@ class IndexEntry:
     """One searchable place: its title, where it is, its kind and its words."""
 
     title: str
-    href: str        # relative to the book's root
-    where: str       # the lesson title, "Exercises" or "Specs"
-    kind: str        # "lesson", "node", "exercise", "gpu", "topic"
+    href: str  # relative to the book's root
+    where: str  # the lesson title, "Exercises" or "Specs"
+    kind: str  # "lesson", "node", "exercise", "gpu", "topic"
     text: str = ""
 
 
@@ -41,8 +41,10 @@ def plain_text(markdown: str) -> str:
 
 def search_json(entries: Iterable[IndexEntry]) -> str:
     """The entries as the JSON the search script reads, safe inside ``<script>``."""
-    rows = [{"t": e.title, "u": e.href, "w": e.where, "k": e.kind, "x": e.text[:_MAX_TEXT]}
-            for e in entries]
+    rows = [
+        {"t": e.title, "u": e.href, "w": e.where, "k": e.kind, "x": e.text[:_MAX_TEXT]}
+        for e in entries
+    ]
     return json.dumps(rows, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
 
 
@@ -58,7 +60,8 @@ def _sort_key(entry: IndexEntry) -> tuple[str, str, str]:
 def a_to_z(entries: Iterable[IndexEntry]) -> list[tuple[str, list[IndexEntry]]]:
     """Entries grouped by first letter, A to Z, with titles starting otherwise under "#"."""
     ordered = sorted(entries, key=_sort_key)
-    groups = [(letter, list(group)) for letter, group in groupby(ordered, key=lambda e:
-                                                                   _letter(e.title))]
+    groups = [
+        (letter, list(group)) for letter, group in groupby(ordered, key=lambda e: _letter(e.title))
+    ]
     groups.sort(key=lambda g: (g[0] == "#", g[0]))
     return groups

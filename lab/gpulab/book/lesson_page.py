@@ -72,9 +72,11 @@ def mindmap_data(lesson: Lesson, renderer: MarkdownRenderer) -> dict[str, Any]:
         payload: dict[str, Any] = {"key": node.key, "anchor": node_anchor(node.key)}
         if node.fold:
             payload["fold"] = node.fold
-        return {"content": _title_html(node, renderer),
-                "children": [convert(child) for child in node.children],
-                "payload": payload}
+        return {
+            "content": _title_html(node, renderer),
+            "children": [convert(child) for child in node.children],
+            "payload": payload,
+        }
 
     return convert(lesson.root)
 
@@ -88,14 +90,21 @@ PlaceFigure = Callable[["FigureMark"], str]
 """Gives the HTML of one placed figure."""
 
 
-def outline(lesson: Lesson, renderer: MarkdownRenderer,
-            place: PlaceFigure | None = None) -> OutlineNode:
+def outline(
+    lesson: Lesson, renderer: MarkdownRenderer, place: PlaceFigure | None = None
+) -> OutlineNode:
     """The lesson's tree as outline entries, notes rendered, figures placed by `place`."""
 
     def convert(node: Node) -> OutlineNode:
         notes = _notes_html(node, renderer, place)
-        return OutlineNode(node_anchor(node.key), _title_html(node, renderer), notes,
-                           node.claims, node.fold, [convert(child) for child in node.children])
+        return OutlineNode(
+            node_anchor(node.key),
+            _title_html(node, renderer),
+            notes,
+            node.claims,
+            node.fold,
+            [convert(child) for child in node.children],
+        )
 
     return convert(lesson.root)
 
@@ -106,12 +115,11 @@ def answer_at(node: Node) -> int | None:
     return answer_index(node.notes)
 
 
-def _notes_html(node: Node, renderer: MarkdownRenderer,
-                place: PlaceFigure | None = None) -> str:
+def _notes_html(node: Node, renderer: MarkdownRenderer, place: PlaceFigure | None = None) -> str:
     """The node's notes as HTML, its figures where their markers stand; an answer and
     what follows it folded (a figure placed before the answer stays outside the fold)."""
     html = [renderer.block(note.markdown) for note in node.notes]
-    before = [""] * (len(html) + 1)   # before[i]: the figures shown before note i
+    before = [""] * (len(html) + 1)  # before[i]: the figures shown before note i
     if place is not None:
         for mark in node.figures:
             before[len(html) if mark.at is None else min(mark.at, len(html))] += place(mark)
@@ -119,10 +127,13 @@ def _notes_html(node: Node, renderer: MarkdownRenderer,
     if answer is None:
         return "".join(b + h for b, h in zip(before, html, strict=False)) + before[-1]
     shown = "".join(b + h for b, h in zip(before[:answer], html[:answer], strict=True))
-    folded = html[answer] + "".join(b + h for b, h in zip(before[answer + 1:],
-                                                          html[answer + 1:], strict=False))
-    return (shown + before[answer] + '<details class="answer"><summary>Show the answer'
-            "</summary>\n" + folded + before[-1] + "</details>\n")
+    folded = html[answer] + "".join(
+        b + h for b, h in zip(before[answer + 1 :], html[answer + 1 :], strict=False)
+    )
+    return (
+        shown + before[answer] + '<details class="answer"><summary>Show the answer'
+        "</summary>\n" + folded + before[-1] + "</details>\n"
+    )
 
 
 @dataclass(frozen=True)
@@ -131,11 +142,11 @@ class ClaimCard:
 
     claim: Claim
     anchor: str
-    recorded_label: str = ""     # "recorded on NVIDIA H200, 2025-…", or "" when none
-    recorded_value: str = ""     # the reading as shown, e.g. "55.4 GB/s"
-    verdict: str = ""            # the verdict's words
-    verdict_kind: str = ""       # agrees, differs, other_device, …
-    recorded_problem: str = ""   # why the recording says nothing about this claim
+    recorded_label: str = ""  # "recorded on NVIDIA H200, 2025-…", or "" when none
+    recorded_value: str = ""  # the reading as shown, e.g. "55.4 GB/s"
+    verdict: str = ""  # the verdict's words
+    verdict_kind: str = ""  # agrees, differs, other_device, …
+    recorded_problem: str = ""  # why the recording says nothing about this claim
 
 
 def claim_card(claim: Claim, recorded: dict[str, ProbeResult]) -> ClaimCard:
@@ -146,18 +157,28 @@ def claim_card(claim: Claim, recorded: dict[str, ProbeResult]) -> ClaimCard:
         return ClaimCard(claim, anchor)
     label = result.recorded.label if result.recorded is not None else "recorded"
     if not claim.reading:
-        return ClaimCard(claim, anchor, label, recorded_problem=(
-            f"the {claim.probe} probe has no reading for this claim yet"))
+        return ClaimCard(
+            claim,
+            anchor,
+            label,
+            recorded_problem=(f"the {claim.probe} probe has no reading for this claim yet"),
+        )
     reading = result.reading(claim.reading)
     if reading is None:
-        return ClaimCard(claim, anchor, label, recorded_problem=(
-            f"the recording has no reading {claim.reading!r}"))
+        return ClaimCard(
+            claim,
+            anchor,
+            label,
+            recorded_problem=(f"the recording has no reading {claim.reading!r}"),
+        )
     if reading.status != "ok":
-        return ClaimCard(claim, anchor, label, reading.shown,
-                         recorded_problem=reading.detail or reading.status)
+        return ClaimCard(
+            claim, anchor, label, reading.shown, recorded_problem=reading.detail or reading.status
+        )
     value = reading.value
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return ClaimCard(claim, anchor, label, reading.shown,
-                         recorded_problem="not a number to compare")
+        return ClaimCard(
+            claim, anchor, label, reading.shown, recorded_problem="not a number to compare"
+        )
     verdict = judge(claim, float(value), reading.unit, result.device)
     return ClaimCard(claim, anchor, label, reading.shown, verdict.text, verdict.kind)

@@ -49,14 +49,20 @@ class NotebookRenderer:
         solution when there is one, else the shipped copy; `CourseError` if it cannot be."""
         notebook = entry.notebook
         if "solutions" in notebook.parts or notebook.parent.parent.name != "exercises":
-            raise CourseError.at(manifest, entry.line,
-                                 f"exercise {entry.name!r}: {notebook} is not a student notebook",
-                                 "the book shows exercises/<lesson>/<name>.ipynb only")
+            raise CourseError.at(
+                manifest,
+                entry.line,
+                f"exercise {entry.name!r}: {notebook} is not a student notebook",
+                "the book shows exercises/<lesson>/<name>.ipynb only",
+            )
         if not notebook.is_file():
-            raise CourseError.at(manifest, entry.line,
-                                 f"exercise {entry.name!r}: its notebook "
-                                 f"exercises/{entry.lesson}/{notebook.name} does not exist",
-                                 "run `gpulab dev build` to generate it from its solution")
+            raise CourseError.at(
+                manifest,
+                entry.line,
+                f"exercise {entry.name!r}: its notebook "
+                f"exercises/{entry.lesson}/{notebook.name} does not exist",
+                "run `gpulab dev build` to generate it from its solution",
+            )
         import nbformat
 
         reader: Any = nbformat  # it has no type hints
@@ -70,11 +76,21 @@ class NotebookRenderer:
                 nb = reader.read(notebook, as_version=4)
             body, _ = self._get_exporter().from_notebook_node(nb)
         except Exception as exc:  # nbformat, nbconvert and the build raise many kinds
-            fix = ("run `gpulab dev check` for what is wrong with the solution"
-                   if solution is not None else "open it in JupyterLab and save it again")
-            raise CourseError([Problem(solution or notebook, None,
-                                       f"cannot render the notebook: {type(exc).__name__}: "
-                                       f"{exc}", fix)]) from None
+            fix = (
+                "run `gpulab dev check` for what is wrong with the solution"
+                if solution is not None
+                else "open it in JupyterLab and save it again"
+            )
+            raise CourseError(
+                [
+                    Problem(
+                        solution or notebook,
+                        None,
+                        f"cannot render the notebook: {type(exc).__name__}: {exc}",
+                        fix,
+                    )
+                ]
+            ) from None
         html = _LESSON_HREF.sub(self._lesson_link, str(body))
         return wrap_tables(_HEADING.sub(_shift_heading, html))
 

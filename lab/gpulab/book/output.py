@@ -55,11 +55,14 @@ def _check(out: Path) -> None:
     if existing == out and not out.is_dir():
         raise BookError(f"{out} is a file, not a folder: {_CHOOSE}")
     if not existing.is_dir():
-        raise BookError(f"{existing} is a file, not a folder, so no book can go into "
-                        f"{out}: {_CHOOSE}")
+        raise BookError(
+            f"{existing} is a file, not a folder, so no book can go into {out}: {_CHOOSE}"
+        )
     if existing == out and any(out.iterdir()) and not (out / MARKER).is_file():
-        raise BookError(f"{out} holds files that are not a gpulab book, and building "
-                        f"replaces the whole folder: choose an empty or new folder for --out")
+        raise BookError(
+            f"{out} holds files that are not a gpulab book, and building "
+            f"replaces the whole folder: choose an empty or new folder for --out"
+        )
 
 
 def work_folder(out: Path) -> Path:
@@ -68,8 +71,10 @@ def work_folder(out: Path) -> Path:
         out.parent.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     except OSError as exc:
-        raise BookError(f"cannot write into {out.parent} ({exc.strerror or exc}), where "
-                        f"the book {out} would go: {_CHOOSE}") from None
+        raise BookError(
+            f"cannot write into {out.parent} ({exc.strerror or exc}), where "
+            f"the book {out} would go: {_CHOOSE}"
+        ) from None
 
 
 def put_in_place(work: Path, out: Path) -> None:
@@ -84,8 +89,9 @@ def put_in_place(work: Path, out: Path) -> None:
         if old is not None:
             with suppress(OSError):
                 old.rmdir()  # still empty: the old book did not move
-        raise BookError(f"cannot move the book at {out} aside to replace it "
-                        f"({exc.strerror or exc}): {_CHOOSE}") from None
+        raise BookError(
+            f"cannot move the book at {out} aside to replace it ({exc.strerror or exc}): {_CHOOSE}"
+        ) from None
     try:
         os.replace(work, out)
     except OSError as exc:
@@ -95,7 +101,8 @@ def put_in_place(work: Path, out: Path) -> None:
                 os.replace(old, out)
             except OSError:
                 kept = f"; the previous book is kept in {old}"
-        raise BookError(f"cannot move the new book to {out} ({exc.strerror or exc})"
-                        f"{kept}: {_CHOOSE}") from None
+        raise BookError(
+            f"cannot move the new book to {out} ({exc.strerror or exc}){kept}: {_CHOOSE}"
+        ) from None
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)

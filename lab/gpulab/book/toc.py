@@ -44,10 +44,11 @@ def contents(course: Course) -> tuple[TocDay, ...]:
             if entry.id in seen:
                 continue
             seen.add(entry.id)
-            exercises = tuple(TocLink(e.name, f"exercises/{e.name}.html", e.gpu)
-                              for e in course.exercises(entry.id))
-            lessons.append(TocLink(entry.title, f"lessons/{entry.id}.html",
-                                   children=exercises))
+            exercises = tuple(
+                TocLink(e.name, f"exercises/{e.name}.html", e.gpu)
+                for e in course.exercises(entry.id)
+            )
+            lessons.append(TocLink(entry.title, f"lessons/{entry.id}.html", children=exercises))
         if lessons:
             days.append(TocDay(day, tuple(lessons)))
     return tuple(days)

@@ -97,8 +97,9 @@ class Course:
             entry = self.entry(lesson_id)
         except KeyError:
             known = ", ".join(e.id for e in self.entries)
-            raise CourseError.at(self.manifest.path, None, f"no lesson {lesson_id!r}",
-                                 f"known lessons: {known}") from None
+            raise CourseError.at(
+                self.manifest.path, None, f"no lesson {lesson_id!r}", f"known lessons: {known}"
+            ) from None
         if entry.problems:
             raise CourseError(entry.problems)
         from gpulab.course.lesson import parse_lesson  # the parser loads on first use
@@ -179,22 +180,36 @@ class Course:
                 problems.extend(check_numbers(lesson, self.claims, specs))
             front = lesson.front
             if front.title != entry.title:
-                problems.append(Problem(entry.path, front.line + 1,
-                                        f"title {front.title!r} differs from course.toml's "
-                                        f"{entry.title!r}", "make them the same"))
+                problems.append(
+                    Problem(
+                        entry.path,
+                        front.line + 1,
+                        f"title {front.title!r} differs from course.toml's {entry.title!r}",
+                        "make them the same",
+                    )
+                )
             if front.day != entry.day:
-                problems.append(Problem(entry.path, front.line + 1,
-                                        f"day {front.day} differs from course.toml's {entry.day}",
-                                        "make them the same"))
+                problems.append(
+                    Problem(
+                        entry.path,
+                        front.line + 1,
+                        f"day {front.day} differs from course.toml's {entry.day}",
+                        "make them the same",
+                    )
+                )
         if every_lesson_read:  # an exercise listed only by a broken lesson is listed
-            problems.extend(unlisted_exercises(self.manifest.path, self.manifest.exercises,
-                                               listed))
+            problems.extend(unlisted_exercises(self.manifest.path, self.manifest.exercises, listed))
         if every_lesson_read:  # a claim cited only by a broken lesson is not unused
             for claim in self.claims.values():
                 if claim.id not in cited and claim.path is not None:
-                    problems.append(Problem(
-                        claim.path, claim.line, f"claim {claim.id!r} is not cited by any lesson",
-                        f"cite it with <!-- claim: {claim.id} --> or remove it"))
+                    problems.append(
+                        Problem(
+                            claim.path,
+                            claim.line,
+                            f"claim {claim.id!r} is not cited by any lesson",
+                            f"cite it with <!-- claim: {claim.id} --> or remove it",
+                        )
+                    )
         return problems
 
     def search(self, query: str, lesson_id: str | None = None) -> list[SearchHit]:
@@ -221,8 +236,9 @@ class Course:
                 for note in node.notes:
                     if needle in note.markdown.casefold():
                         snippet = _snippet(note.markdown, needle)
-                        in_notes.append(SearchHit(each, node.key, note.line, node.title,
-                                                  snippet, False))
+                        in_notes.append(
+                            SearchHit(each, node.key, note.line, node.title, snippet, False)
+                        )
                         break
             hits.extend(in_notes)
         return hits

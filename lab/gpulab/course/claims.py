@@ -84,10 +84,15 @@ def load_claims(path: Path) -> dict[str, Claim]:
             for claim_id, claim in found.items():
                 if claim_id in claims:
                     first = claims[claim_id]
-                    problems.append(Problem(
-                        file, claim.line, f"claim {claim_id!r} is defined twice",
-                        f"it is already defined in {first.path.name if first.path else '?'}"
-                        f"{f':{first.line}' if first.line else ''}; keep one"))
+                    problems.append(
+                        Problem(
+                            file,
+                            claim.line,
+                            f"claim {claim_id!r} is defined twice",
+                            f"it is already defined in {first.path.name if first.path else '?'}"
+                            f"{f':{first.line}' if first.line else ''}; keep one",
+                        )
+                    )
                 else:
                     claims[claim_id] = claim
         if problems:
@@ -145,8 +150,11 @@ def _claim(
     for key, number in numbers.items():
         if isinstance(number, bool) or not isinstance(number, int | float):
             bad(f"{key} must be a number, not {number!r}")
-    texts = {k: entry[k] for k in (*_REQUIRED, "convention", "reading")
-             if k in entry and k != "tolerance"}
+    texts = {
+        k: entry[k]
+        for k in (*_REQUIRED, "convention", "reading")
+        if k in entry and k != "tolerance"
+    }
     for key, value in texts.items():
         if not isinstance(value, str) or not value.strip():
             bad(f"{key} must be non-empty text")

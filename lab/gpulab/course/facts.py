@@ -98,20 +98,28 @@ def check_numbers(lesson: Lesson, claims: Mapping[str, Claim], specs: Specs) -> 
                     if worked.holds:
                         derived.add((worked.result.line, worked.result.start))
                     else:
-                        problems.append(Problem(
-                            lesson.path, at,
-                            f"the arithmetic in {worked.text!r} does not hold: it gives "
-                            f"{worked.computed:.4g}",
-                            "fix the figures, or mark a deliberately wrong example with "
-                            "<!-- example: ... -->"))
+                        problems.append(
+                            Problem(
+                                lesson.path,
+                                at,
+                                f"the arithmetic in {worked.text!r} does not hold: it gives "
+                                f"{worked.computed:.4g}",
+                                "fix the figures, or mark a deliberately wrong example with "
+                                "<!-- example: ... -->",
+                            )
+                        )
         examples = {_plain_number(e) for e in node.examples}
         seen_examples = {n.value for n in found}
         for example in node.examples:
             if _plain_number(example) not in seen_examples:
-                problems.append(Problem(
-                    lesson.path, node.line,
-                    f"example {example} does not occur in this node's label or notes",
-                    "list only numbers the node shows, or remove the annotation"))
+                problems.append(
+                    Problem(
+                        lesson.path,
+                        node.line,
+                        f"example {example} does not occur in this node's label or notes",
+                        "list only numbers the node shows, or remove the annotation",
+                    )
+                )
         for number in found:
             if number.value in examples or (number.line, number.start) in derived:
                 continue
@@ -119,13 +127,20 @@ def check_numbers(lesson: Lesson, claims: Mapping[str, Claim], specs: Specs) -> 
                 continue
             if any(_matches(number, v, unit) for v, unit in spec_values):
                 continue
-            shown = f"{number.written} {number.unit}".strip() if number.unit not in "%×" \
+            shown = (
+                f"{number.written} {number.unit}".strip()
+                if number.unit not in "%×"
                 else number.written + number.unit
-            problems.append(Problem(
-                lesson.path, number.line,
-                f"the number {shown!r} has no source",
-                "cite a claim on the node, add the value to specs.toml, list it in "
-                "<!-- example: ... --> if illustrative, or write a non-fact in words"))
+            )
+            problems.append(
+                Problem(
+                    lesson.path,
+                    number.line,
+                    f"the number {shown!r} has no source",
+                    "cite a claim on the node, add the value to specs.toml, list it in "
+                    "<!-- example: ... --> if illustrative, or write a non-fact in words",
+                )
+            )
     return problems
 
 
@@ -138,8 +153,14 @@ def check_links(lesson: Lesson, lesson_ids: Iterable[str]) -> list[Problem]:
             for href, at in links(markdown, line):
                 why = _link_problem(href, known)
                 if why:
-                    problems.append(Problem(lesson.path, at, f"link {href!r} {why}",
-                                            "link a lesson as <id>.md, or a page as https://…"))
+                    problems.append(
+                        Problem(
+                            lesson.path,
+                            at,
+                            f"link {href!r} {why}",
+                            "link a lesson as <id>.md, or a page as https://…",
+                        )
+                    )
     return problems
 
 
@@ -179,7 +200,7 @@ def _matches(number: Number, value: float, unit: str) -> bool:
         candidates = conversions(value, unit.strip(), number.unit)
         if not candidates:
             return False
-    elif mine and not theirs:       # "64 MiB" is no value counted in lanes or SMs
+    elif mine and not theirs:  # "64 MiB" is no value counted in lanes or SMs
         return False
     for candidate in candidates:
         if math.isclose(candidate, number.value, rel_tol=1e-9):

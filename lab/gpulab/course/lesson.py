@@ -36,8 +36,16 @@ from gpulab.course.frontmatter import FrontMatter, parse_front_matter
 from gpulab.course.problems import CourseError, Problem
 from gpulab.course.tree import FigureMark, Lesson, Node, Note
 
-__all__ = ["FIGURE_ID", "FigureMark", "Lesson", "Node", "Note", "markdown_parser",
-           "parse_lesson", "unknown_figures"]
+__all__ = [
+    "FIGURE_ID",
+    "FigureMark",
+    "Lesson",
+    "Node",
+    "Note",
+    "markdown_parser",
+    "parse_lesson",
+    "unknown_figures",
+]
 
 _LISTS = ("bullet_list", "ordered_list")
 _NOTE_KINDS = {
@@ -97,8 +105,7 @@ class _Builder(AnnotationReader):
     def front_matter(self, tokens: list[Token]) -> FrontMatter | None:
         token = tokens[0] if tokens and tokens[0].type == "front_matter" else None
         if token is None:
-            self.error(1, "no front matter",
-                       "start the file with ---, title, day, objectives, ---")
+            self.error(1, "no front matter", "start the file with ---, title, day, objectives, ---")
             return None
         first_line = (token.map[0] if token.map else 0) + 2
         front, problems = parse_front_matter(token.content, self.path, first_line)
@@ -117,15 +124,19 @@ class _Builder(AnnotationReader):
             elif not stack:
                 if block.type == "html_block" and _only_comments(block.content):
                     continue
-                self.error(line, "text before the lesson's `#` heading",
-                           "start the lesson with its `# Title` heading")
+                self.error(
+                    line,
+                    "text before the lesson's `#` heading",
+                    "start the lesson with its `# Title` heading",
+                )
             elif block.type in _LISTS:
                 self._list(block, stack[-1])
             else:
                 self._heading_block(block, stack[-1])
         if self.root is None:
-            self.error(None, "the lesson has no `#` heading",
-                       "add `# Title` after the front matter")
+            self.error(
+                None, "the lesson has no `#` heading", "add `# Title` after the front matter"
+            )
         else:
             self._check_children(self.root)
 
@@ -139,12 +150,18 @@ class _Builder(AnnotationReader):
                 self.error(line, "a second `#` heading", "a lesson has one `#` root; use `##` here")
                 return
         elif not stack:
-            self.error(line, "this heading comes before the lesson's `#` heading",
-                       "start the lesson with its `# Title` heading")
+            self.error(
+                line,
+                "this heading comes before the lesson's `#` heading",
+                "start the lesson with its `# Title` heading",
+            )
             return
         elif level > stack[-1].level + 1:
-            self.warn(line, f"heading jumps from level {stack[-1].level} to {level}",
-                      f"use {'#' * (stack[-1].level + 1)}: markmap regroups skipped levels")
+            self.warn(
+                line,
+                f"heading jumps from level {stack[-1].level} to {level}",
+                f"use {'#' * (stack[-1].level + 1)}: markmap regroups skipped levels",
+            )
         parent = stack[-1] if stack else None
         node = self._node(block.children[0], "heading", parent, line, level=level, tight=True)
         stack.append(node)
@@ -154,8 +171,11 @@ class _Builder(AnnotationReader):
     def _list(self, block: SyntaxTreeNode, parent: Node) -> None:
         start = int(block.attrs.get("start", 1)) if block.type == "ordered_list" else None
         if parent.key in self.has_list:
-            self.warn(_line(block), "a second list under the same node",
-                      "markmap shows an empty node for each list: merge them into one list")
+            self.warn(
+                _line(block),
+                "a second list under the same node",
+                "markmap shows an empty node for each list: merge them into one list",
+            )
         self.has_list.add(parent.key)
         for index, item in enumerate(block.children):
             self._item(item, parent, None if start is None else start + index)
@@ -166,8 +186,9 @@ class _Builder(AnnotationReader):
         first = blocks[0] if blocks else None
         if first is not None and first.type == "paragraph":
             blocks.pop(0)
-            node = self._node(first.children[0], "item", parent, line,
-                              ordinal=ordinal, tight=bool(first.hidden))
+            node = self._node(
+                first.children[0], "item", parent, line, ordinal=ordinal, tight=bool(first.hidden)
+            )
         else:
             self.warn(line, "a list item without text", "start the item with a line of text")
             node = self._node(None, "item", parent, line, ordinal=ordinal, tight=True)
@@ -178,22 +199,32 @@ class _Builder(AnnotationReader):
                 seen_list = True
                 continue
             if seen_list:
-                self.warn(_line(block), "a note after the item's sub-list",
-                          "markmap drops it: move it above the sub-list")
+                self.warn(
+                    _line(block),
+                    "a note after the item's sub-list",
+                    "markmap drops it: move it above the sub-list",
+                )
             self._note(block, node)
 
     def _heading_block(self, block: SyntaxTreeNode, parent: Node) -> None:
         line = _line(block)
         if block.type in ("fence", "code_block", "table"):
             what = "a table" if block.type == "table" else "a code block"
-            self.warn(line, f"{what} directly under a heading",
-                      "markmap makes it a node and hides lists beside it: indent it under an item")
+            self.warn(
+                line,
+                f"{what} directly under a heading",
+                "markmap makes it a node and hides lists beside it: indent it under an item",
+            )
         elif block.type == "paragraph" and _image_only(block):
-            self.warn(line, "an image alone in a paragraph under a heading",
-                      "markmap makes it a node: put it under a list item")
+            self.warn(
+                line,
+                "an image alone in a paragraph under a heading",
+                "markmap makes it a node: put it under a list item",
+            )
         elif block.type == "html_block" and not _only_comments(block.content):
-            self.warn(line, "raw HTML under a heading",
-                      "markmap may turn it into nodes: use Markdown")
+            self.warn(
+                line, "raw HTML under a heading", "markmap may turn it into nodes: use Markdown"
+            )
         self._note(block, parent)
 
     def _note(self, block: SyntaxTreeNode, node: Node) -> None:
@@ -206,7 +237,7 @@ class _Builder(AnnotationReader):
             return
         if block.map is None:
             return
-        source = "\n".join(self.lines[block.map[0]: block.map[1]])
+        source = "\n".join(self.lines[block.map[0] : block.map[1]])
         markdown = textwrap.dedent(source).strip("\n")
         self._check_stray_annotations(markdown, _line(block))
         lang = block.info.split()[0] if kind == "code" and block.info.strip() else ""
@@ -241,15 +272,28 @@ class _Builder(AnnotationReader):
                 if tight:
                     fold = max(fold, 2 if value == "foldAll" else 1)
                 else:
-                    self.warn(line, f"`markmap: {value}` on an item of a list with notes",
-                              "markmap ignores it there: fold a heading instead")
+                    self.warn(
+                        line,
+                        f"`markmap: {value}` on an item of a list with notes",
+                        "markmap ignores it there: fold a heading instead",
+                    )
         label = _ANNOTATION.sub("", raw).strip()
         text = _plain(inline.children if inline is not None else [])
         depth = 0 if parent is None else parent.depth + 1
         node = Node(
-            key=self._key(parent, text), label=label, text=text, kind=kind, depth=depth,
-            line=line, level=level, ordinal=ordinal, claims=tuple(claims),
-            examples=tuple(examples), figures=tuple(figures), fold=fold, parent=parent,
+            key=self._key(parent, text),
+            label=label,
+            text=text,
+            kind=kind,
+            depth=depth,
+            line=line,
+            level=level,
+            ordinal=ordinal,
+            claims=tuple(claims),
+            examples=tuple(examples),
+            figures=tuple(figures),
+            fold=fold,
+            parent=parent,
         )
         if parent is not None:
             parent.children.append(node)
@@ -268,8 +312,11 @@ class _Builder(AnnotationReader):
         kinds = {child.kind for child in node.children}
         if kinds == {"heading", "item"}:
             first_item = next(c for c in node.children if c.kind == "item")
-            self.warn(first_item.line, "a list beside sub-headings",
-                      "markmap drops the list: move it under its own heading or into a note")
+            self.warn(
+                first_item.line,
+                "a list beside sub-headings",
+                "markmap drops the list: move it under its own heading or into a note",
+            )
         for child in node.children:
             self._check_children(child)
 
@@ -281,9 +328,14 @@ def unknown_figures(lesson: Lesson, known: Collection[str]) -> list[Problem]:
     for node in lesson.nodes:
         for mark in node.figures:
             if mark.id not in known:
-                problems.append(Problem(lesson.path, mark.line, f"unknown figure {mark.id!r}",
-                                        "see `gpulab.figures` for the figures there are, or "
-                                        "fix the id"))
+                problems.append(
+                    Problem(
+                        lesson.path,
+                        mark.line,
+                        f"unknown figure {mark.id!r}",
+                        "see `gpulab.figures` for the figures there are, or fix the id",
+                    )
+                )
     return problems
 
 

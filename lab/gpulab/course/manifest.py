@@ -47,6 +47,7 @@ FORMAT_VERSION = 1
 """The newest course format (course.toml's ``[course] format_version``) this gpulab reads: a
 course written for a newer gpulab is refused with advice, never misread."""
 
+
 @dataclass(frozen=True)
 class LessonEntry:
     """A lesson as the manifest lists it; `problems` are the manifest's about it."""
@@ -109,28 +110,46 @@ def load_manifest(path: Path) -> Manifest:
     plan_days = course.get("plan_days", 60)
     version = course.get("format_version", FORMAT_VERSION)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise CourseError.at(path, lines.get(("course",)),
-                             "[course] format_version must be a whole number from 1")
+        raise CourseError.at(
+            path, lines.get(("course",)), "[course] format_version must be a whole number from 1"
+        )
     if version > FORMAT_VERSION:
-        raise CourseError.at(path, lines.get(("course",)),
-                             f"this course is written in course format {version}; this gpulab "
-                             f"reads format {FORMAT_VERSION} and older",
-                             "upgrade gpulab (pip install -U gpulab)")
+        raise CourseError.at(
+            path,
+            lines.get(("course",)),
+            f"this course is written in course format {version}; this gpulab "
+            f"reads format {FORMAT_VERSION} and older",
+            "upgrade gpulab (pip install -U gpulab)",
+        )
     if not isinstance(title, str) or isinstance(plan_days, bool) or not isinstance(plan_days, int):
-        raise CourseError.at(path, lines.get(("course",)),
-                             "[course] needs title as text and plan_days as a whole number")
+        raise CourseError.at(
+            path,
+            lines.get(("course",)),
+            "[course] needs title as text and plan_days as a whole number",
+        )
     raw_lessons = data.get("lessons")
     if not isinstance(raw_lessons, list) or not raw_lessons:
-        raise CourseError.at(path, None, "the manifest lists no lessons",
-                             'add [[lessons]] tables with id, day and title')
+        raise CourseError.at(
+            path,
+            None,
+            "the manifest lists no lessons",
+            "add [[lessons]] tables with id, day and title",
+        )
     lessons = _lessons(lines, path, raw_lessons)
     known = {entry.id for entry in lessons}
     exercises = _exercises(lines, path, root, data.get("exercises", []), known, problems)
     for key in sorted(set(data) - {"course", "lessons", "exercises"}):
-        problems.append(Problem(path, lines.get((key,)), f"unknown table [{key}]",
-                                "the manifest has [course], [[lessons]] and [[exercises]]"))
-    return Manifest(path, title, plan_days, tuple(lessons), tuple(exercises),
-                    tuple(problems), version)
+        problems.append(
+            Problem(
+                path,
+                lines.get((key,)),
+                f"unknown table [{key}]",
+                "the manifest has [course], [[lessons]] and [[exercises]]",
+            )
+        )
+    return Manifest(
+        path, title, plan_days, tuple(lessons), tuple(exercises), tuple(problems), version
+    )
 
 
 def _lessons(lines: dict[KeyPath, int], path: Path, raw: list[Any]) -> list[LessonEntry]:
@@ -147,12 +166,16 @@ def _lessons(lines: dict[KeyPath, int], path: Path, raw: list[Any]) -> list[Less
         if "id" not in item:
             bad(f"lesson {index} has no id", 'add id = "some-name"')
         elif not isinstance(item["id"], str) or not _ID.match(lesson_id):
-            bad(f"lesson id {lesson_id!r} is not lowercase letters, digits and hyphens",
-                "rename it (the file name follows the id)")
+            bad(
+                f"lesson id {lesson_id!r} is not lowercase letters, digits and hyphens",
+                "rename it (the file name follows the id)",
+            )
         if lesson_id in seen:
             first = seen[lesson_id]
-            bad(f"duplicate lesson id {lesson_id!r}",
-                f"first defined at line {first}; give each lesson its own id")
+            bad(
+                f"duplicate lesson id {lesson_id!r}",
+                f"first defined at line {first}; give each lesson its own id",
+            )
         seen.setdefault(lesson_id, line)
         day = item.get("day")
         if isinstance(day, bool) or not isinstance(day, int) or day < 1:
@@ -164,15 +187,21 @@ def _lessons(lines: dict[KeyPath, int], path: Path, raw: list[Any]) -> list[Less
             title = lesson_id
         file = path.parent / f"{lesson_id}.md"
         if not found and not file.is_file():
-            bad(f"lesson {lesson_id!r}: its file {file.name} does not exist",
-                f"create lessons/{file.name} or remove the entry")
+            bad(
+                f"lesson {lesson_id!r}: its file {file.name} does not exist",
+                f"create lessons/{file.name} or remove the entry",
+            )
         problems = tuple(Problem(path, line, message, hint) for message, hint in found)
         entries.append(LessonEntry(lesson_id, day, title, file, line, problems))
     return entries
 
 
 def _exercises(
-    lines: dict[KeyPath, int], path: Path, root: Path, raw: Any, known: set[str],
+    lines: dict[KeyPath, int],
+    path: Path,
+    root: Path,
+    raw: Any,
+    known: set[str],
     problems: list[Problem],
 ) -> list[ExerciseEntry]:
     if not isinstance(raw, list):
@@ -182,8 +211,11 @@ def _exercises(
     names: set[str] = set()
     for index, item in enumerate(raw, start=1):
         if not isinstance(item, dict):
-            problems.append(Problem(path, lines.get(("exercises", index - 1)),
-                                    f"exercise {index} must be a table"))
+            problems.append(
+                Problem(
+                    path, lines.get(("exercises", index - 1)), f"exercise {index} must be a table"
+                )
+            )
             continue
         name = str(item.get("name", f"<exercise {index}>"))
         line = line_at(lines, ("exercises", index - 1, "name"))
@@ -205,22 +237,37 @@ def _exercises(
         if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
             bad("time_limit must be a positive number of seconds")
         hidden = item.get("hidden_points")
-        if hidden is not None and (isinstance(hidden, bool) or not isinstance(hidden, int | float)
-                                   or hidden < 0):
+        if hidden is not None and (
+            isinstance(hidden, bool) or not isinstance(hidden, int | float) or hidden < 0
+        ):
             bad("hidden_points must be a number of points, 0 or more")
         hints = item.get("hints")
-        if not isinstance(hints, list) or not hints or not all(
-            isinstance(h, str) and h.strip() for h in hints
+        if (
+            not isinstance(hints, list)
+            or not hints
+            or not all(isinstance(h, str) and h.strip() for h in hints)
         ):
             bad("hints must be a list of one or more hints, gentlest first")
         if found:
-            problems.extend(Problem(path, line, f"exercise {name!r}: {message}", hint)
-                            for message, hint in found)
+            problems.extend(
+                Problem(path, line, f"exercise {name!r}: {message}", hint)
+                for message, hint in found
+            )
             continue
         notebook = root / "exercises" / str(lesson) / f"{name}.ipynb"
         assert isinstance(hints, list)
-        entries.append(ExerciseEntry(name, str(lesson), gpu, limit, tuple(hints), notebook, line,
-                                     None if hidden is None else float(hidden)))
+        entries.append(
+            ExerciseEntry(
+                name,
+                str(lesson),
+                gpu,
+                limit,
+                tuple(hints),
+                notebook,
+                line,
+                None if hidden is None else float(hidden),
+            )
+        )
     return entries
 
 

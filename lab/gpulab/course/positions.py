@@ -66,10 +66,10 @@ def toml_lines(text: str) -> dict[KeyPath, int]:
     what it could place, never raises.
     """
     lines: dict[KeyPath, int] = {}
-    counts: dict[KeyPath, int] = {}        # elements of each array of tables so far
+    counts: dict[KeyPath, int] = {}  # elements of each array of tables so far
     table: KeyPath = ()
-    closing = ""                           # the quotes that end an open multi-line string
-    depth = 0                              # open brackets of a multi-line value
+    closing = ""  # the quotes that end an open multi-line string
+    depth = 0  # open brackets of a multi-line value
     for number, raw in enumerate(text.splitlines(), start=1):
         if closing:
             closing, depth = _continue_value(raw, closing, depth)
@@ -167,7 +167,7 @@ def _split_assignment(line: str) -> tuple[tuple[str, ...] | None, str, str]:
     at = _outside_strings(line, "=")
     if at is None:
         return None, "", ""
-    return _key_parts(line[:at]), "=", line[at + 1:]
+    return _key_parts(line[:at]), "=", line[at + 1 :]
 
 
 def _key_parts(text: str) -> tuple[str, ...] | None:
@@ -182,13 +182,13 @@ def _key_parts(text: str) -> tuple[str, ...] | None:
             if end < 0:
                 return None
             parts.append(rest[1:end])
-            rest = rest[end + 1:].strip()
+            rest = rest[end + 1 :].strip()
         else:
             bare = _BARE.match(rest)
             if bare is None:
                 return None
             parts.append(bare.group())
-            rest = rest[bare.end():].strip()
+            rest = rest[bare.end() :].strip()
         if rest.startswith("."):
             rest = rest[1:].strip()
         elif rest:
@@ -230,7 +230,7 @@ def _continue_value(text: str, closing: str, depth: int) -> tuple[str, int]:
             continue
         char = text[index]
         if text.startswith(('"""', "'''"), index):
-            closing, index = text[index:index + 3], index + 3
+            closing, index = text[index : index + 3], index + 3
             continue
         if char in "\"'":
             end = index + 1

@@ -32,8 +32,7 @@ import platformdirs
 
 from gpulab.timestamps import utc_now
 
-__all__ = ["ExerciseRecord", "LessonState", "Prediction", "Progress", "ProgressStore",
-           "state_dir"]
+__all__ = ["ExerciseRecord", "LessonState", "Prediction", "Progress", "ProgressStore", "state_dir"]
 
 VERSION = 1
 """The file's format; fields added later (``workspaces``) are optional, so it stays 1.
@@ -65,9 +64,9 @@ class Prediction(msgspec.Struct):
     claim: str
     predicted: float
     unit: str
-    at: str                            # ISO time of the prediction
-    measured: float | None = None      # in the claim's unit
-    verdict: str = ""                  # "agrees", "differs", ... once measured
+    at: str  # ISO time of the prediction
+    measured: float | None = None  # in the claim's unit
+    verdict: str = ""  # "agrees", "differs", ... once measured
     device: str = ""
 
 
@@ -77,7 +76,7 @@ class ExerciseRecord(msgspec.Struct):
     status: ExerciseStatus
     earned: float
     possible: float
-    at: str                            # ISO time of the check
+    at: str  # ISO time of the check
 
     @property
     def passed(self) -> bool:
@@ -116,11 +115,20 @@ class Progress(msgspec.Struct):
         """The last check of each exercise in a workspace, by exercise name (read only)."""
         return dict(self.workspaces.get(workspace, {}))
 
-    def record_check(self, name: str, *, workspace: str, passed: bool, earned: float,
-                     possible: float, at: str | None = None) -> ExerciseRecord:
+    def record_check(
+        self,
+        name: str,
+        *,
+        workspace: str,
+        passed: bool,
+        earned: float,
+        possible: float,
+        at: str | None = None,
+    ) -> ExerciseRecord:
         """Remember the outcome of a check of exercise `name` in a workspace (`at`: now)."""
-        record = ExerciseRecord("passed" if passed else "failing", float(earned),
-                                float(possible), at or utc_now())
+        record = ExerciseRecord(
+            "passed" if passed else "failing", float(earned), float(possible), at or utc_now()
+        )
         self.workspaces.setdefault(workspace, {})[name] = record
         return record
 
@@ -142,8 +150,9 @@ class Progress(msgspec.Struct):
 
     def adopt_hints(self, other: Progress) -> bool:
         """Take hints revealed elsewhere (``gpulab hint``); True when any was new."""
-        newer = {name: count for name, count in other.hints.items()
-                 if count > self.hints.get(name, 0)}
+        newer = {
+            name: count for name, count in other.hints.items() if count > self.hints.get(name, 0)
+        }
         self.hints.update(newer)
         return bool(newer)
 
@@ -174,8 +183,10 @@ class ProgressStore:
         except msgspec.DecodeError as exc:
             kept = self.path.with_name(f"{self.path.name}.broken-{int(time.time())}")
             os.replace(self.path, kept)
-            self.warning = (f"{self.path} was unreadable ({exc}); it was kept as {kept.name} "
-                            "and progress starts afresh")
+            self.warning = (
+                f"{self.path} was unreadable ({exc}); it was kept as {kept.name} "
+                "and progress starts afresh"
+            )
             return Progress()
 
     def peek(self) -> Progress | None:
@@ -209,13 +220,15 @@ class _SavedProgress(Progress, kw_only=True):
     workspaces existed) the exercise results that were then kept outside any workspace."""
 
     version: int
-    before_workspaces: dict[str, ExerciseRecord] = msgspec.field(default_factory=dict,
-                                                                 name="exercises")
+    before_workspaces: dict[str, ExerciseRecord] = msgspec.field(
+        default_factory=dict, name="exercises"
+    )
 
     def __post_init__(self) -> None:
-        if self.version != VERSION:     # msgspec reports it as a ValidationError
-            raise ValueError(f"not a gpulab progress file of version {VERSION} "
-                             f"(its version is {self.version})")
+        if self.version != VERSION:  # msgspec reports it as a ValidationError
+            raise ValueError(
+                f"not a gpulab progress file of version {VERSION} (its version is {self.version})"
+            )
 
 
 def _decode(raw: bytes) -> Progress:

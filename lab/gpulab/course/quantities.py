@@ -23,19 +23,91 @@ from gpulab.course.units import UNITS as _UNITS
 __all__ = ["NAME_WORDS", "Number", "Sum", "numbers_in", "sums_in"]
 
 # Words after which a number names a version, an index or a place, not a quantity.
-NAME_WORDS = frozenset([
-    "cuda", "driver", "drivers", "toolkit", "ubuntu", "debian", "rhel", "python", "linux",
-    "kernel", "pytorch", "torch", "version", "versions", "v", "gen", "generation", "pcie",
-    "nvlink", "cgroup", "cgroups", "day", "days", "module", "modules", "step", "steps", "part",
-    "parts", "gpu", "gpus", "cpu", "cpus", "node", "nodes", "core", "cores", "capability",
-    "sm", "p-state", "chapter", "section", "rank", "device", "devices", "index", "level",
-    "xid", "port", "line", "lines", "code", "signal", "id", "exercise", "lesson", "numa",
-    "socket", "figure", "table", "nccl", "jupyterlab", "ipv", "rfc", "iso", "ieee", "cc",
-    "tier", "phase", "week", "weeks", "rtx", "gtx", "xeon", "epyc", "ryzen", "llama",
-])
+NAME_WORDS = frozenset(
+    [
+        "cuda",
+        "driver",
+        "drivers",
+        "toolkit",
+        "ubuntu",
+        "debian",
+        "rhel",
+        "python",
+        "linux",
+        "kernel",
+        "pytorch",
+        "torch",
+        "version",
+        "versions",
+        "v",
+        "gen",
+        "generation",
+        "pcie",
+        "nvlink",
+        "cgroup",
+        "cgroups",
+        "day",
+        "days",
+        "module",
+        "modules",
+        "step",
+        "steps",
+        "part",
+        "parts",
+        "gpu",
+        "gpus",
+        "cpu",
+        "cpus",
+        "node",
+        "nodes",
+        "core",
+        "cores",
+        "capability",
+        "sm",
+        "p-state",
+        "chapter",
+        "section",
+        "rank",
+        "device",
+        "devices",
+        "index",
+        "level",
+        "xid",
+        "port",
+        "line",
+        "lines",
+        "code",
+        "signal",
+        "id",
+        "exercise",
+        "lesson",
+        "numa",
+        "socket",
+        "figure",
+        "table",
+        "nccl",
+        "jupyterlab",
+        "ipv",
+        "rfc",
+        "iso",
+        "ieee",
+        "cc",
+        "tier",
+        "phase",
+        "week",
+        "weeks",
+        "rtx",
+        "gtx",
+        "xeon",
+        "epyc",
+        "ryzen",
+        "llama",
+    ]
+)
 
 _UNIT_RE = re.compile(
-    r"\s?(?:-\s?)?(" + "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
+    r"\s?(?:-\s?)?("
+    + "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
     + r")(?![A-Za-z0-9_/])"
 )
 _NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
@@ -79,8 +151,9 @@ def numbers_in(text: str, line: int = 1) -> Iterator[Number]:
         value = float(digits)
         unit_match = _UNIT_RE.match(after)
         unit = unit_match.group(1) if unit_match else ""
-        if unit in ("x", "×") and re.match(r"\s?[x×]\s*(?:\d|\(|(?:two|three|four|eight)\b)",
-                                            after):
+        if unit in ("x", "×") and re.match(
+            r"\s?[x×]\s*(?:\d|\(|(?:two|three|four|eight)\b)", after
+        ):
             unit = ""  # a product, 108 × 64, 32 × (registers), not a ratio
         if value in (0.0, 1.0):
             continue
@@ -114,8 +187,9 @@ def sums_in(text: str, line: int = 1) -> Iterator[Sum]:
     are not converted, so a result is right when it equals the computed value
     times a power of ten, to the digits written (``=``) or within 2 % (``≈``).
     """
-    tokens = [(m.lastgroup, m.group(), m.start()) for m in _TOKEN.finditer(text)
-              if m.lastgroup != "space"]
+    tokens = [
+        (m.lastgroup, m.group(), m.start()) for m in _TOKEN.finditer(text) if m.lastgroup != "space"
+    ]
     i = 0
     while i < len(tokens):
         if tokens[i][0] != "num":
@@ -129,14 +203,18 @@ def sums_in(text: str, line: int = 1) -> Iterator[Sum]:
                 j += 2
                 continue
             break
-        if len(expr) > 1 and j + 1 < len(tokens) and tokens[j][0] == "eq" \
-                and tokens[j + 1][0] == "num":
+        if (
+            len(expr) > 1
+            and j + 1 < len(tokens)
+            and tokens[j][0] == "eq"
+            and tokens[j + 1][0] == "num"
+        ):
             computed = _evaluate(expr)
             end_token = tokens[j + 1]
             result = next((n for n in numbers_in(text, line) if n.start == end_token[2]), None)
             if computed is not None and result is not None:
                 holds = _close(computed, result, loose=tokens[j][1] == "≈")
-                yield Sum(text[start:end_token[2] + len(end_token[1])], computed, result, holds)
+                yield Sum(text[start : end_token[2] + len(end_token[1])], computed, result, holds)
             i = j + 1
         else:
             i += 1
@@ -177,11 +255,12 @@ def _close(computed: float, result: Number, *, loose: bool) -> bool:
     if computed <= 0 or result.value <= 0:
         return math.isclose(computed, result.value, abs_tol=1e-9)
     shift = round(math.log10(result.value / computed))
-    scaled = computed * 10.0 ** shift
+    scaled = computed * 10.0**shift
     if loose:
         return math.isclose(scaled, result.value, rel_tol=0.02)
     return round(scaled, result.decimals) == result.value or math.isclose(
-        scaled, result.value, rel_tol=0.005)
+        scaled, result.value, rel_tol=0.005
+    )
 
 
 def _glued_before(before: str) -> bool:

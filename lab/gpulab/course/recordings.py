@@ -87,8 +87,7 @@ def _step(node: Any, key: str | None, selector: str | None, where: str) -> list[
         raise RecordingError(f"[{selector}] is neither an index, * nor key=value")
     found = [item for item in node if isinstance(item, dict) and str(item.get(field)) == wanted]
     if len(found) != 1:
-        raise RecordingError(f"{where} has {len(found)} items with {field} = {wanted!r}, "
-                             "not one")
+        raise RecordingError(f"{where} has {len(found)} items with {field} = {wanted!r}, not one")
     return found
 
 
@@ -150,15 +149,19 @@ def check_recorded(specs: Specs) -> list[Problem]:
         shown = ", ".join(f"{n:g}" for n in measured)
         if value.value is not None:
             if not all(_agrees(value.value, n) for n in measured):
-                bad(f"{value.value:g} {value.unit} differs from the recording's {shown}",
+                bad(
+                    f"{value.value:g} {value.unit} differs from the recording's {shown}",
                     "write the recorded number (rounded as you like), and check the lessons "
-                    "that quote it")
+                    "that quote it",
+                )
         elif value.min is not None and value.max is not None:
             low, high = min(measured), max(measured)
             if not (_agrees(value.min, low) and _agrees(value.max, high)):
-                bad(f"{value.min:g}–{value.max:g} {value.unit} differs from the recording's "
+                bad(
+                    f"{value.min:g}–{value.max:g} {value.unit} differs from the recording's "
                     f"{low:g}–{high:g} ({shown})",
-                    "write the recorded range, and check the lessons that quote it")
+                    "write the recorded range, and check the lessons that quote it",
+                )
         else:
             bad("recorded is for numbers, not text")
     return problems

@@ -25,11 +25,17 @@ def check_shape(lesson: Lesson) -> list[Problem]:
         if node is lesson.root:
             continue
         question, _ = split_answer(node.notes)
-        lines = sum(len(note.markdown.strip().splitlines()) for note in question
-                    if note.kind == "paragraph")
+        lines = sum(
+            len(note.markdown.strip().splitlines()) for note in question if note.kind == "paragraph"
+        )
         if lines > MAX_NOTE_LINES:
-            problems.append(Problem(
-                lesson.path, node.line, f"the notes of {node.text[:50]!r} run to {lines} "
-                f"lines (at most {MAX_NOTE_LINES})", "split them into child nodes whose "
-                "labels state each point"))
+            problems.append(
+                Problem(
+                    lesson.path,
+                    node.line,
+                    f"the notes of {node.text[:50]!r} run to {lines} "
+                    f"lines (at most {MAX_NOTE_LINES})",
+                    "split them into child nodes whose labels state each point",
+                )
+            )
     return problems

@@ -89,19 +89,26 @@ class _Loader:
 
     def bad(self, where: tuple[str, ...], message: str, hint: str = "") -> None:
         line = line_at(self.lines, where) or next(
-            (n for key, n in self.lines.items() if key[:1] == where[:1]), None)
+            (n for key, n in self.lines.items() if key[:1] == where[:1]), None
+        )
         self.problems.append(Problem(self.path, line, message, hint))
 
     def load(self, data: Mapping[str, Any]) -> Specs:
         for name in sorted(set(data) - {"sources", "gpus", "topics"}):
-            self.bad((name,), f"unknown table [{name}]",
-                     "specs.toml has [sources.*], [gpus.*] and [topics.*] tables")
+            self.bad(
+                (name,),
+                f"unknown table [{name}]",
+                "specs.toml has [sources.*], [gpus.*] and [topics.*] tables",
+            )
         sources = self._sources(data.get("sources", {}))
         gpus = self._tables("gpus", data.get("gpus", {}), sources)
         topics = self._tables("topics", data.get("topics", {}), sources)
         for both in sorted(set(gpus) & set(topics)):
-            self.bad(("topics", both), f"topic {both!r} has the id of a GPU",
-                     "values are named table.key, so give the topic another id")
+            self.bad(
+                ("topics", both),
+                f"topic {both!r} has the id of a GPU",
+                "values are named table.key, so give the topic another id",
+            )
         return Specs(self.path, sources, gpus, topics)
 
     def _sources(self, raw: Any) -> dict[str, Source]:
@@ -120,29 +127,36 @@ class _Loader:
                 continue
             unknown = sorted(set(entry) - {"title", "url", "path"})
             if unknown:
-                self.bad(where, f"{label}: unknown field {', '.join(unknown)}",
-                         "a source has title and either url or path")
+                self.bad(
+                    where,
+                    f"{label}: unknown field {', '.join(unknown)}",
+                    "a source has title and either url or path",
+                )
             title, url, rel = entry.get("title"), entry.get("url", ""), entry.get("path", "")
             if not isinstance(title, str) or not title.strip():
                 self.bad(where, f"{label} needs a title")
                 continue
             if not isinstance(url, str) or not isinstance(rel, str) or bool(url) == bool(rel):
-                self.bad(where, f"{label} needs either url or path",
-                         "url for a page on the web; path for a file beside specs.toml")
+                self.bad(
+                    where,
+                    f"{label} needs either url or path",
+                    "url for a page on the web; path for a file beside specs.toml",
+                )
                 continue
             if url and (why := url_problem(url)):
                 self.bad((*where, "url"), f"{label}: url {url!r} {why}")
                 continue
             if rel and not (self.path.parent / rel).is_file():
-                self.bad((*where, "path"), f"{label}: {rel} does not exist",
-                         f"paths are relative to {self.path.parent.name}/")
+                self.bad(
+                    (*where, "path"),
+                    f"{label}: {rel} does not exist",
+                    f"paths are relative to {self.path.parent.name}/",
+                )
                 continue
             sources[source_id] = Source(source_id, title.strip(), url, rel)
         return sources
 
-    def _tables(
-        self, kind: str, raw: Any, sources: dict[str, Source]
-    ) -> dict[str, SpecTable]:
+    def _tables(self, kind: str, raw: Any, sources: dict[str, Source]) -> dict[str, SpecTable]:
         tables: dict[str, SpecTable] = {}
         if not isinstance(raw, Mapping):
             self.bad((kind,), f"[{kind}] must hold tables")
@@ -162,13 +176,15 @@ class _Loader:
             for key, value in meta.items():
                 if not isinstance(value, str) or not value.strip():
                     self.bad((*where, key), f"{label}: {key} must be non-empty text")
-            required = ("name", "architecture", "compute_capability") if kind == "gpus" \
-                else ("title",)
+            required = (
+                ("name", "architecture", "compute_capability") if kind == "gpus" else ("title",)
+            )
             missing = [k for k in required if k not in meta]
             if missing:
                 self.bad(where, f"{label}: missing {', '.join(missing)}")
-            default = self._source((*where, "source"), label, meta.get("source"), sources,
-                                   required=False)
+            default = self._source(
+                (*where, "source"), label, meta.get("source"), sources, required=False
+            )
             values: dict[str, SpecValue] = {}
             for key, item in entry.items():
                 if key in meta_keys:
@@ -177,7 +193,8 @@ class _Loader:
                 if spec is not None:
                     values[key] = spec
             tables[table_id] = SpecTable(
-                kind=singular, id=table_id,
+                kind=singular,
+                id=table_id,
                 title=str(meta.get("name") or meta.get("title") or table_id),
                 values=values,
                 architecture=str(meta.get("architecture", "")),
@@ -187,14 +204,22 @@ class _Loader:
         return tables
 
     def _source(
-        self, where: tuple[str, ...], label: str, ref: Any, sources: dict[str, Source],
-        *, required: bool,
+        self,
+        where: tuple[str, ...],
+        label: str,
+        ref: Any,
+        sources: dict[str, Source],
+        *,
+        required: bool,
     ) -> Source | None:
         if ref is None:
             if required:
-                self.bad(where, f"{label} has no source",
-                         "give it source = \"<id of a [sources.*] table>\" or a default "
-                         "source on its table")
+                self.bad(
+                    where,
+                    f"{label} has no source",
+                    'give it source = "<id of a [sources.*] table>" or a default '
+                    "source on its table",
+                )
             return None
         if not isinstance(ref, str):
             self.bad(where, f"{label}: source must be text")
@@ -205,26 +230,38 @@ class _Loader:
                 return None
             return Source(ref, ref, ref)
         if ref not in sources:
-            self.bad(where, f"{label}: unknown source {ref!r}",
-                     "add a [sources." + ref + "] table with title and url, or fix the name")
+            self.bad(
+                where,
+                f"{label}: unknown source {ref!r}",
+                "add a [sources." + ref + "] table with title and url, or fix the name",
+            )
             return None
         return sources[ref]
 
     def _value(
-        self, kind: str, table_id: str, key: str, item: Any,
-        default: Source | None, sources: dict[str, Source],
+        self,
+        kind: str,
+        table_id: str,
+        key: str,
+        item: Any,
+        default: Source | None,
+        sources: dict[str, Source],
     ) -> SpecValue | None:
         where = (kind, table_id, key)
         label = f"{table_id}.{key}"
         if not isinstance(item, Mapping):
-            self.bad(where, f"{label} must be an inline table, e.g. "
-                     "{ value = 132, unit = \"SMs\" }")
+            self.bad(
+                where, f'{label} must be an inline table, e.g. {{ value = 132, unit = "SMs" }}'
+            )
             return None
         before = len(self.problems)
         unknown = sorted(set(item) - _VALUE_FIELDS)
         if unknown:
-            self.bad(where, f"{label}: unknown field {', '.join(unknown)}",
-                     f"known fields: {', '.join(sorted(_VALUE_FIELDS))}")
+            self.bad(
+                where,
+                f"{label}: unknown field {', '.join(unknown)}",
+                f"known fields: {', '.join(sorted(_VALUE_FIELDS))}",
+            )
         has_value, has_text = "value" in item, "text" in item
         has_range = "min" in item or "max" in item
         if has_value + has_text + has_range != 1:
@@ -233,30 +270,48 @@ class _Loader:
             self.bad(where, f"{label}: a range needs both min and max")
         for number_key in ("value", "min", "max"):
             number = item.get(number_key)
-            if number_key in item and (isinstance(number, bool)
-                                       or not isinstance(number, int | float)):
+            if number_key in item and (
+                isinstance(number, bool) or not isinstance(number, int | float)
+            ):
                 self.bad(where, f"{label}: {number_key} must be a number, not {number!r}")
-        if has_range and all(isinstance(item.get(k), int | float) for k in ("min", "max")) \
-                and item["min"] > item["max"]:
+        if (
+            has_range
+            and all(isinstance(item.get(k), int | float) for k in ("min", "max"))
+            and item["min"] > item["max"]
+        ):
             self.bad(where, f"{label}: min is larger than max")
         for text_key in ("text", "unit", "note"):
             if text_key in item and not isinstance(item[text_key], str):
                 self.bad(where, f"{label}: {text_key} must be text")
         recorded = item.get("recorded", ())
         recorded = (recorded,) if isinstance(recorded, str) else recorded
-        if not (isinstance(recorded, list | tuple) and all(
-                isinstance(r, str) and "#" in r for r in recorded)):
-            self.bad(where, f"{label}: recorded must be \"FILE#PATH\" or a list of them",
-                     'e.g. recorded = "reference/h200-baseline.json#matmul.cupy_float16_TFLOPs"')
+        if not (
+            isinstance(recorded, list | tuple)
+            and all(isinstance(r, str) and "#" in r for r in recorded)
+        ):
+            self.bad(
+                where,
+                f'{label}: recorded must be "FILE#PATH" or a list of them',
+                'e.g. recorded = "reference/h200-baseline.json#matmul.cupy_float16_TFLOPs"',
+            )
             recorded = ()
         if (has_value or has_range) and not str(item.get("unit", "")).strip():
-            self.bad(where, f"{label}: a number needs its unit",
-                     'e.g. unit = "GB/s"; use unit = "count" for a plain count')
-        source = self._source(where, label, item.get("source"), sources, required=False) \
-            if "source" in item else default
+            self.bad(
+                where,
+                f"{label}: a number needs its unit",
+                'e.g. unit = "GB/s"; use unit = "count" for a plain count',
+            )
+        source = (
+            self._source(where, label, item.get("source"), sources, required=False)
+            if "source" in item
+            else default
+        )
         if source is None and "source" not in item:
-            self.bad(where, f"{label} has no source",
-                     "give it source = \"...\" or give its table a default source")
+            self.bad(
+                where,
+                f"{label} has no source",
+                'give it source = "..." or give its table a default source',
+            )
         if len(self.problems) > before or source is None:
             return None
 
@@ -264,8 +319,15 @@ class _Loader:
             return float(item[name]) if name in item else None
 
         return SpecValue(
-            table=table_id, key=key, source=source, line=self.lines.get(where),
-            value=num("value"), min=num("min"), max=num("max"),
-            text=str(item.get("text", "")), unit=str(item.get("unit", "")),
-            note=str(item.get("note", "")), recorded=tuple(recorded),
+            table=table_id,
+            key=key,
+            source=source,
+            line=self.lines.get(where),
+            value=num("value"),
+            min=num("min"),
+            max=num("max"),
+            text=str(item.get("text", "")),
+            unit=str(item.get("unit", "")),
+            note=str(item.get("note", "")),
+            recorded=tuple(recorded),
         )

@@ -43,7 +43,7 @@ class SpecValue:
     text: str = ""
     unit: str = ""
     note: str = ""
-    recorded: tuple[str, ...] = ()   # where a recording holds it ("file#path"): checked by lint
+    recorded: tuple[str, ...] = ()  # where a recording holds it ("file#path"): checked by lint
 
     @property
     def ref(self) -> str:

@@ -28,18 +28,19 @@ def _find(specs: Specs, name: str) -> SpecTable:
     found = specs.gpus.get(name) or specs.topics.get(name)
     if found is None:
         known = ", ".join([*specs.gpus, *specs.topics])
-        raise CourseError.at(specs.path, None, f"no GPU or topic named {name!r}",
-                             f"known: {known}")
+        raise CourseError.at(specs.path, None, f"no GPU or topic named {name!r}", f"known: {known}")
     return found
 
 
 def _side_by_side(tables: list[SpecTable]) -> RenderableType:
-    grid = Table(title="Datasheet values (dense unless noted)", title_justify="left",
-                 header_style="bold")
+    grid = Table(
+        title="Datasheet values (dense unless noted)", title_justify="left", header_style="bold"
+    )
     grid.add_column("spec", style="dim")
     for table in tables:
-        grid.add_column(table.title.removeprefix("NVIDIA ").removeprefix("GeForce "),
-                        justify="right")
+        grid.add_column(
+            table.title.removeprefix("NVIDIA ").removeprefix("GeForce "), justify="right"
+        )
     keys = list(dict.fromkeys(key for table in tables for key in table.values))
     grid.add_row("architecture", *(t.architecture for t in tables))
     grid.add_row("compute capability", *(t.compute_capability for t in tables))

@@ -96,8 +96,14 @@ def answer_index(notes: Sequence[Note]) -> int | None:
     """Where a node's answer ("Check yourself") starts: the index of the first paragraph
     that begins with "Answer" (plain or bold), or None. The one rule for the app's
     folded answers, the book's and the note-length lint."""
-    return next((index for index, note in enumerate(notes)
-                 if note.kind == "paragraph" and _ANSWER.match(note.markdown)), None)
+    return next(
+        (
+            index
+            for index, note in enumerate(notes)
+            if note.kind == "paragraph" and _ANSWER.match(note.markdown)
+        ),
+        None,
+    )
 
 
 def split_answer(notes: list[Note]) -> tuple[list[Note], list[Note]]:

@@ -48,7 +48,8 @@ def applies_to(claim: Claim, device: str) -> bool:
     pcie_device = "PCIe" in device
     sxm_claim = "SXM" in claim.device
     return not (pcie_claim and not pcie_device and not sxm_claim) and not (
-        sxm_claim and pcie_device and not pcie_claim)
+        sxm_claim and pcie_device and not pcie_claim
+    )
 
 
 def judge(claim: Claim, value: float | str | None, unit: str, device: str) -> Verdict:
@@ -56,9 +57,10 @@ def judge(claim: Claim, value: float | str | None, unit: str, device: str) -> Ve
     if value is None:
         return Verdict("not_measured", "not measured")
     if not applies_to(claim, device):
-        return Verdict("other_device",
-                       f"measured on {device or 'this machine'}; the claim is about "
-                       f"{claim.device}")
+        return Verdict(
+            "other_device",
+            f"measured on {device or 'this machine'}; the claim is about {claim.device}",
+        )
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -67,16 +69,18 @@ def judge(claim: Claim, value: float | str | None, unit: str, device: str) -> Ve
     # is compared as the number it is.
     candidates = conversions(number, unit, claim.unit) if unit.strip() else [number]
     if not candidates:
-        return Verdict("not_comparable",
-                       f"measured in {unit or 'no unit'}, the claim is in {claim.unit}")
+        return Verdict(
+            "not_comparable", f"measured in {unit or 'no unit'}, the claim is in {claim.unit}"
+        )
     low, high = _bounds(claim)
     middle = (low + high) / 2
     best = min(candidates, key=lambda c: (_distance(c, low, high), abs(c - middle)))
     shown = f"{best:.4g} {claim.unit}"
     if _distance(best, low, high) == 0:
         return Verdict("agrees", f"{shown}: agrees with {claim.expected}", best)
-    return Verdict("differs", f"{shown}: differs from {claim.expected} "
-                   f"(tolerance {claim.tolerance:.0%})", best)
+    return Verdict(
+        "differs", f"{shown}: differs from {claim.expected} (tolerance {claim.tolerance:.0%})", best
+    )
 
 
 def _bounds(claim: Claim) -> tuple[float, float]:
@@ -90,7 +94,10 @@ def _bounds(claim: Claim) -> tuple[float, float]:
 
 
 def _distance(value: float, low: float, high: float) -> float:
-    if low <= value <= high or math.isclose(value, low, rel_tol=1e-9) \
-            or math.isclose(value, high, rel_tol=1e-9):
+    if (
+        low <= value <= high
+        or math.isclose(value, low, rel_tol=1e-9)
+        or math.isclose(value, high, rel_tol=1e-9)
+    ):
         return 0.0
     return min(abs(value - low), abs(value - high))

@@ -38,8 +38,16 @@ if TYPE_CHECKING:
     from gpulab.course.catalog import Course
     from gpulab.course.manifest import ExerciseEntry
 
-__all__ = ["DEFAULT_NAME", "SyncReport", "Workspace", "WorkspaceError", "current_workspace",
-           "init_workspace", "remember", "require_workspace"]
+__all__ = [
+    "DEFAULT_NAME",
+    "SyncReport",
+    "Workspace",
+    "WorkspaceError",
+    "current_workspace",
+    "init_workspace",
+    "remember",
+    "require_workspace",
+]
 
 DEFAULT_NAME = "gpulab-exercises"
 """The folder `gpulab init` makes in the working folder when given none."""
@@ -74,9 +82,9 @@ class WorkspaceError(GpulabError):
 class SyncReport:
     """What bringing a workspace up to date with its course did and found."""
 
-    added: tuple[str, ...] = ()       # exercises new to the workspace (their files copied in)
-    updated: tuple[str, ...] = ()     # exercises whose files the learner never touched, renewed
-    changed: tuple[str, ...] = ()     # exercises whose notebook changed upstream and here too
+    added: tuple[str, ...] = ()  # exercises new to the workspace (their files copied in)
+    updated: tuple[str, ...] = ()  # exercises whose files the learner never touched, renewed
+    changed: tuple[str, ...] = ()  # exercises whose notebook changed upstream and here too
 
     @property
     def anything(self) -> bool:
@@ -88,12 +96,15 @@ class SyncReport:
         if self.added:
             out.append(f"new in the course, added to your workspace: {', '.join(self.added)}")
         if self.updated:
-            out.append(f"updated from the course (you had not changed them): "
-                       f"{', '.join(self.updated)}")
+            out.append(
+                f"updated from the course (you had not changed them): {', '.join(self.updated)}"
+            )
         if self.changed:
-            out.append(f"changed in the course since you started them: {', '.join(self.changed)}"
-                       " (yours are untouched; `gpulab reset NAME` takes the new version and "
-                       "keeps yours as a backup)")
+            out.append(
+                f"changed in the course since you started them: {', '.join(self.changed)}"
+                " (yours are untouched; `gpulab reset NAME` takes the new version and "
+                "keeps yours as a backup)"
+            )
         return out
 
 
@@ -147,13 +158,13 @@ class Workspace:
                         _copy(source, target)
                         new_exercise = True
                     files[relative] = pristine
-                elif mine in (None, recorded, pristine):   # never touched, or already the new one
+                elif mine in (None, recorded, pristine):  # never touched, or already the new one
                     if mine != pristine:
                         _copy(source, target)
                         _add(updated, entry.name)
                     files[relative] = pristine
                 elif relative.endswith(".ipynb"):
-                    _add(changed, entry.name)    # kept as it is, and reported every time
+                    _add(changed, entry.name)  # kept as it is, and reported every time
             if new_exercise:
                 added.append(entry.name)
         if files != self.files:
@@ -173,8 +184,9 @@ class Workspace:
             try:
                 shutil.copy2(mine, backup)
             except OSError as exc:
-                raise WorkspaceError(f"{mine}: could not keep a backup ({exc.strerror or exc}); "
-                                     "nothing was reset") from None
+                raise WorkspaceError(
+                    f"{mine}: could not keep a backup ({exc.strerror or exc}); nothing was reset"
+                ) from None
         files = dict(self.files)
         for relative, source in _course_files(entry):
             if source.is_file():
@@ -193,14 +205,19 @@ def open_workspace(root: Path) -> Workspace:
     try:
         data = json.loads(record.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise WorkspaceError(f"{root} is not a gpulab workspace (it has no {RECORD})\n"
-                             "    hint: make one with `gpulab init DIR`") from None
+        raise WorkspaceError(
+            f"{root} is not a gpulab workspace (it has no {RECORD})\n"
+            "    hint: make one with `gpulab init DIR`"
+        ) from None
     except (OSError, ValueError) as exc:
-        raise WorkspaceError(f"{record}: cannot be read ({exc})\n    hint: move the folder "
-                             "aside and make a new workspace with `gpulab init DIR`") from None
+        raise WorkspaceError(
+            f"{record}: cannot be read ({exc})\n    hint: move the folder "
+            "aside and make a new workspace with `gpulab init DIR`"
+        ) from None
     files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                              for k, v in files.items()):
+    if not isinstance(files, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in files.items()
+    ):
         raise WorkspaceError(f"{record}: not a gpulab workspace record (no 'files' table)")
     return Workspace(root, dict(files))
 
@@ -220,9 +237,11 @@ def init_workspace(course: Course, folder: Path | None = None) -> tuple[Workspac
     if root.exists() and not root.is_dir():
         raise WorkspaceError(f"{root} is a file: choose a new folder for the workspace")
     if root.is_dir() and any(root.iterdir()):
-        raise WorkspaceError(f"{root} already exists and is not empty: gpulab will not write "
-                             "into it\n    hint: give a new folder, e.g. `gpulab init "
-                             f"{root.name}-2`")
+        raise WorkspaceError(
+            f"{root} already exists and is not empty: gpulab will not write "
+            "into it\n    hint: give a new folder, e.g. `gpulab init "
+            f"{root.name}-2`"
+        )
     try:
         root.mkdir(parents=True, exist_ok=True)
         (root / "README.md").write_text(_README, encoding="utf-8")
@@ -230,7 +249,7 @@ def init_workspace(course: Course, folder: Path | None = None) -> tuple[Workspac
         raise WorkspaceError(f"cannot make the workspace {root}: {exc.strerror or exc}") from None
     workspace = Workspace(root, {})
     workspace.sync(course)
-    if not (root / RECORD).is_file():      # a course without exercises still makes a workspace
+    if not (root / RECORD).is_file():  # a course without exercises still makes a workspace
         _write_record(root, {})
     remember(workspace)
     return workspace, True
@@ -248,8 +267,9 @@ def remember(workspace: Workspace) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(path, f"{workspace.root}\n")
     except OSError as exc:
-        raise WorkspaceError(f"could not remember the workspace in {path}: "
-                             f"{exc.strerror or exc}") from None
+        raise WorkspaceError(
+            f"could not remember the workspace in {path}: {exc.strerror or exc}"
+        ) from None
 
 
 def current_workspace() -> Workspace | None:
@@ -273,8 +293,10 @@ def require_workspace() -> Workspace:
     """The workspace in use; `WorkspaceError` with the way to make one when there is none."""
     workspace = current_workspace()
     if workspace is None:
-        raise WorkspaceError("you have no workspace yet: `gpulab init` copies the exercises "
-                             f"into ./{DEFAULT_NAME} (or `gpulab init DIR`), then try again")
+        raise WorkspaceError(
+            "you have no workspace yet: `gpulab init` copies the exercises "
+            f"into ./{DEFAULT_NAME} (or `gpulab init DIR`), then try again"
+        )
     return workspace
 
 

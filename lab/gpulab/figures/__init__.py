@@ -64,8 +64,9 @@ __all__ = [
     "load_baseline",
 ]
 
-FIGURES: dict[str, Figure] = {f.id: f for f in (*MEMORY_FIGURES, *COMPUTE_FIGURES,
-                                               *DEVICE_FIGURES, *DATASHEET_FIGURES)}
+FIGURES: dict[str, Figure] = {
+    f.id: f for f in (*MEMORY_FIGURES, *COMPUTE_FIGURES, *DEVICE_FIGURES, *DATASHEET_FIGURES)
+}
 """Every figure, by id: those drawn from measurements in the order of the course, then
 those drawn from datasheets alone."""
 

@@ -17,11 +17,15 @@ def number(value: Any) -> float | None:
     return float(value)
 
 
-def pairs(rows: Iterable[Mapping[str, Any]], x: str, y: str,
-          what: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+def pairs(
+    rows: Iterable[Mapping[str, Any]], x: str, y: str, what: str
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The (x, y) numbers of every row that has both, sorted by x; `Missing` if none."""
-    found = sorted((a, b) for a, b in ((number(r.get(x)), number(r.get(y))) for r in rows)
-                   if a is not None and b is not None)
+    found = sorted(
+        (a, b)
+        for a, b in ((number(r.get(x)), number(r.get(y))) for r in rows)
+        if a is not None and b is not None
+    )
     if not found:
         raise Missing(f"{what}: no row has numbers for both {x!r} and {y!r}")
     return tuple(a for a, _ in found), tuple(b for _, b in found)

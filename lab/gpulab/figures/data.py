@@ -27,8 +27,15 @@ if TYPE_CHECKING:
     from gpulab.course.specs import Specs, SpecTable
     from gpulab.probes.model import ProbeResult, Reading, Table
 
-__all__ = ["BASELINE", "Baseline", "Data", "Inputs", "build_figure", "datasheet_gpu",
-           "load_baseline"]
+__all__ = [
+    "BASELINE",
+    "Baseline",
+    "Data",
+    "Inputs",
+    "build_figure",
+    "datasheet_gpu",
+    "load_baseline",
+]
 
 BASELINE = "reference/h200-baseline"
 """gpulab's H200 baseline run, relative to the lessons folder: .json (data), .md (report)."""
@@ -94,8 +101,11 @@ def datasheet_gpu(specs: Specs | None, device: str) -> SpecTable | None:
     if specs is None or not device:
         return None
     have = {m.replace(" ", "") for m in _MODEL.findall(device)}
-    found = [t for t in specs.gpus.values()
-             if have & {m.replace(" ", "") for m in _MODEL.findall(t.title)}]
+    found = [
+        t
+        for t in specs.gpus.values()
+        if have & {m.replace(" ", "") for m in _MODEL.findall(t.title)}
+    ]
     if len(found) <= 1:
         return found[0] if found else None
     compact = re.sub(r"[\s_-]+", "", device).lower()
@@ -115,8 +125,8 @@ class Data:
     device: str = ""
     gpu: SpecTable | None = None
     baseline: Baseline | None = None
-    unmatched: list[str] = field(default_factory=list)   # datasheet keys asked for in vain
-    specs: Specs | None = None                          # every GPU's datasheet (datasheet figures)
+    unmatched: list[str] = field(default_factory=list)  # datasheet keys asked for in vain
+    specs: Specs | None = None  # every GPU's datasheet (datasheet figures)
 
     def has(self, probe: str) -> bool:
         return probe in self.results
@@ -152,8 +162,10 @@ class Data:
         """The rows of the probe's first table that has these columns, as dicts."""
         table = _table_with(self.result(probe).tables, columns)
         if table is None:
-            raise Missing(f"the {probe} result has no table with columns "
-                          + ", ".join(repr(c) for c in columns))
+            raise Missing(
+                f"the {probe} result has no table with columns "
+                + ", ".join(repr(c) for c in columns)
+            )
         rows = [dict(zip(table.columns, row, strict=False)) for row in table.rows]
         if not rows:
             raise Missing(f"the {probe} table {table.title!r} has no rows")
@@ -172,8 +184,11 @@ class Data:
             return None
         shown = f"{spec.value:g} {spec.unit}"
         note = f", {spec.note}" if spec.note else ""
-        return Line(value, label or f"datasheet: {shown}", source=(
-            f"specs.toml {self.gpu.id}.{key} ({shown}{note}): {spec.source.title}"))
+        return Line(
+            value,
+            label or f"datasheet: {shown}",
+            source=(f"specs.toml {self.gpu.id}.{key} ({shown}{note}): {spec.source.title}"),
+        )
 
     def datasheet_value(self, key: str, unit: str) -> float | None:
         line = self.datasheet(key, unit)
@@ -181,8 +196,9 @@ class Data:
 
     def baseline_data(self) -> Mapping[str, Any]:
         if self.baseline is None:
-            raise Missing(f"gpulab's H200 baseline ({BASELINE}.json beside the lessons) "
-                          "is not here")
+            raise Missing(
+                f"gpulab's H200 baseline ({BASELINE}.json beside the lessons) is not here"
+            )
         return self.baseline.data
 
 
@@ -207,8 +223,9 @@ def _whose(results: Sequence[ProbeResult]) -> str:
 
 def build_figure(figure: Figure, inputs: Inputs) -> FigureData:
     """The figure drawn from the learner's results if they cover it, else the recording's."""
-    empty = FigureData(figure.id, figure.title, figure.caption, figure.x, figure.y,
-                       horizontal=figure.horizontal)
+    empty = FigureData(
+        figure.id, figure.title, figure.caption, figure.x, figure.y, horizontal=figure.horizontal
+    )
     if figure.datasheets:
         data = Data({}, baseline=inputs.baseline, specs=inputs.specs)
         source = "NVIDIA's datasheets, as specs.toml cites them" if inputs.specs else ""
@@ -223,9 +240,13 @@ def build_figure(figure: Figure, inputs: Inputs) -> FigureData:
         lacking = [p for p in figure.probes if p not in side]
         if lacking:
             runs = " ".join(lacking)
-            return _replace(empty, missing=(
-                f"no result of {', '.join(lacking)} here, and none recorded: run "
-                f"`gpulab probe run {runs}` on a GPU"))
+            return _replace(
+                empty,
+                missing=(
+                    f"no result of {', '.join(lacking)} here, and none recorded: run "
+                    f"`gpulab probe run {runs}` on a GPU"
+                ),
+            )
         chosen = {p: side[p] for p in (*figure.probes, *figure.optional) if p in side}
         device = next((r.device for r in chosen.values() if r.device), "")
         data = Data(chosen, device, datasheet_gpu(inputs.specs, device), inputs.baseline)
@@ -238,10 +259,24 @@ def build_figure(figure: Figure, inputs: Inputs) -> FigureData:
         return _replace(empty, source=source, missing="the results hold no points to draw")
     notes = plot.notes
     if data.unmatched and inputs.specs is not None:
-        notes = (*notes, f"specs.toml has no datasheet for {data.device or 'this GPU'}, "
-                 "so no datasheet values are drawn")
-    return FigureData(figure.id, figure.title, figure.caption, figure.x, figure.y,
-                      plot.series, plot.lines, notes, source, "", figure.horizontal)
+        notes = (
+            *notes,
+            f"specs.toml has no datasheet for {data.device or 'this GPU'}, "
+            "so no datasheet values are drawn",
+        )
+    return FigureData(
+        figure.id,
+        figure.title,
+        figure.caption,
+        figure.x,
+        figure.y,
+        plot.series,
+        plot.lines,
+        notes,
+        source,
+        "",
+        figure.horizontal,
+    )
 
 
 def _replace(data: FigureData, **changes: Any) -> FigureData:

@@ -41,23 +41,45 @@ def _ridge(d: Data) -> Plot:
     names = tuple(name for name, _, _, _ in found)
     ridges = tuple(round(ratio, 1) for _, _, _, ratio in found)
     notes = tuple(f"{r:.0f} = {t:g} TFLOPS / {b:g} TB/s" for _, t, b, r in found)
-    decode = Line(1.0, "decode, one sequence, 16-bit weights: 1 FLOP per byte", role="computed",
-                  source="each 2-byte weight is read once per generated token and feeds one "
-                         "multiply-add, 2 FLOPs")
-    return Plot((Series("dense FP16 Tensor Core peak / HBM bandwidth", names, ridges, "bars",
-                        "datasheet", notes),), (decode,),
-                ("A decode batch of B sequences does about B FLOPs per weight byte: it reaches "
-                 "a GPU's ridge only when B is as large as the bar.",))
+    decode = Line(
+        1.0,
+        "decode, one sequence, 16-bit weights: 1 FLOP per byte",
+        role="computed",
+        source="each 2-byte weight is read once per generated token and feeds one "
+        "multiply-add, 2 FLOPs",
+    )
+    return Plot(
+        (
+            Series(
+                "dense FP16 Tensor Core peak / HBM bandwidth",
+                names,
+                ridges,
+                "bars",
+                "datasheet",
+                notes,
+            ),
+        ),
+        (decode,),
+        (
+            "A decode batch of B sequences does about B FLOPs per weight byte: it reaches "
+            "a GPU's ridge only when B is as large as the bar.",
+        ),
+    )
 
 
 DATASHEET_FIGURES = (
     Figure(
-        "decode-ridge", "How many FLOPs a GPU needs per byte before compute limits it",
+        "decode-ridge",
+        "How many FLOPs a GPU needs per byte before compute limits it",
         "Each GPU's dense FP16 Tensor Core peak divided by its HBM bandwidth, from the "
         "datasheets specs.toml cites: the arithmetic intensity (the ridge point) below which "
         "a kernel waits on memory. Generating one token for one sequence reads every weight "
         "once for one multiply-add, about 1 FLOP per byte: tens to hundreds of times below "
         "every ridge, which is why decode is memory-bound and why serving batches requests.",
-        Axis("GPU"), Axis("ridge point", "FLOP/B", log=True, ticks=power_ticks(10, 0, 4)),
-        _ridge, datasheets=True, horizontal=True),
+        Axis("GPU"),
+        Axis("ridge point", "FLOP/B", log=True, ticks=power_ticks(10, 0, 4)),
+        _ridge,
+        datasheets=True,
+        horizontal=True,
+    ),
 )

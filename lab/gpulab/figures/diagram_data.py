@@ -129,7 +129,7 @@ class Facts:
 
 
 def _whose(results: list[ProbeResult]) -> str:
-    """"NVIDIA H200, gpulab's recording of 2026-12-03" (or "<device>, measured <date>")."""
+    """ "NVIDIA H200, gpulab's recording of 2026-12-03" (or "<device>, measured <date>")."""
     recorded = [r.recorded for r in results if r.recorded is not None]
     if recorded:
         dates = ", ".join(sorted({r.date for r in recorded}))
@@ -149,17 +149,32 @@ def build_diagram(diagram: Diagram, inputs: DiagramInputs) -> DiagramData:
     try:
         drawing = diagram.build(facts)
     except Missing as missing:
-        return DiagramData(diagram.id, diagram.title, diagram.caption,
-                           source=facts.source(), missing=missing.reason)
+        return DiagramData(
+            diagram.id,
+            diagram.title,
+            diagram.caption,
+            source=facts.source(),
+            missing=missing.reason,
+        )
     keys = [box.key for box in drawing.root.walk() if box.key]
     doubled = sorted({k for k in keys if keys.count(k) > 1})
-    unknown = sorted({end for link in drawing.links for end in (link.start, link.end)
-                      if end not in keys})
+    unknown = sorted(
+        {end for link in drawing.links for end in (link.start, link.end) if end not in keys}
+    )
     if doubled or unknown:
-        raise ValueError(f"diagram {diagram.id!r}: keys used twice: {doubled or 'none'}; "
-                         f"links to no box: {unknown or 'none'}")
+        raise ValueError(
+            f"diagram {diagram.id!r}: keys used twice: {doubled or 'none'}; "
+            f"links to no box: {unknown or 'none'}"
+        )
     source = facts.source(drawing.sources)
     if drawing.example:
         source = f"an example, not a measurement: {source}"
-    return DiagramData(diagram.id, diagram.title, diagram.caption, drawing.root,
-                       drawing.links, drawing.notes, source)
+    return DiagramData(
+        diagram.id,
+        diagram.title,
+        diagram.caption,
+        drawing.root,
+        drawing.links,
+        drawing.notes,
+        source,
+    )

@@ -27,7 +27,7 @@ LABEL_SIZE = 7.5
 """The labels' font size, in points (bold)."""
 LINE_SIZE = 6.8
 """The detail lines' font size, in points."""
-_ADVANCE = {True: 0.64, False: 0.58}   # characters' width per point of size, bold or not
+_ADVANCE = {True: 0.64, False: 0.58}  # characters' width per point of size, bold or not
 LEADING = 1.28
 """Line height as a multiple of the font size."""
 PAD = 4.0
@@ -80,9 +80,11 @@ def _hyphenate(word: str, chars: int) -> str:
     """A word longer than a line, with hyphens where it must break ("observabi-lity");
     one with hyphens of its own breaks there first."""
     return "-".join(
-        piece if len(piece) <= chars
-        else "-".join(piece[i:i + chars - 1] for i in range(0, len(piece), chars - 1))
-        for piece in word.split("-"))
+        piece
+        if len(piece) <= chars
+        else "-".join(piece[i : i + chars - 1] for i in range(0, len(piece), chars - 1))
+        for piece in word.split("-")
+    )
 
 
 def _text(box: Box, width: float) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -107,8 +109,9 @@ class _Layout:
     def gap(self, one: Box, two: Box) -> float:
         """The space between two neighbours: wider where a link joins them."""
         a, b = self._keys(one), self._keys(two)
-        joining = [link for link in self.links
-                   if {link.start, link.end} & a and {link.start, link.end} & b]
+        joining = [
+            link for link in self.links if {link.start, link.end} & a and {link.start, link.end} & b
+        ]
         if any(link.label for link in joining):
             return _LABELLED_GAP
         return _LINKED_GAP if joining else _GAP
@@ -130,11 +133,14 @@ class _Layout:
         if not box.children:
             return text + 2 * pad
         if box.layout == "row":
-            body = max(self.height(c, w) for c, w in zip(box.children,
-                                                         self.widths(box, inner), strict=True))
+            body = max(
+                self.height(c, w)
+                for c, w in zip(box.children, self.widths(box, inner), strict=True)
+            )
         else:
             body = sum(self.height(c, inner * c.width) for c in box.children) + sum(
-                self.gap(a, b) for a, b in pairwise(box.children))
+                self.gap(a, b) for a, b in pairwise(box.children)
+            )
         return text + (_GAP if text else 0.0) + body + 2 * pad
 
     def place(self, box: Box, x: float, y: float, w: float, h: float, depth: int) -> None:
@@ -146,8 +152,9 @@ class _Layout:
         inner = w - 2 * pad
         if box.layout == "row":
             left, below = x + pad, y + h - pad - top
-            for index, (child, width) in enumerate(zip(box.children, self.widths(box, inner),
-                                                       strict=True)):
+            for index, (child, width) in enumerate(
+                zip(box.children, self.widths(box, inner), strict=True)
+            ):
                 self.place(child, left, top, width, below, depth + 1)
                 if index + 1 < len(box.children):
                     left += width + self.gap(child, box.children[index + 1])
@@ -163,11 +170,12 @@ class _Layout:
 def _arrow(link: Link, one: Placed, two: Placed) -> Arrow:
     """The ends of the arrow from `one` to `two`: across the space between them, straight
     where they overlap."""
+
     def overlap(a0: float, a1: float, b0: float, b1: float) -> float:
         low, high = max(a0, b0), min(a1, b1)
         return (low + high) / 2 if low < high else (a0 + a1 + b0 + b1) / 4
 
-    if two.y >= one.y + one.h or one.y >= two.y + two.h:       # one above the other
+    if two.y >= one.y + one.h or one.y >= two.y + two.h:  # one above the other
         x = overlap(one.x, one.x + one.w, two.x, two.x + two.w)
         if two.y >= one.y + one.h:
             x_one = x if one.x <= x <= one.x + one.w else one.x + one.w / 2
@@ -184,8 +192,9 @@ def _arrow(link: Link, one: Placed, two: Placed) -> Arrow:
     raise ValueError(f"link {link.start} -> {link.end}: one box lies inside the other")
 
 
-def layout(root: Box, links: tuple[Link, ...], width: float
-           ) -> tuple[list[Placed], list[Arrow], float]:
+def layout(
+    root: Box, links: tuple[Link, ...], width: float
+) -> tuple[list[Placed], list[Arrow], float]:
     """Every box placed (parents before children), every link's arrow, and the height."""
     work = _Layout(links)
     height = work.height(root, width)

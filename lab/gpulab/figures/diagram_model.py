@@ -31,8 +31,20 @@ __all__ = ["Box", "Diagram", "DiagramData", "Drawing", "Layout", "Link", "Role"]
 Layout = Literal["row", "column"]
 """How a box arranges its children: side by side, or top to bottom."""
 
-Role = Literal["plain", "compute", "memory", "software", "host", "kernel", "device", "link",
-               "source", "own", "proposed", "legacy"]
+Role = Literal[
+    "plain",
+    "compute",
+    "memory",
+    "software",
+    "host",
+    "kernel",
+    "device",
+    "link",
+    "source",
+    "own",
+    "proposed",
+    "legacy",
+]
 """What a box stands for, which decides its colour: a group (plain), an SM's execution
 units (compute), a level of memory, user-space software, host hardware (CPUs, memory,
 PCIe bridges), the driver (kernel modules and libcuda), a device (GPU, NIC), an
@@ -62,8 +74,7 @@ class Box:
         if self.span <= 0:
             raise ValueError(f"box {self.label!r}: span must be positive, not {self.span}")
         if not 0 < self.width <= 1:
-            raise ValueError(f"box {self.label!r}: width is a fraction in (0, 1], "
-                             f"not {self.width}")
+            raise ValueError(f"box {self.label!r}: width is a fraction in (0, 1], not {self.width}")
 
     def walk(self) -> Iterator[Box]:
         """This box and every box inside it, parents first."""

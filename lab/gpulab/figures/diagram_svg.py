@@ -39,13 +39,18 @@ WIDTH = 460.0
 _MARGIN = 2.0
 
 _COLOUR: dict[Role, str] = {
-    "compute": _PALETTE[0], "device": _PALETTE[0], "own": _PALETTE[0],
+    "compute": _PALETTE[0],
+    "device": _PALETTE[0],
+    "own": _PALETTE[0],
     "memory": _PALETTE[1],
-    "software": _PALETTE[2], "source": _PALETTE[2],
+    "software": _PALETTE[2],
+    "source": _PALETTE[2],
     "host": _PALETTE[3],
     "link": _PALETTE[4],
     "kernel": _PALETTE[5],
-    "plain": _DIM, "proposed": _DIM, "legacy": _DIM,
+    "plain": _DIM,
+    "proposed": _DIM,
+    "legacy": _DIM,
 }
 _DASHED: frozenset[Role] = frozenset({"proposed", "legacy"})
 
@@ -67,7 +72,7 @@ def render_diagram_svg(data: DiagramData, *, id_prefix: str | None = None) -> st
         figure = Figure(figsize=size)
         ax = figure.add_axes((0, 0, 1, 1))
         ax.set_xlim(-_MARGIN, WIDTH + _MARGIN)
-        ax.set_ylim(height + _MARGIN, -_MARGIN)      # y grows downwards, as laid out
+        ax.set_ylim(height + _MARGIN, -_MARGIN)  # y grows downwards, as laid out
         ax.set_axis_off()
         for box in placed:
             _box(ax, box)
@@ -86,22 +91,49 @@ def _box(ax: Axes, placed: Placed) -> None:
     colour = _COLOUR[role]
     if placed.framed:
         leaf = not placed.box.children
-        fill: Any = "none" if role in ("plain", *_DASHED) else to_rgba(
-            colour, 0.16 if leaf else 0.07)
-        ax.add_patch(FancyBboxPatch(
-            (placed.x, placed.y), placed.w, placed.h, boxstyle="round,pad=0,rounding_size=3",
-            facecolor=fill, edgecolor=colour, linewidth=0.9 if leaf else 0.8,
-            linestyle="--" if role in _DASHED else "-", zorder=1 + placed.depth))
+        fill: Any = (
+            "none" if role in ("plain", *_DASHED) else to_rgba(colour, 0.16 if leaf else 0.07)
+        )
+        ax.add_patch(
+            FancyBboxPatch(
+                (placed.x, placed.y),
+                placed.w,
+                placed.h,
+                boxstyle="round,pad=0,rounding_size=3",
+                facecolor=fill,
+                edgecolor=colour,
+                linewidth=0.9 if leaf else 0.8,
+                linestyle="--" if role in _DASHED else "-",
+                zorder=1 + placed.depth,
+            )
+        )
     centred = not placed.box.children
     x = placed.x + placed.w / 2 if centred else placed.x + PAD
     y = placed.y + PAD
     for line in placed.label:
-        ax.text(x, y, line, fontsize=LABEL_SIZE, fontweight="bold", color=_FG,
-                ha="center" if centred else "left", va="top", zorder=20)
+        ax.text(
+            x,
+            y,
+            line,
+            fontsize=LABEL_SIZE,
+            fontweight="bold",
+            color=_FG,
+            ha="center" if centred else "left",
+            va="top",
+            zorder=20,
+        )
         y += LABEL_SIZE * LEADING
     for line in placed.lines:
-        ax.text(x, y, line, fontsize=LINE_SIZE, color=_FG,
-                ha="center" if centred else "left", va="top", zorder=20)
+        ax.text(
+            x,
+            y,
+            line,
+            fontsize=LINE_SIZE,
+            color=_FG,
+            ha="center" if centred else "left",
+            va="top",
+            zorder=20,
+        )
         y += LINE_SIZE * LEADING
 
 
@@ -109,15 +141,32 @@ def _arrow(ax: Axes, arrow: Arrow) -> None:
     from matplotlib.patches import FancyArrowPatch
 
     style = "<|-|>" if arrow.link.both else "-|>"
-    ax.add_patch(FancyArrowPatch(arrow.start, arrow.end, arrowstyle=style, mutation_scale=7,
-                                 color=_DIM, linewidth=0.9, shrinkA=0.5, shrinkB=0.5,
-                                 zorder=30))
+    ax.add_patch(
+        FancyArrowPatch(
+            arrow.start,
+            arrow.end,
+            arrowstyle=style,
+            mutation_scale=7,
+            color=_DIM,
+            linewidth=0.9,
+            shrinkA=0.5,
+            shrinkB=0.5,
+            zorder=30,
+        )
+    )
     if not arrow.link.label:
         return
     (x0, y0), (x1, y1) = arrow.start, arrow.end
     upright = abs(x1 - x0) < abs(y1 - y0)
     mid = ((x0 + x1) / 2 + (3 if upright else 0), (y0 + y1) / 2 - (0 if upright else 2))
-    ax.text(*mid, arrow.link.label, fontsize=LINE_SIZE, color=_FG, style="italic",
-            ha="left" if upright else "center", va="center" if upright else "bottom",
-            zorder=31, bbox={"boxstyle": "square,pad=0.1", "facecolor": _BG,
-                             "edgecolor": "none"})
+    ax.text(
+        *mid,
+        arrow.link.label,
+        fontsize=LINE_SIZE,
+        color=_FG,
+        style="italic",
+        ha="left" if upright else "center",
+        va="center" if upright else "bottom",
+        zorder=31,
+        bbox={"boxstyle": "square,pad=0.1", "facecolor": _BG, "edgecolor": "none"},
+    )

@@ -43,8 +43,9 @@ __all__ = [
     "diagram",
 ]
 
-DIAGRAMS: dict[str, Diagram] = {d.id: d for d in (*COURSE_DIAGRAMS, *STACK_DIAGRAMS,
-                                                  *HOST_DIAGRAMS, *GPU_DIAGRAMS)}
+DIAGRAMS: dict[str, Diagram] = {
+    d.id: d for d in (*COURSE_DIAGRAMS, *STACK_DIAGRAMS, *HOST_DIAGRAMS, *GPU_DIAGRAMS)
+}
 """Every diagram, by id, in the order of the course."""
 
 DIAGRAM_IDS: frozenset[str] = frozenset(DIAGRAMS)

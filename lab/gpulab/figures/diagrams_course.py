@@ -43,16 +43,21 @@ def _tables(f: Facts) -> list[list[list[str]]]:
         lesson = f.course.lesson(ROADMAP)
     except CourseError:
         raise Missing(f"the course has no readable {ROADMAP} lesson") from None
-    return [markdown_table(note.markdown) for node in lesson.root.walk()
-            for note in node.notes if note.kind == "table"]
+    return [
+        markdown_table(note.markdown)
+        for node in lesson.root.walk()
+        for note in node.notes
+        if note.kind == "table"
+    ]
 
 
 def _find(tables: list[list[list[str]]], *header: str) -> list[list[str]]:
     for rows in tables:
         if rows and all(any(h in cell.lower() for cell in rows[0]) for h in header):
             return rows[1:]
-    raise Missing(f"the {ROADMAP} lesson has no table with the columns "
-                  + ", ".join(repr(h) for h in header))
+    raise Missing(
+        f"the {ROADMAP} lesson has no table with the columns " + ", ".join(repr(h) for h in header)
+    )
 
 
 def _days(first: int, last: int) -> str:
@@ -72,18 +77,30 @@ def _timeline(f: Facts) -> Drawing:
     last = lessons[-1].day
     missing = sorted({e.day for e in lessons} - set(covers))
     if missing:
-        raise Missing(f"the {ROADMAP} lesson's day table lacks gpulab day "
-                      + ", ".join(map(str, missing)))
+        raise Missing(
+            f"the {ROADMAP} lesson's day table lacks gpulab day " + ", ".join(map(str, missing))
+        )
     groups = []
     for what, run in groupby(lessons, key=lambda e: covers[e.day]):
         entries = list(run)
         first, end = entries[0].day, entries[-1].day
-        groups.append(Box(_days(first, end).capitalize(),
-                          (*(e.id for e in entries), what),
-                          role="own" if what == "gpulab's own" else "source",
-                          span=end - first + 1))
-    phases = [Box(_days(1, last).capitalize(), ("gpulab's lessons: the machine",),
-                  role="own", key="lessons", span=last)]
+        groups.append(
+            Box(
+                _days(first, end).capitalize(),
+                (*(e.id for e in entries), what),
+                role="own" if what == "gpulab's own" else "source",
+                span=end - first + 1,
+            )
+        )
+    phases = [
+        Box(
+            _days(1, last).capitalize(),
+            ("gpulab's lessons: the machine",),
+            role="own",
+            key="lessons",
+            span=last,
+        )
+    ]
     start = last + 1
     for name, days in _find(tables, "phase", "gpulab days"):
         found = _RANGE.search(days)
@@ -91,30 +108,52 @@ def _timeline(f: Facts) -> Drawing:
             raise Missing(f"the {ROADMAP} lesson gives {name!r} no day range ({days!r})")
         low, high = int(found.group(1)), int(found.group(2))
         if low != start:
-            raise Missing(f"the {ROADMAP} lesson's phase {name!r} starts on day {low}, "
-                          f"not on day {start}, after the one before it")
-        phases.append(Box(_days(low, high).capitalize(), (name, "proposed"), role="proposed",
-                          span=high - low + 1))
+            raise Missing(
+                f"the {ROADMAP} lesson's phase {name!r} starts on day {low}, "
+                f"not on day {start}, after the one before it"
+            )
+        phases.append(
+            Box(
+                _days(low, high).capitalize(),
+                (name, "proposed"),
+                role="proposed",
+                span=high - low + 1,
+            )
+        )
         start = high + 1
     plan = course.manifest.plan_days
     if start - 1 != plan:
-        raise Missing(f"the {ROADMAP} lesson's phases end on day {start - 1}, and "
-                      f"course.toml's plan_days is {plan}")
-    root = Box("", children=(
-        Box(f"The {plan} days", children=tuple(phases), layout="row"),
-        Box(f"{_days(1, last).capitalize()}, lesson by lesson", children=tuple(groups),
-            layout="row", key="detail"),
-    ))
-    return Drawing(root, (Link("lessons", "detail", "in detail"),),
-                   sources=("course.toml and the roadmap lesson's tables",))
+        raise Missing(
+            f"the {ROADMAP} lesson's phases end on day {start - 1}, and "
+            f"course.toml's plan_days is {plan}"
+        )
+    root = Box(
+        "",
+        children=(
+            Box(f"The {plan} days", children=tuple(phases), layout="row"),
+            Box(
+                f"{_days(1, last).capitalize()}, lesson by lesson",
+                children=tuple(groups),
+                layout="row",
+                key="detail",
+            ),
+        ),
+    )
+    return Drawing(
+        root,
+        (Link("lessons", "detail", "in detail"),),
+        sources=("course.toml and the roadmap lesson's tables",),
+    )
 
 
 COURSE_DIAGRAMS = (
     Diagram(
-        "course-timeline", "The sixty days: gpulab's lessons and its proposed outline",
+        "course-timeline",
+        "The sixty days: gpulab's lessons and its proposed outline",
         "gpulab's first nine days teach the plan's first phase: its days 1 to 3 as the "
         "source gives them, then gpulab's own days on the CUDA stack, the managed device, "
         "programming and measuring. The later phases and their day ranges are gpulab's own "
         "proposal (dashed), not the source plan's schedule.",
-        _timeline),
+        _timeline,
+    ),
 )

@@ -47,8 +47,10 @@ def _count(value: float) -> str:
 def _sm(f: Facts) -> Drawing:
     cc = f.text(PROPS, "computeCapability")
     if cc != _CC:
-        raise Missing(f"the recorded GPU has compute capability {cc}; this diagram knows "
-                      f"the SM of compute capability {_CC} (Hopper)")
+        raise Missing(
+            f"the recorded GPU has compute capability {cc}; this diagram knows "
+            f"the SM of compute capability {_CC} (Hopper)"
+        )
     sms = f.number(PROPS, "multiProcessorCount")
     parts = int(f.spec_number("sm-units.warp_schedulers_per_sm"))
     warps = f.number(PROPS, "maxWarpsPerMultiProcessor")
@@ -69,34 +71,59 @@ def _sm(f: Facts) -> Drawing:
     kind = memory.note if memory.note and len(memory.note) < 12 else "HBM"
 
     def partition(index: int) -> Box:
-        return Box(f"Partition {index}", children=(
-            Box("Warp scheduler", ("1 instruction per clock",
-                                   f"up to {warps / parts:g} warps"), role="compute"),
-            Box("Register file", (f"{_count(registers)} × 32-bit",
-                                  binary_size(registers * 4)), role="memory"),
-            Box("Lanes", (f"{fp32:g} FP32", f"{int32} INT32", f"{fp64} FP64"), role="compute"),
-            Box(f"{sfus} SFUs", role="compute"),
-            Box(f"{tensor} Tensor Core", role="compute"),
-        ))
+        return Box(
+            f"Partition {index}",
+            children=(
+                Box(
+                    "Warp scheduler",
+                    ("1 instruction per clock", f"up to {warps / parts:g} warps"),
+                    role="compute",
+                ),
+                Box(
+                    "Register file",
+                    (f"{_count(registers)} × 32-bit", binary_size(registers * 4)),
+                    role="memory",
+                ),
+                Box("Lanes", (f"{fp32:g} FP32", f"{int32} INT32", f"{fp64} FP64"), role="compute"),
+                Box(f"{sfus} SFUs", role="compute"),
+                Box(f"{tensor} Tensor Core", role="compute"),
+            ),
+        )
 
-    sm = Box(f"One SM of {sms:g}", (f"{parts} partitions, {register_file} of registers",),
-             key="sm", children=(
-                 Box("", layout="row", children=tuple(partition(i) for i in range(parts))),
-                 Box("", layout="row", children=(
-                     Box("L1 data cache and shared memory",
-                         (f"{sram} of SRAM, up to {shared} as shared memory",),
-                         role="memory", span=3),
-                     Box("TMA", ("tile copies",), role="compute"),
-                 )),
-             ))
-    root = Box(f"{f.text(PROPS, 'name')}: {sms:g} SMs", children=(
-        sm,
-        Box(f"L2 cache, shared by all {sms:g} SMs",
-            (f"{l2} as CUDA reports it; {sheet_l2} on the datasheet",), role="memory",
-            key="l2"),
-        Box(kind, (f"{memory.shown}, {bandwidth} on the datasheet",), role="memory",
-            key="hbm"),
-    ))
+    sm = Box(
+        f"One SM of {sms:g}",
+        (f"{parts} partitions, {register_file} of registers",),
+        key="sm",
+        children=(
+            Box("", layout="row", children=tuple(partition(i) for i in range(parts))),
+            Box(
+                "",
+                layout="row",
+                children=(
+                    Box(
+                        "L1 data cache and shared memory",
+                        (f"{sram} of SRAM, up to {shared} as shared memory",),
+                        role="memory",
+                        span=3,
+                    ),
+                    Box("TMA", ("tile copies",), role="compute"),
+                ),
+            ),
+        ),
+    )
+    root = Box(
+        f"{f.text(PROPS, 'name')}: {sms:g} SMs",
+        children=(
+            sm,
+            Box(
+                f"L2 cache, shared by all {sms:g} SMs",
+                (f"{l2} as CUDA reports it; {sheet_l2} on the datasheet",),
+                role="memory",
+                key="l2",
+            ),
+            Box(kind, (f"{memory.shown}, {bandwidth} on the datasheet",), role="memory", key="hbm"),
+        ),
+    )
     return Drawing(root, (Link("sm", "l2", both=True), Link("l2", "hbm", both=True)))
 
 
@@ -113,43 +140,80 @@ def _ladder(f: Facts) -> Drawing:
     copy = f.number("hbm_bandwidth", "memcpy_bandwidth")
     registers = f.number(PROPS, "regsPerMultiprocessor")
     rungs = (
-        Box("Registers: one thread's",
-            (f"{binary_size(f.number(PROPS, 'registerFilePerMultiprocessor'))} per SM "
-             f"({_count(registers)} × 32-bit)", "read as operands, no load"),
-            role="memory", width=0.42),
-        Box("Shared memory: one block's",
-            (f"up to {binary_size(f.number(PROPS, 'sharedMemPerMultiprocessor'))} per SM",
-             latency("smem_latency", "smem_latency")), role="memory", width=0.56),
-        Box("L1: one SM's",
-            (f"the rest of {f.spec('sm-units.l1_shared_cc90').shown} of SRAM",
-             latency(CHASE, "l1_latency")), role="memory", width=0.7),
-        Box(f"L2: all {sms:g} SMs'",
-            (f"{binary_size(f.number(PROPS, 'l2CacheSize'))} as CUDA reports it, "
-             f"{f.spec(f'{gpu}.l2_cache').shown} on the datasheet",
-             latency(CHASE, "l2_latency")), role="memory", width=0.85),
-        Box(f"{kind}: the whole GPU's",
-            (f"{memory.shown} and {f.spec(f'{gpu}.memory_bandwidth').shown} on the datasheet; "
-             f"cudaMemcpy {copy:,.0f} GB/s, read + written",
-             latency(CHASE, "hbm_latency")), role="memory"),
+        Box(
+            "Registers: one thread's",
+            (
+                f"{binary_size(f.number(PROPS, 'registerFilePerMultiprocessor'))} per SM "
+                f"({_count(registers)} × 32-bit)",
+                "read as operands, no load",
+            ),
+            role="memory",
+            width=0.42,
+        ),
+        Box(
+            "Shared memory: one block's",
+            (
+                f"up to {binary_size(f.number(PROPS, 'sharedMemPerMultiprocessor'))} per SM",
+                latency("smem_latency", "smem_latency"),
+            ),
+            role="memory",
+            width=0.56,
+        ),
+        Box(
+            "L1: one SM's",
+            (
+                f"the rest of {f.spec('sm-units.l1_shared_cc90').shown} of SRAM",
+                latency(CHASE, "l1_latency"),
+            ),
+            role="memory",
+            width=0.7,
+        ),
+        Box(
+            f"L2: all {sms:g} SMs'",
+            (
+                f"{binary_size(f.number(PROPS, 'l2CacheSize'))} as CUDA reports it, "
+                f"{f.spec(f'{gpu}.l2_cache').shown} on the datasheet",
+                latency(CHASE, "l2_latency"),
+            ),
+            role="memory",
+            width=0.85,
+        ),
+        Box(
+            f"{kind}: the whole GPU's",
+            (
+                f"{memory.shown} and {f.spec(f'{gpu}.memory_bandwidth').shown} on the datasheet; "
+                f"cudaMemcpy {copy:,.0f} GB/s, read + written",
+                latency(CHASE, "hbm_latency"),
+            ),
+            role="memory",
+        ),
     )
-    return Drawing(Box("", children=rungs), notes=(
-        "Latencies are one thread's dependent loads: shared memory from the smem_latency "
-        "probe, L1, L2 and HBM from the pointer chase's plateaus",))
+    return Drawing(
+        Box("", children=rungs),
+        notes=(
+            "Latencies are one thread's dependent loads: shared memory from the smem_latency "
+            "probe, L1, L2 and HBM from the pointer chase's plateaus",
+        ),
+    )
 
 
 GPU_DIAGRAMS = (
     Diagram(
-        "sm-layout", "Inside an H200 SM",
+        "sm-layout",
+        "Inside an H200 SM",
         "The chip is many SMs around one L2 and the HBM. Each SM is four partitions, each "
         "with its own warp scheduler, a quarter of the register file and its own lanes, "
         "special function units and Tensor Core; L1 and shared memory are one block of SRAM "
         "that all four share. Counts per partition are the SM's counts divided by four.",
-        _sm),
+        _sm,
+    ),
     Diagram(
-        "memory-ladder", "The memory ladder of an H200",
+        "memory-ladder",
+        "The memory ladder of an H200",
         "From registers to HBM each level is shared more widely, holds more and takes "
         "longer to answer one load. Sizes are what CUDA reports on gpulab's H200 and the "
         "datasheet's; latencies are its probes' measurements, in SM cycles and in "
         "nanoseconds at the clock of the run.",
-        _ladder),
+        _ladder,
+    ),
 )

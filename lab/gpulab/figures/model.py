@@ -42,7 +42,7 @@ class Axis:
     label: str
     unit: str = ""
     log: bool = False
-    ticks: tuple[tuple[float, str], ...] = ()   # (value, text) pairs; empty: the plotter's own
+    ticks: tuple[tuple[float, str], ...] = ()  # (value, text) pairs; empty: the plotter's own
 
     @property
     def title(self) -> str:
@@ -66,11 +66,13 @@ class Series:
 
     def __post_init__(self) -> None:
         if len(self.x) != len(self.y):
-            raise ValueError(f"series {self.label!r}: {len(self.x)} x values, "
-                             f"{len(self.y)} y values")
+            raise ValueError(
+                f"series {self.label!r}: {len(self.x)} x values, {len(self.y)} y values"
+            )
         if self.notes and len(self.notes) != len(self.y):
-            raise ValueError(f"series {self.label!r}: {len(self.notes)} notes for "
-                             f"{len(self.y)} points")
+            raise ValueError(
+                f"series {self.label!r}: {len(self.notes)} notes for {len(self.y)} points"
+            )
 
     def points(self) -> list[tuple[float | str, float]]:
         return list(zip(self.x, self.y, strict=True))

@@ -33,7 +33,7 @@ __all__ = ["CLASS", "render_svg"]
 CLASS = "figure-plot"
 """The class of the drawn <svg>, which the book's stylesheet sizes."""
 
-WIDTH_IN = 6.4      # inches; matplotlib writes 72 points per inch into the viewBox
+WIDTH_IN = 6.4  # inches; matplotlib writes 72 points per inch into the viewBox
 HEIGHT_IN = 3.6
 
 # Colours matplotlib is given, and the CSS each one becomes in the SVG. The
@@ -46,8 +46,10 @@ _CSS = {
     _DIM: "var(--dim, #5d6670)",
     _GRID: "var(--line, #d9dee3)",
     _BG: "var(--bg, #ffffff)",
-    **{stand_in: f"var(--fig-{i + 1}, {light})"
-       for i, (stand_in, light) in enumerate(zip(_PALETTE, _LIGHT, strict=True))},
+    **{
+        stand_in: f"var(--fig-{i + 1}, {light})"
+        for i, (stand_in, light) in enumerate(zip(_PALETTE, _LIGHT, strict=True))
+    },
 }
 _LINESTYLE = {"measured": "-", "datasheet": "--", "computed": ":", "limit": "-."}
 _FONT = "'DejaVu Sans', system-ui, sans-serif"
@@ -134,30 +136,66 @@ def _points(ax: Axes, data: FigureData) -> None:
         ys += list(series.y)
         style = _LINESTYLE[series.role]
         if series.kind == "points":
-            ax.plot(x, series.y, linestyle="none", marker="D", markersize=6,
-                    color=colours[i], label=series.label, zorder=4)
+            ax.plot(
+                x,
+                series.y,
+                linestyle="none",
+                marker="D",
+                markersize=6,
+                color=colours[i],
+                label=series.label,
+                zorder=4,
+            )
         else:
             marks = series.kind == "line" and len(x) < 40
-            ax.plot(x, series.y, linestyle=style, marker="o" if marks else None,
-                    markersize=3.5, linewidth=1.6, color=colours[i], label=series.label,
-                    zorder=3)
+            ax.plot(
+                x,
+                series.y,
+                linestyle=style,
+                marker="o" if marks else None,
+                markersize=3.5,
+                linewidth=1.6,
+                color=colours[i],
+                label=series.label,
+                zorder=3,
+            )
         for xv, yv, note in zip(x, series.y, series.notes, strict=False):
             if note:
-                ax.annotate(note, (xv, yv), xytext=(4, 5), textcoords="offset points",
-                            fontsize=7.5, color=colours[i])
+                ax.annotate(
+                    note,
+                    (xv, yv),
+                    xytext=(4, 5),
+                    textcoords="offset points",
+                    fontsize=7.5,
+                    color=colours[i],
+                )
     offset = len(data.series)
     for j, line in enumerate(data.lines):
         colour = colours[offset + j]
         if line.axis == "x":
             xs.append(line.value)
             ax.axvline(line.value, color=_DIM, linestyle=_LINESTYLE[line.role], linewidth=0.9)
-            ax.annotate(line.label, (line.value, 1), xycoords=("data", "axes fraction"),
-                        xytext=(-3, -4), textcoords="offset points", rotation=90,
-                        ha="right", va="top", fontsize=7.5, color=_FG)
+            ax.annotate(
+                line.label,
+                (line.value, 1),
+                xycoords=("data", "axes fraction"),
+                xytext=(-3, -4),
+                textcoords="offset points",
+                rotation=90,
+                ha="right",
+                va="top",
+                fontsize=7.5,
+                color=_FG,
+            )
         else:
             ys.append(line.value)
-            ax.axhline(line.value, color=colour, linestyle=_LINESTYLE[line.role],
-                       linewidth=1.1, label=line.label)
+            ax.axhline(
+                line.value,
+                color=colour,
+                linestyle=_LINESTYLE[line.role],
+                linewidth=1.1,
+                label=line.label,
+            )
     _axis(ax, "x", data.x, xs)
     _axis(ax, "y", data.y, ys, zero=True)
 
@@ -177,24 +215,32 @@ def _bars(ax: Axes, data: FigureData) -> None:
             places.append(index - width / 2 + share * (present.index(series) + 0.5))
             lengths.append(value)
         values += lengths
-        share = width / max(1, max(sum(1 for s in bars if str(c) in map(str, s.x))
-                                   for c in series.x))
+        share = width / max(
+            1, max(sum(1 for s in bars if str(c) in map(str, s.x)) for c in series.x)
+        )
         style = _bar_style(series, colours[i])
         if data.horizontal:
-            drawn = ax.barh(places, lengths, height=share * 0.92, label=series.label,
-                            zorder=3, **style)
+            drawn = ax.barh(
+                places, lengths, height=share * 0.92, label=series.label, zorder=3, **style
+            )
         else:
-            drawn = ax.bar(places, lengths, width=share * 0.92, label=series.label,
-                           zorder=3, **style)
+            drawn = ax.bar(
+                places, lengths, width=share * 0.92, label=series.label, zorder=3, **style
+            )
         if series.notes:
-            ax.bar_label(drawn, labels=list(series.notes), padding=2, fontsize=7.5,
-                         color=_FG)
+            ax.bar_label(drawn, labels=list(series.notes), padding=2, fontsize=7.5, color=_FG)
     for j, line in enumerate(data.lines):
         values.append(line.value)
         colour = colours[len(data.series) + j]
         draw = ax.axvline if data.horizontal else ax.axhline
-        draw(line.value, color=colour, linestyle=_LINESTYLE[line.role], linewidth=1.1,
-             label=line.label, zorder=4)
+        draw(
+            line.value,
+            color=colour,
+            linestyle=_LINESTYLE[line.role],
+            linewidth=1.1,
+            label=line.label,
+            zorder=4,
+        )
     ticks = list(range(len(categories)))
     value_axis: Literal["x", "y"] = "x" if data.horizontal else "y"
     category_axis: Literal["x", "y"] = "y" if data.horizontal else "x"
@@ -203,8 +249,12 @@ def _bars(ax: Axes, data: FigureData) -> None:
         ax.invert_yaxis()
         ax.grid(False, axis="y")
     else:
-        ax.set_xticks(ticks, categories, rotation=0 if len(categories) < 7 else 30,
-                      ha="center" if len(categories) < 7 else "right")
+        ax.set_xticks(
+            ticks,
+            categories,
+            rotation=0 if len(categories) < 7 else 30,
+            ha="center" if len(categories) < 7 else "right",
+        )
         ax.grid(False, axis="x")
     (ax.set_ylabel if data.horizontal else ax.set_xlabel)(data.x.title)
     ax.tick_params(axis=category_axis, length=0)
@@ -219,8 +269,9 @@ def _bar_style(series: Series, colour: str) -> dict[str, Any]:
     return {"color": colour}
 
 
-def _axis(ax: Axes, which: str, axis: Axis, values: list[float], *, bars: bool = False,
-          zero: bool = False) -> None:
+def _axis(
+    ax: Axes, which: str, axis: Axis, values: list[float], *, bars: bool = False, zero: bool = False
+) -> None:
     """Label, scale and limits of one axis; bars and `zero` start a linear axis at 0."""
     set_label = ax.set_xlabel if which == "x" else ax.set_ylabel
     set_label(axis.title)
@@ -248,8 +299,9 @@ def _axis(ax: Axes, which: str, axis: Axis, values: list[float], *, bars: bool =
             low, high = low / 1.6, high * 1.6
         shown = [(v, t) for v, t in axis.ticks if low <= v <= high]
         if len(shown) >= 2:
-            (ax.set_xticks if which == "x" else ax.set_yticks)([v for v, _ in shown],
-                                                              [t for _, t in shown])
+            (ax.set_xticks if which == "x" else ax.set_yticks)(
+                [v for v, _ in shown], [t for _, t in shown]
+            )
 
 
 def _plain(value: float) -> str:
@@ -264,15 +316,20 @@ def _legend(figure: Any, ax: Axes, data: FigureData) -> None:
     A lone series needs none: the axis labels and the caption say what it is."""
     drawn, names = ax.get_legend_handles_labels()
     found = dict(zip(names, drawn, strict=True))
-    order = [s.label for s in data.series] + [line.label for line in data.lines
-                                              if line.axis == "y"]
+    order = [s.label for s in data.series] + [line.label for line in data.lines if line.axis == "y"]
     labels = [label for label in dict.fromkeys(order) if label in found]
     if not labels or (len(labels) == 1 and not data.lines):
         return
     handles = [found[label] for label in labels]
     columns = 1 if max(len(label) for label in labels) > 42 or len(labels) < 2 else 2
-    figure.legend(handles, labels, loc="outside lower center", ncols=columns,
-                  handlelength=2.6, borderaxespad=0.2)
+    figure.legend(
+        handles,
+        labels,
+        loc="outside lower center",
+        ncols=columns,
+        handlelength=2.6,
+        borderaxespad=0.2,
+    )
 
 
 # -- making it inline ----------------------------------------------------------------
@@ -292,8 +349,7 @@ def _inline(svg: str, prefix: str, title: str) -> str:
     svg = _COMMENT.sub("", svg)
     svg = _SIZE.sub("", svg, count=2)
     referenced = {m.group(2) for m in _REF.finditer(svg)}
-    svg = _ID.sub(lambda m: f' id="{prefix}{m.group(1)}"' if m.group(1) in referenced else "",
-                  svg)
+    svg = _ID.sub(lambda m: f' id="{prefix}{m.group(1)}"' if m.group(1) in referenced else "", svg)
     svg = _REF.sub(lambda m: f"{m.group(1)}{prefix}{m.group(2)}", svg)
     svg = svg.replace("*{stroke-linejoin", f"svg.{CLASS} *{{stroke-linejoin")
     svg = _HEX.sub(lambda m: _CSS.get(m.group(0).lower(), m.group(0)), svg)
@@ -301,4 +357,3 @@ def _inline(svg: str, prefix: str, title: str) -> str:
     safe = title.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
     svg = svg.replace("<svg ", f'<svg class="{CLASS}" role="img" aria-label="{safe}" ', 1)
     return svg.strip() + "\n"
-

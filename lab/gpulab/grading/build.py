@@ -45,8 +45,13 @@ def build_all(course: Course, names: Sequence[str] = ()) -> list[Path]:
     return written
 
 
-def check_all(course: Course, names: Sequence[str] = (), *, gpu: bool = False,
-              report: Callable[[str], object] = print) -> list[Problem]:
+def check_all(
+    course: Course,
+    names: Sequence[str] = (),
+    *,
+    gpu: bool = False,
+    report: Callable[[str], object] = print,
+) -> list[Problem]:
     """Every exercise (or those named) built, failing as shipped and solved; the problems.
     Checking them all also finds stray files: ones in exercises/ or solutions/ that belong
     to no exercise (a renamed exercise's leftovers ship to learners otherwise)."""
@@ -60,8 +65,10 @@ def check_all(course: Course, names: Sequence[str] = (), *, gpu: bool = False,
             continue
         ran = sum(r.points for r in solved.results if r.outcome != "skipped")
         worth = sum(r.points for r in solved.results)
-        report(f"{'✓' if not found else '✗'} {entry.name}: the checks that need no GPU "
-               f"({ran:g} of {worth:g} points); the others need a GPU (--gpu on one)")
+        report(
+            f"{'✓' if not found else '✗'} {entry.name}: the checks that need no GPU "
+            f"({ran:g} of {worth:g} points); the others need a GPU (--gpu on one)"
+        )
     return problems
 
 
@@ -73,14 +80,20 @@ def _hidden_points(entry: ExerciseEntry, shipped: CheckReport) -> list[Problem]:
     """course.toml's hidden_points must be what the hidden checks are worth: the learner is
     told that number (never the checks)."""
     if not shipped.results:
-        return []       # the checks did not run: said elsewhere
+        return []  # the checks did not run: said elsewhere
     worth = sum(r.points for r in shipped.results if r.hidden)
     if entry.hidden_points == worth:
         return []
     said = "does not say" if entry.hidden_points is None else f"says {entry.hidden_points:g}"
-    return [Problem(_manifest_of(entry), entry.line,
-                    f"exercise {entry.name!r}: hidden_points {said}, but its hidden checks are "
-                    f"worth {worth:g}", f"set hidden_points = {worth:g}")]
+    return [
+        Problem(
+            _manifest_of(entry),
+            entry.line,
+            f"exercise {entry.name!r}: hidden_points {said}, but its hidden checks are "
+            f"worth {worth:g}",
+            f"set hidden_points = {worth:g}",
+        )
+    ]
 
 
 def _manifest_of(entry: ExerciseEntry) -> Path:
@@ -88,8 +101,9 @@ def _manifest_of(entry: ExerciseEntry) -> Path:
     return CoursePaths.of_notebook(entry.notebook).manifest
 
 
-def _check_one(entry: ExerciseEntry, *, cpu_only: bool = False) -> tuple[list[Problem],
-                                                                         CheckReport]:
+def _check_one(
+    entry: ExerciseEntry, *, cpu_only: bool = False
+) -> tuple[list[Problem], CheckReport]:
     """The exercise's problems, and its solution's report. `cpu_only`: a GPU exercise on a
     machine without a GPU, whose checks that need one are skipped: those that run must
     fail as shipped and pass on the solution, as everywhere."""
@@ -99,20 +113,33 @@ def _check_one(entry: ExerciseEntry, *, cpu_only: bool = False) -> tuple[list[Pr
     except NotebookError as exc:
         return [Problem(source, None, str(exc))], CheckReport(entry.name, source, "error")
     if not entry.notebook.is_file() or entry.notebook.read_text(encoding="utf-8") != expected:
-        return [Problem(entry.notebook, None, "differs from what its solution generates",
-                        "run gpulab dev build and commit the result")], \
-            CheckReport(entry.name, source, "error")
+        return [
+            Problem(
+                entry.notebook,
+                None,
+                "differs from what its solution generates",
+                "run gpulab dev build and commit the result",
+            )
+        ], CheckReport(entry.name, source, "error")
     shipped = run_checks(entry, entry.notebook, hidden=True)
     problems = _hidden_points(entry, shipped)
     if shipped.status in ("invalid", "timeout", "error"):
-        problems.append(Problem(entry.notebook, None, f"the checks could not run on the "
-                                f"exercise: {shipped.message}"))
+        problems.append(
+            Problem(
+                entry.notebook, None, f"the checks could not run on the exercise: {shipped.message}"
+            )
+        )
     else:
         passing = [r.check for r in shipped.results if r.outcome == "passed"]
         if passing:
-            problems.append(Problem(entry.notebook, None,
-                                    f"checks pass on the unsolved exercise: {', '.join(passing)}",
-                                    "a check must fail until the learner answers"))
+            problems.append(
+                Problem(
+                    entry.notebook,
+                    None,
+                    f"checks pass on the unsolved exercise: {', '.join(passing)}",
+                    "a check must fail until the learner answers",
+                )
+            )
     solved = run_checks(entry, source, hidden=True)
     failing = [f"{r.check}: {r.message}" for r in solved.results if r.outcome == "failed"]
     if cpu_only and not failing and solved.status in ("passed", "skipped"):
@@ -127,16 +154,31 @@ def stray_files(course: Course) -> list[Problem]:
     """Files under exercises/ and solutions/ that are no exercise's notebook, checks or
     solution (a README aside)."""
     paths = CoursePaths.of_manifest(course.manifest.path)
-    expected = {p for e in course.exercises() for p in (
-        paths.notebook(e.lesson, e.name), paths.visible_checks(e.lesson, e.name),
-        paths.solution(e.lesson, e.name), paths.hidden_checks(e.lesson, e.name))}
+    expected = {
+        p
+        for e in course.exercises()
+        for p in (
+            paths.notebook(e.lesson, e.name),
+            paths.visible_checks(e.lesson, e.name),
+            paths.solution(e.lesson, e.name),
+            paths.hidden_checks(e.lesson, e.name),
+        )
+    }
     problems = []
     for folder in (paths.exercises, paths.solutions):
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            if path.name == "README.md" or {"__pycache__", ".ipynb_checkpoints"} & set(
-                    path.relative_to(folder).parts) or path in expected:
+            if (
+                path.name == "README.md"
+                or {"__pycache__", ".ipynb_checkpoints"} & set(path.relative_to(folder).parts)
+                or path in expected
+            ):
                 continue
-            problems.append(Problem(paths.manifest, None, f"{path.relative_to(paths.root)} "
-                                    "belongs to no exercise in course.toml",
-                                    "remove it, or add its exercise to course.toml"))
+            problems.append(
+                Problem(
+                    paths.manifest,
+                    None,
+                    f"{path.relative_to(paths.root)} belongs to no exercise in course.toml",
+                    "remove it, or add its exercise to course.toml",
+                )
+            )
     return problems

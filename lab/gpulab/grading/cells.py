@@ -40,7 +40,7 @@ STUB = "# TODO: write your answer here"
 class Cell:
     """The code of one cell and where it came from, for the worker and its messages."""
 
-    name: str      # "setup 1", "answer read_limits"
+    name: str  # "setup 1", "answer read_limits"
     source: str
 
 
@@ -65,8 +65,11 @@ def _gpulab(cell: Any) -> dict[str, Any]:
 
 def _code_cells(notebook: Any) -> list[Any]:
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
-    return [c for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"] \
-        if isinstance(cells, list) else []
+    return (
+        [c for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
+        if isinstance(cells, list)
+        else []
+    )
 
 
 def _source(cell: Any) -> str:
@@ -88,11 +91,14 @@ def answer_cells(notebook: Any, path: Path) -> dict[str, Cell]:
             continue
         name = part(cell)
         if not name:
-            raise NotebookError(f"{path}: an answer cell has no part in its metadata "
-                                "(metadata.gpulab.part)")
+            raise NotebookError(
+                f"{path}: an answer cell has no part in its metadata (metadata.gpulab.part)"
+            )
         if name in answers:
-            raise NotebookError(f"{path}: part {name!r} is answered in two cells: keep one "
-                                "(the checks cannot tell which you mean)")
+            raise NotebookError(
+                f"{path}: part {name!r} is answered in two cells: keep one "
+                "(the checks cannot tell which you mean)"
+            )
         answers[name] = Cell(f"answer {name}", _source(cell))
     return answers
 
@@ -132,16 +138,22 @@ def to_exercise(solution: Any, path: Path) -> Any:
             cell.execution_count = None
             kind = role(cell)
             if kind is None:
-                raise NotebookError(f"{path}: code cell {index + 1} has no role "
-                                    "(metadata.gpulab.role: setup, answer, explore or check)")
+                raise NotebookError(
+                    f"{path}: code cell {index + 1} has no role "
+                    "(metadata.gpulab.role: setup, answer, explore or check)"
+                )
             if kind == "answer":
                 cell.source = strip_solution(cell.source, f"{path}, cell {index + 1}")
-                if BEGIN in solution.cells[index].source and cell.source == \
-                        solution.cells[index].source:
+                if (
+                    BEGIN in solution.cells[index].source
+                    and cell.source == solution.cells[index].source
+                ):
                     raise NotebookError(f"{path}: cell {index + 1} kept its solution")
             elif BEGIN in cell.source:
-                raise NotebookError(f"{path}: cell {index + 1} is a {kind} cell with a "
-                                    "solution in it: only answer cells may have one")
+                raise NotebookError(
+                    f"{path}: cell {index + 1} is a {kind} cell with a "
+                    "solution in it: only answer cells may have one"
+                )
         cell.get("metadata", {}).pop("execution", None)
     exercise.metadata.pop("widgets", None)
     return exercise

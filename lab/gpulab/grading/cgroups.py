@@ -18,8 +18,15 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["cgroup_home", "empty_and_remove", "make_job_cgroups", "remove_cgroups",
-           "remove_stale_cgroups", "run_cgroups"]
+__all__ = [
+    "cgroup_home",
+    "empty_and_remove",
+    "make_job_cgroups",
+    "remove_cgroups",
+    "remove_stale_cgroups",
+    "run_cgroups",
+]
+
 
 def _own_cgroup_lines() -> list[tuple[str, str]]:
     """(controllers, path) from /proc/self/cgroup."""
@@ -36,7 +43,7 @@ def cgroup_home() -> tuple[str, str]:
     """Where this process may make job cgroups, as Policy.cgroup, and why not where it may not."""
     root = Path("/sys/fs/cgroup")
     lines = _own_cgroup_lines()
-    if (root / "cgroup.controllers").is_file():            # unified hierarchy only
+    if (root / "cgroup.controllers").is_file():  # unified hierarchy only
         path = next((p for c, p in lines if c == ""), None)
         if path is None:
             return "", "this process's cgroup is unknown"
@@ -123,7 +130,7 @@ def run_cgroups(home: str, tag: str) -> str:
     if not home:
         return ""
     version, _, where = home.partition(":")
-    name = f"gpulab-run-{tag}-{os.getpid()}"        # the pid: only a dead run's is stale
+    name = f"gpulab-run-{tag}-{os.getpid()}"  # the pid: only a dead run's is stale
     if version == "v2":
         folder = Path(where) / name
         folder.mkdir(exist_ok=True)
@@ -143,8 +150,11 @@ def remove_cgroups(spec: str) -> None:
     if not spec:
         return
     version, _, where = spec.partition(":")
-    tops = [Path(where)] if version == "v2" else \
-        [Path(item.partition("=")[2]) for item in where.split(",")]
+    tops = (
+        [Path(where)]
+        if version == "v2"
+        else [Path(item.partition("=")[2]) for item in where.split(",")]
+    )
     for top in tops:
         jobs = sorted((p for p in top.glob("gpulab-job-*") if p.is_dir()), key=str)
         empty_and_remove([*jobs, top])
@@ -180,14 +190,17 @@ def remove_stale_cgroups(home: str) -> list[str]:
     if not home:
         return []
     version, _, where = home.partition(":")
-    parents = [Path(where)] if version == "v2" else \
-        [Path(item.partition("=")[2]) for item in where.split(",")]
+    parents = (
+        [Path(where)]
+        if version == "v2"
+        else [Path(item.partition("=")[2]) for item in where.split(",")]
+    )
     removed = []
     for parent in parents:
         for run in sorted(parent.glob("gpulab-run-*-*")):
             owner = run.name.rsplit("-", 1)[1]
             if not owner.isdigit() or Path(f"/proc/{owner}").exists():
-                continue                       # its grader runs: empty between jobs, not stale
+                continue  # its grader runs: empty between jobs, not stale
             jobs = [p for p in run.glob("gpulab-job-*") if p.is_dir()]
             if any(_read(folder / "cgroup.procs").split() for folder in [*jobs, run]):
                 continue

@@ -44,16 +44,30 @@ from gpulab.grading.verdict import failure
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
 
-__all__ = ["ALLOWED_FAILURES", "ClusterError", "Target", "need_distributed", "run_on_cluster",
-           "slurm_cluster"]
+__all__ = [
+    "ALLOWED_FAILURES",
+    "ClusterError",
+    "Target",
+    "need_distributed",
+    "run_on_cluster",
+    "slurm_cluster",
+]
 
-ALLOWED_FAILURES = 2                   # worker deaths a job may cause before it is not-run
+ALLOWED_FAILURES = 2  # worker deaths a job may cause before it is not-run
 
 
-def run_on_cluster(target: Target, jobs: list[Job], *, course: Course, policy: sandbox.Policy,
-                   timeout: float | None, recovery_s: float, notes: list[str],
-                   problems: list[str], timeline: Timeline | None = None
-                   ) -> Generator[Done | GpuEvent, None, None]:
+def run_on_cluster(
+    target: Target,
+    jobs: list[Job],
+    *,
+    course: Course,
+    policy: sandbox.Policy,
+    timeout: float | None,
+    recovery_s: float,
+    notes: list[str],
+    problems: list[str],
+    timeline: Timeline | None = None,
+) -> Generator[Done | GpuEvent, None, None]:
     """Grade `jobs` on the cluster; yield each grade (and each GPU event) as it arrives.
 
     Refused workers go to `problems`, the workers used and lost to `notes`.
@@ -61,16 +75,29 @@ def run_on_cluster(target: Target, jobs: list[Job], *, course: Course, policy: s
     import gpulab
 
     root = CoursePaths.of_manifest(Path(course.manifest.path).resolve()).root
-    expect = remote.Expect(str(gpulab.__version__), course.title,
-                    {job.entry.name: job.checks_hash for job in jobs}, policy.bubblewrap)
+    expect = remote.Expect(
+        str(gpulab.__version__),
+        course.title,
+        {job.entry.name: job.checks_hash for job in jobs},
+        policy.bubblewrap,
+    )
     if not jobs:
         return
-    need_distributed()              # distributed sets its loggers up as it is imported
+    need_distributed()  # distributed sets its loggers up as it is imported
     sbatch = SbatchErrors() if target.address == "slurm" else None
     with sbatch or contextlib.nullcontext(), _client(target, root) as client:
-        yield from Coordinator(client, target, expect, policy, timeout, recovery_s, notes,
-                                problems, timeline,
-                                sbatch=sbatch.said if sbatch else []).run(jobs)
+        yield from Coordinator(
+            client,
+            target,
+            expect,
+            policy,
+            timeout,
+            recovery_s,
+            notes,
+            problems,
+            timeline,
+            sbatch=sbatch.said if sbatch else [],
+        ).run(jobs)
 
 
 def need_distributed() -> None:
@@ -79,8 +106,9 @@ def need_distributed() -> None:
         import dask_jobqueue  # noqa: F401
         import distributed  # noqa: F401
     except ImportError as exc:
-        raise ClusterError(f"grading on a cluster needs gpulab[cluster] ({exc}): pip install "
-                           "'gpulab[cluster]'") from None
+        raise ClusterError(
+            f"grading on a cluster needs gpulab[cluster] ({exc}): pip install 'gpulab[cluster]'"
+        ) from None
 
 
 @contextlib.contextmanager
@@ -97,8 +125,9 @@ def _client(target: Target, course_root: Path) -> Iterator[Any]:
         client = Client(cluster or target.address, timeout=30, set_as_default=False)
     except (OSError, TimeoutError) as exc:
         _close(cluster)
-        raise ClusterError(f"cannot reach the Dask scheduler at {target.address}: "
-                           f"{failure(exc)}") from None
+        raise ClusterError(
+            f"cannot reach the Dask scheduler at {target.address}: {failure(exc)}"
+        ) from None
     try:
         if cluster is not None:
             cluster.scale(jobs=target.nodes)

@@ -29,8 +29,8 @@ from gpulab.grading.verdict import ExerciseGrade, failure
 
 __all__ = ["SCATTER_BYTES", "ClusterError", "Coordinator", "Target", "Timeline"]
 
-SCATTER_BYTES = 2**20                  # larger notebooks travel to the cluster on their own
-Timeline = list[tuple[str, str, float, float]]   # (GPU or "", worker, start, end) per job
+SCATTER_BYTES = 2**20  # larger notebooks travel to the cluster on their own
+Timeline = list[tuple[str, str, float, float]]  # (GPU or "", worker, start, end) per job
 
 
 class ClusterError(GpulabError):
@@ -41,22 +41,22 @@ class ClusterError(GpulabError):
 class Target:
     """Where the jobs run: a running scheduler's address, or Slurm pilot jobs (``slurm``)."""
 
-    address: str                   # tcp://head:8786, or "slurm"
-    nodes: int = 1                 # Slurm: pilot jobs, one per node
+    address: str  # tcp://head:8786, or "slurm"
+    nodes: int = 1  # Slurm: pilot jobs, one per node
     gpus_per_node: int = 0
-    cpu_slots: int = 1             # Slurm: CPU slots per node
+    cpu_slots: int = 1  # Slurm: CPU slots per node
     partition: str = ""
     walltime: str = "1:00:00"
-    wait_s: float = 120.0          # for a first worker (Slurm: for the pilot jobs to start)
+    wait_s: float = 120.0  # for a first worker (Slurm: for the pilot jobs to start)
 
 
 @dataclass
 class _Task:
     job: Job
-    gpu: bool                      # sent to a GPU worker
-    why: str = ""                  # a GPU job sent to a CPU slot: why it runs without a GPU
-    data: Any = None               # its notebook, scattered to the cluster
-    refused: int = 0               # workers that refused it
+    gpu: bool  # sent to a GPU worker
+    why: str = ""  # a GPU job sent to a CPU slot: why it runs without a GPU
+    data: Any = None  # its notebook, scattered to the cluster
+    refused: int = 0  # workers that refused it
 
 
 @dataclass
@@ -72,15 +72,16 @@ class Coordinator:
     notes: list[str]
     problems: list[str]
     timeline: Timeline | None
-    sbatch: list[str] = field(default_factory=list)                    # what sbatch refused
-    workers: dict[str, dict[str, Any]] = field(default_factory=dict)   # accepted: address ->
-    seen: set[str] = field(default_factory=set)                        # identity
-    waiting: dict[bool, deque[_Task]] = field(default_factory=lambda: {True: deque(),
-                                                                       False: deque()})
+    sbatch: list[str] = field(default_factory=list)  # what sbatch refused
+    workers: dict[str, dict[str, Any]] = field(default_factory=dict)  # accepted: address ->
+    seen: set[str] = field(default_factory=set)  # identity
+    waiting: dict[bool, deque[_Task]] = field(
+        default_factory=lambda: {True: deque(), False: deque()}
+    )
     running: dict[Any, _Task] = field(default_factory=dict)
     had_gpus: bool = False
     stalled_since: float | None = None
-    completed: Any = None                  # distributed.as_completed over `running`
+    completed: Any = None  # distributed.as_completed over `running`
 
     def run(self, jobs: list[Job]) -> Generator[Done | GpuEvent, None, None]:
         from distributed import as_completed
@@ -105,9 +106,10 @@ class Coordinator:
                     if task is not None:
                         yield from self._collect(future, task)
         finally:
-            with contextlib.suppress(Exception):     # ctrl-c: what still runs is dropped
-                self.client.cancel([*self.running, *(t.data for t in self.running.values()
-                                                     if t.data is not None)])
+            with contextlib.suppress(Exception):  # ctrl-c: what still runs is dropped
+                self.client.cancel(
+                    [*self.running, *(t.data for t in self.running.values() if t.data is not None)]
+                )
 
     def _start(self) -> None:
         """Wait for the workers, read what each is, and say which grade."""
@@ -116,38 +118,50 @@ class Coordinator:
         per_node = self.target.gpus_per_node + (1 if self.target.cpu_slots else 0)
         try:
             if slurm:
-                joined, lost = wait_for_pilots(self.client, self.target,
-                                               self.target.nodes * per_node, self._present,
-                                               self.sbatch)
+                joined, lost = wait_for_pilots(
+                    self.client,
+                    self.target,
+                    self.target.nodes * per_node,
+                    self._present,
+                    self.sbatch,
+                )
                 if lost and not joined:
-                    raise ClusterError(f"no gpulab worker joined the Dask scheduler of the "
-                                       f"Slurm pilot jobs: {lost}")
+                    raise ClusterError(
+                        f"no gpulab worker joined the Dask scheduler of the "
+                        f"Slurm pilot jobs: {lost}"
+                    )
                 if lost:
                     self.problems.append(lost)
             else:
                 self.client.wait_for_workers(1, timeout=self.target.wait_s)
         except TimeoutError:
             if not self._present():
-                raise ClusterError(f"no worker joined the Dask scheduler at {address} within "
-                                   f"{self.target.wait_s:g} s; start one on each node: gpulab "
-                                   f"worker {address}") from None
-        counts = [-1]                  # until those starting together have joined (1 s)
+                raise ClusterError(
+                    f"no worker joined the Dask scheduler at {address} within "
+                    f"{self.target.wait_s:g} s; start one on each node: gpulab "
+                    f"worker {address}"
+                ) from None
+        counts = [-1]  # until those starting together have joined (1 s)
         while len(counts) < 50 and counts[-10:] != counts[-1:] * 10:
             time.sleep(0.1)
             counts.append(len(self._present()))
         before = len(self.problems)
         self._survey()
         if not self.workers:
-            raise ClusterError(f"no worker of the Dask scheduler at {address} may grade this "
-                               "class: " + "; ".join(self.problems[before:]))
+            raise ClusterError(
+                f"no worker of the Dask scheduler at {address} may grade this "
+                "class: " + "; ".join(self.problems[before:])
+            )
         self.had_gpus = any(i["gpu"] for i in self.workers.values())
         gpus = sorted(i["label"] for i in self.workers.values() if i["gpu"])
         slots = sum(i["slots"] for i in self.workers.values() if not i["gpu"])
         hosts = {i["host"] for i in self.workers.values()}
         n = remote.plural
-        self.notes.append(f"graded on the Dask cluster at {self.client.scheduler.address}: "
-                          f"{n(len(self.workers), 'worker')} on {n(len(hosts), 'host')}; "
-                          f"GPUs: {', '.join(gpus) or 'none'}; {n(slots, 'CPU slot')}")
+        self.notes.append(
+            f"graded on the Dask cluster at {self.client.scheduler.address}: "
+            f"{n(len(self.workers), 'worker')} on {n(len(hosts), 'host')}; "
+            f"GPUs: {', '.join(gpus) or 'none'}; {n(slots, 'CPU slot')}"
+        )
 
     def _present(self) -> dict[str, Any]:
         """The scheduler's workers, asked now. Not `Client.scheduler_info()`: the client's
@@ -159,8 +173,10 @@ class Coordinator:
         """Check the workers that joined since the last look; note those that left."""
         present = set(self._present())
         for address in [a for a in self.workers if a not in present]:
-            self.notes.append(f"worker {remote.where(address, self.workers.pop(address))} left "
-                              "the cluster; its job, if any, runs again elsewhere")
+            self.notes.append(
+                f"worker {remote.where(address, self.workers.pop(address))} left "
+                "the cluster; its job, if any, runs again elsewhere"
+            )
         new = sorted(present - self.seen)
         self.seen |= present
         if not new:
@@ -196,15 +212,19 @@ class Coordinator:
         `Target.wait_s`, the jobs that need one are not run."""
         gpu_workers = [a for a, i in self.workers.items() if i["gpu"]]
         if not gpu_workers and (self.waiting[True] or any(t.gpu for t in self.running.values())):
-            why = (f"no GPU worker in the Dask cluster at {self.target.address}"
-                   if not self.had_gpus else "every GPU worker was taken out of rotation or lost")
+            why = (
+                f"no GPU worker in the Dask cluster at {self.target.address}"
+                if not self.had_gpus
+                else "every GPU worker was taken out of rotation or lost"
+            )
             for future, task in list(self.running.items()):
                 if task.gpu and not future.done():
                     self._drop(future)
                     self.waiting[False].append(replace(task, gpu=False, why=why, data=None))
             while self.waiting[True]:
-                self.waiting[False].append(replace(self.waiting[True].popleft(), gpu=False,
-                                                   why=why))
+                self.waiting[False].append(
+                    replace(self.waiting[True].popleft(), gpu=False, why=why)
+                )
         cpu_work = self.waiting[False] or any(not t.gpu for t in self.running.values())
         if not cpu_work or any(not i["gpu"] for i in self.workers.values()):
             self.stalled_since = None
@@ -227,36 +247,50 @@ class Coordinator:
     def _submit(self) -> Generator[Done, None, None]:
         """Send waiting jobs while each kind has fewer than two per slot out."""
         for gpu in (True, False):
-            slots = sum(1 if gpu else i["slots"] for i in self.workers.values()
-                        if bool(i["gpu"]) == gpu)
+            slots = sum(
+                1 if gpu else i["slots"] for i in self.workers.values() if bool(i["gpu"]) == gpu
+            )
             out = sum(1 for t in self.running.values() if t.gpu == gpu)
             while self.waiting[gpu] and out < 2 * slots:
                 task = self.waiting[gpu].popleft()
                 try:
                     data = read_notebook(task.job.notebook)
-                except Exception as exc:    # as a local job that cannot copy its notebook
-                    yield Done(task.job, not_run(task.job, "the grader failed on it: "
-                                                           f"{failure(exc)}"))
+                except Exception as exc:  # as a local job that cannot copy its notebook
+                    yield Done(
+                        task.job, not_run(task.job, f"the grader failed on it: {failure(exc)}")
+                    )
                     continue
                 payload: Any = data
                 if len(data) > SCATTER_BYTES:
                     payload = task.data = self.client.scatter(data, hash=False)
                 future = self.client.submit(
-                    remote.grade_job, self._spec(task.job), payload, pure=False,
+                    remote.grade_job,
+                    self._spec(task.job),
+                    payload,
+                    pure=False,
                     key=f"gpulab-{task.job.slug}-{task.job.entry.name}-{uuid.uuid4().hex[:8]}",
-                    resources={remote.GPU: 1} if gpu else {remote.CPU_SLOT: 1})
+                    resources={remote.GPU: 1} if gpu else {remote.CPU_SLOT: 1},
+                )
                 self.running[future] = task
                 self.completed.add(future)
                 out += 1
 
     def _spec(self, job: Job) -> str:
-        return json.dumps({
-            "slug": job.slug, "exercise": job.entry.name, "notebook": str(job.notebook),
-            "notebook_hash": job.notebook_hash, "checks_hash": job.checks_hash,
-            "possible": job.possible, "policy": self.policy.to_json(),
-            "timeout": self.timeout or float(job.entry.time_limit),
-            "recovery_s": self.recovery_s, "version": self.expect.version,
-            "bubblewrap": self.expect.bubblewrap})
+        return json.dumps(
+            {
+                "slug": job.slug,
+                "exercise": job.entry.name,
+                "notebook": str(job.notebook),
+                "notebook_hash": job.notebook_hash,
+                "checks_hash": job.checks_hash,
+                "possible": job.possible,
+                "policy": self.policy.to_json(),
+                "timeout": self.timeout or float(job.entry.time_limit),
+                "recovery_s": self.recovery_s,
+                "version": self.expect.version,
+                "bubblewrap": self.expect.bubblewrap,
+            }
+        )
 
     def _collect(self, future: Any, task: _Task) -> Generator[Done | GpuEvent, None, None]:
         """One job's answer: its grade; or, from a worker that refused it, the job again."""
@@ -264,15 +298,21 @@ class Coordinator:
 
         if task.data is not None:
             self.client.cancel([task.data])
-        if future.status == "cancelled":     # not by this grader: send it again
+        if future.status == "cancelled":  # not by this grader: send it again
             self.waiting[task.gpu].append(replace(task, data=None))
             return
-        if future.status == "error":      # not the learner's (that is a verdict): the cluster's
+        if future.status == "error":  # not the learner's (that is a verdict): the cluster's
             exc = future.exception()
             future.release()
-            yield Done(task.job, not_run(task.job, "worker lost: every Dask worker that ran it "
-                                         "died" if isinstance(exc, KilledWorker) else
-                                         f"the grader failed on it: {failure(exc)}"))
+            yield Done(
+                task.job,
+                not_run(
+                    task.job,
+                    "worker lost: every Dask worker that ran it died"
+                    if isinstance(exc, KilledWorker)
+                    else f"the grader failed on it: {failure(exc)}",
+                ),
+            )
             return
         answer = json.loads(future.result())
         future.release()
@@ -280,18 +320,24 @@ class Coordinator:
             if answer["worker"] in self.workers:
                 self._refuse(answer["worker"], None, answer["refused"])
             if task.refused >= 5:
-                yield Done(task.job, not_run(task.job, "every worker it was sent to refused "
-                                                       f"it: {answer['refused']}"))
+                yield Done(
+                    task.job,
+                    not_run(
+                        task.job, f"every worker it was sent to refused it: {answer['refused']}"
+                    ),
+                )
             else:
-                self.waiting[task.gpu].appendleft(replace(task, data=None,
-                                                          refused=task.refused + 1))
+                self.waiting[task.gpu].appendleft(
+                    replace(task, data=None, refused=task.refused + 1)
+                )
             return
         grade = remote.grade_from_plain(answer["grade"])
         if task.why:
             grade = _without_gpu(grade, task.why)
         if self.timeline is not None:
-            self.timeline.append((answer["gpu"], answer["worker"], answer["started"],
-                                  answer["ended"]))
+            self.timeline.append(
+                (answer["gpu"], answer["worker"], answer["started"], answer["ended"])
+            )
         yield Done(task.job, grade, answer["gpu"])
         if answer["retired"]:
             yield GpuEvent(answer["gpu"], answer["retired"])

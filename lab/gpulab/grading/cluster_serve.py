@@ -29,12 +29,21 @@ from gpulab.grading.verdict import failure
 
 __all__ = ["serve"]
 
-PREFIX = "gpulab-cluster-"         # this worker's folder: gpulab-cluster-<pid>-...
+PREFIX = "gpulab-cluster-"  # this worker's folder: gpulab-cluster-<pid>-...
 
 
-def serve(address: str, *, gpus: list[str] | None, cpu_slots: int, unsafe: bool = False,
-          fake_gpus: bool = False, name: str = "", death_timeout: float = 60.0,
-          local_directory: str | None = None, recovery_s: float = 15.0) -> int:
+def serve(
+    address: str,
+    *,
+    gpus: list[str] | None,
+    cpu_slots: int,
+    unsafe: bool = False,
+    fake_gpus: bool = False,
+    name: str = "",
+    death_timeout: float = 60.0,
+    local_directory: str | None = None,
+    recovery_s: float = 15.0,
+) -> int:
     """`gpulab worker`'s body: check this node, then serve until interrupted."""
     from gpulab.course import load_course
     from gpulab.grading.cluster import need_distributed
@@ -42,19 +51,23 @@ def serve(address: str, *, gpus: list[str] | None, cpu_slots: int, unsafe: bool 
     need_distributed()
     guards = sandbox.available()
     if not guards.bubblewrap and not unsafe:
-        raise WorkerError(f"refusing to serve: no guard can hide the course and the other "
-                          f"learners' files from learner code ({guards.bubblewrap_problem}). "
-                          "Install bubblewrap, or pass --unsafe to serve without it (a grader "
-                          "that has bubblewrap will refuse this worker).")
+        raise WorkerError(
+            f"refusing to serve: no guard can hide the course and the other "
+            f"learners' files from learner code ({guards.bubblewrap_problem}). "
+            "Install bubblewrap, or pass --unsafe to serve without it (a grader "
+            "that has bubblewrap will refuse this worker)."
+        )
     course = load_course()
     root = CoursePaths.of_manifest(Path(course.manifest.path).resolve()).root
     entries = {e.name: e for e in course.exercises()}
     if not any(check_files(e, hidden=True)[-1].is_file() for e in entries.values()):
-        raise WorkerError(f"the course at {root} has no hidden checks (an installed course "
-                          "ships none): a worker needs the course checkout with solutions/; "
-                          "give it with --course DIR")
+        raise WorkerError(
+            f"the course at {root} has no hidden checks (an installed course "
+            "ships none): a worker needs the course checkout with solutions/; "
+            "give it with --course DIR"
+        )
     if gpus is None:
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")   # a batch system's choice
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")  # a batch system's choice
         gpus = [g for g in visible.split(",") if g] if visible else visible_gpus()
     if fake_gpus and not gpus:
         raise WorkerError("--fake-gpus needs --gpus: the fake GPUs' indices")
@@ -63,13 +76,20 @@ def serve(address: str, *, gpus: list[str] | None, cpu_slots: int, unsafe: bool 
     try:
         pools = {g: None if fake_gpus else GpuPool([g], recovery_s) for g in gpus}
     except GpuPoolError as exc:
-        raise WorkerError(f"{exc} (--fake-gpus serves them without NVML, for trying a "
-                          "cluster on a machine without GPUs)") from None
+        raise WorkerError(
+            f"{exc} (--fake-gpus serves them without NVML, for trying a "
+            "cluster on a machine without GPUs)"
+        ) from None
     remove_stale_folders()
     sandbox.remove_stale_cgroups(guards.cgroup)
     _remove_stale_roots(Path(local_directory or tempfile.gettempdir()))
-    node = Node(root, course.title, entries, guards,
-                Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=local_directory)))
+    node = Node(
+        root,
+        course.title,
+        entries,
+        guards,
+        Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=local_directory)),
+    )
     prefix = name or f"{node.host}-{os.getpid()}"
     stations = [Station(node, f"{prefix}-gpu{g}", g, 1, pools[g]) for g in gpus]
     if cpu_slots > 0:
@@ -89,24 +109,35 @@ async def _serve(address: str, stations: list[Station], death_timeout: float) ->
     from distributed import Worker
 
     logging.getLogger("distributed").setLevel(logging.WARNING)
-    workers = [Worker(address, name=s.name, nthreads=s.slots, memory_limit=0,
-                      resources={GPU: 1} if s.gpu else {CPU_SLOT: s.slots},
-                      death_timeout=death_timeout,
-                      local_directory=str(s.node.root / "dask")) for s in stations]
+    workers = [
+        Worker(
+            address,
+            name=s.name,
+            nthreads=s.slots,
+            memory_limit=0,
+            resources={GPU: 1} if s.gpu else {CPU_SLOT: s.slots},
+            death_timeout=death_timeout,
+            local_directory=str(s.node.root / "dask"),
+        )
+        for s in stations
+    ]
     try:
         await asyncio.gather(*workers)
     except Exception as exc:
         await asyncio.gather(*(w.close() for w in workers), return_exceptions=True)
-        raise WorkerError(f"cannot serve the Dask scheduler at {address}: "
-                          f"{failure(exc)}") from None
+        raise WorkerError(f"cannot serve the Dask scheduler at {address}: {failure(exc)}") from None
     node = stations[0].node
-    lanes = [f"GPU {s.gpu}" + ("" if s.pool else " (fake: no NVML check)")
-             for s in stations if s.gpu]
+    lanes = [
+        f"GPU {s.gpu}" + ("" if s.pool else " (fake: no NVML check)") for s in stations if s.gpu
+    ]
     slots = sum(s.slots for s in stations if not s.gpu)
-    print(f"gpulab worker: serving {address} from {node.host} (pid {os.getpid()}): "
-          f"{', '.join(lanes) or 'no GPU'}; CPU slots: {slots}; course {node.course_root}; "
-          f"{'bubblewrap' if node.guards.bubblewrap else 'NO bubblewrap (--unsafe)'}",
-          file=sys.stderr, flush=True)
+    print(
+        f"gpulab worker: serving {address} from {node.host} (pid {os.getpid()}): "
+        f"{', '.join(lanes) or 'no GPU'}; CPU slots: {slots}; course {node.course_root}; "
+        f"{'bubblewrap' if node.guards.bubblewrap else 'NO bubblewrap (--unsafe)'}",
+        file=sys.stderr,
+        flush=True,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -116,12 +147,16 @@ async def _serve(address: str, stations: list[Station], death_timeout: float) ->
     await asyncio.wait([stopping, ended], return_when=asyncio.FIRST_COMPLETED)
     if stop.is_set():
         print("gpulab worker: stopping", file=sys.stderr, flush=True)
-        await asyncio.gather(*(w.close(reason="gpulab worker stopped") for w in workers),
-                             return_exceptions=True)
+        await asyncio.gather(
+            *(w.close(reason="gpulab worker stopped") for w in workers), return_exceptions=True
+        )
     else:
-        print("gpulab worker: every Dask worker of this process has closed (retired by a "
-              "grader, or the scheduler went away)",
-              file=sys.stderr, flush=True)
+        print(
+            "gpulab worker: every Dask worker of this process has closed (retired by a "
+            "grader, or the scheduler went away)",
+            file=sys.stderr,
+            flush=True,
+        )
     for task in (stopping, ended):
         task.cancel()
         with contextlib.suppress(BaseException):

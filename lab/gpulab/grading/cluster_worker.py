@@ -46,11 +46,24 @@ from gpulab.grading.gpupool import GpuPool
 from gpulab.grading.run import Job, check_job, not_run
 from gpulab.grading.verdict import ExerciseGrade, failure
 
-__all__ = ["CPU_SLOT", "GPU", "Expect", "Node", "Station", "WorkerError", "grade_from_plain",
-           "grade_job", "identity", "plural", "refusal", "told", "where"]
+__all__ = [
+    "CPU_SLOT",
+    "GPU",
+    "Expect",
+    "Node",
+    "Station",
+    "WorkerError",
+    "grade_from_plain",
+    "grade_job",
+    "identity",
+    "plural",
+    "refusal",
+    "told",
+    "where",
+]
 
-GPU, CPU_SLOT = "GPU", "CPU_SLOT"      # the Dask resources of a GPU worker and of CPU slots
-_STATIONS: dict[str, Station] = {}   # this process's Dask workers, by worker name
+GPU, CPU_SLOT = "GPU", "CPU_SLOT"  # the Dask resources of a GPU worker and of CPU slots
+_STATIONS: dict[str, Station] = {}  # this process's Dask workers, by worker name
 
 
 class WorkerError(GpulabError):
@@ -63,8 +76,8 @@ class Expect:
 
     version: str
     course: str
-    checks: Mapping[str, str]      # exercise -> checks hash, for the run's exercises
-    bubblewrap: bool               # this grader's jobs run in bubblewrap: the workers' must
+    checks: Mapping[str, str]  # exercise -> checks hash, for the run's exercises
+    bubblewrap: bool  # this grader's jobs run in bubblewrap: the workers' must
 
 
 def refusal(identity: object, expect: Expect) -> str:
@@ -81,8 +94,10 @@ def refusal(identity: object, expect: Expect) -> str:
     checks = identity.get("checks") or {}
     differ = [name for name, digest in expect.checks.items() if checks.get(name) != digest]
     if differ:
-        return (f"its checks of {', '.join(differ)} differ from this grader's (its course at "
-                f"{identity.get('course_dir')})")
+        return (
+            f"its checks of {', '.join(differ)} differ from this grader's (its course at "
+            f"{identity.get('course_dir')})"
+        )
     if expect.bubblewrap and not identity.get("bubblewrap"):
         problem = identity.get("bubblewrap_problem") or "served with --unsafe"
         return f"this grader's jobs run in bubblewrap, which it has not: {problem}"
@@ -97,9 +112,9 @@ class Node:
     title: str
     entries: dict[str, ExerciseEntry]
     guards: sandbox.Guards
-    root: Path                                   # its jobs' folders: private to learner code
+    root: Path  # its jobs' folders: private to learner code
     host: str = field(default_factory=socket.gethostname)
-    cgroups: dict[str, str] = field(default_factory=dict)     # run tag -> its cgroups here
+    cgroups: dict[str, str] = field(default_factory=dict)  # run tag -> its cgroups here
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def policy(self, text: str) -> sandbox.Policy:
@@ -108,16 +123,17 @@ class Node:
         with self.lock:
             if policy.tag not in self.cgroups:
                 try:
-                    self.cgroups[policy.tag] = sandbox.run_cgroups(self.guards.cgroup,
-                                                                   policy.tag)
+                    self.cgroups[policy.tag] = sandbox.run_cgroups(self.guards.cgroup, policy.tag)
                 except OSError:
                     self.cgroups[policy.tag] = ""
             cgroup = self.cgroups[policy.tag]
-        return replace(policy, bubblewrap=bool(self.guards.bubblewrap), cgroup=cgroup,
-                       private=(str(self.course_root / "solutions"), str(self.root),
-                                *policy.private),
-                       show=(str(self.course_root / "lessons"),
-                             str(self.course_root / "exercises")))
+        return replace(
+            policy,
+            bubblewrap=bool(self.guards.bubblewrap),
+            cgroup=cgroup,
+            private=(str(self.course_root / "solutions"), str(self.root), *policy.private),
+            show=(str(self.course_root / "lessons"), str(self.course_root / "exercises")),
+        )
 
     def close(self) -> None:
         for cgroup in self.cgroups.values():
@@ -131,10 +147,10 @@ class Station:
 
     node: Node
     name: str
-    gpu: str = ""                  # its GPU's index ("" for the CPU slots)
+    gpu: str = ""  # its GPU's index ("" for the CPU slots)
     slots: int = 1
-    pool: GpuPool | None = None    # None: no NVML check after a job (--fake-gpus)
-    retired: str = ""              # why its GPU was taken out of rotation
+    pool: GpuPool | None = None  # None: no NVML check after a job (--fake-gpus)
+    retired: str = ""  # why its GPU was taken out of rotation
 
     @property
     def label(self) -> str:
@@ -145,14 +161,22 @@ class Station:
         import gpulab
 
         node = self.node
-        return {"gpulab": str(gpulab.__version__), "course": node.title,
-                "course_dir": str(node.course_root),
-                "checks": {name: checks_hash(entry) for name, entry in node.entries.items()},
-                "bubblewrap": bool(node.guards.bubblewrap),
-                "bubblewrap_problem": node.guards.bubblewrap_problem,
-                "cgroup": node.guards.cgroup, "host": node.host, "gpu": self.gpu,
-                "label": self.label, "nvml": self.pool is not None, "slots": self.slots,
-                "pid": os.getpid(), "name": self.name}
+        return {
+            "gpulab": str(gpulab.__version__),
+            "course": node.title,
+            "course_dir": str(node.course_root),
+            "checks": {name: checks_hash(entry) for name, entry in node.entries.items()},
+            "bubblewrap": bool(node.guards.bubblewrap),
+            "bubblewrap_problem": node.guards.bubblewrap_problem,
+            "cgroup": node.guards.cgroup,
+            "host": node.host,
+            "gpu": self.gpu,
+            "label": self.label,
+            "nvml": self.pool is not None,
+            "slots": self.slots,
+            "pid": os.getpid(),
+            "name": self.name,
+        }
 
     def refuses(self, spec: dict[str, Any]) -> str:
         """Why this worker may not run the job `spec` describes; "" when it may."""
@@ -166,8 +190,10 @@ class Station:
         if entry is None:
             return f"its course ({self.node.course_root}) has no exercise {spec['exercise']}"
         if checks_hash(entry) != spec["checks_hash"]:
-            return (f"its checks of {entry.name} differ from the grader's (its course at "
-                    f"{self.node.course_root})")
+            return (
+                f"its checks of {entry.name} differ from the grader's (its course at "
+                f"{self.node.course_root})"
+            )
         if spec["bubblewrap"] and not self.node.guards.bubblewrap:
             problem = self.node.guards.bubblewrap_problem or "served with --unsafe"
             return f"the grader's jobs run in bubblewrap, which it has not: {problem}"
@@ -182,24 +208,40 @@ class Station:
         intake = own / "in" / Path(spec["notebook"]).name
         intake.parent.mkdir(parents=True)
         intake.write_bytes(notebook)
-        job = Job(spec["slug"], entry, intake, spec["notebook_hash"], spec["checks_hash"],
-                  float(spec["possible"]), node.guards.describe(replace(policy, gpu=entry.gpu)),
-                  node.guards.describe(replace(policy, gpu=False)))
+        job = Job(
+            spec["slug"],
+            entry,
+            intake,
+            spec["notebook_hash"],
+            spec["checks_hash"],
+            float(spec["possible"]),
+            node.guards.describe(replace(policy, gpu=entry.gpu)),
+            node.guards.describe(replace(policy, gpu=False)),
+        )
         try:
-            grade = check_job(job, self.gpu, policy=policy, timeout=spec["timeout"],
-                              folder=own / "jobs")
+            grade = check_job(
+                job, self.gpu, policy=policy, timeout=spec["timeout"], folder=own / "jobs"
+            )
         except BaseException as exc:  # in a worker thread: a job's failure is its grade
             grade = not_run(job, f"the grader failed on it: {failure(exc)}")
         finally:
             shutil.rmtree(own, ignore_errors=True)
         shown, stored = str(intake), spec["notebook"]
-        return replace(grade, message=grade.message.replace(shown, stored), checks=tuple(
-            replace(r, message=r.message.replace(shown, stored),
-                    instructor_message=r.instructor_message.replace(shown, stored))
-            for r in grade.checks))
+        return replace(
+            grade,
+            message=grade.message.replace(shown, stored),
+            checks=tuple(
+                replace(
+                    r,
+                    message=r.message.replace(shown, stored),
+                    instructor_message=r.instructor_message.replace(shown, stored),
+                )
+                for r in grade.checks
+            ),
+        )
 
     def after_job(self, recovery_s: float) -> str:
-        """"" when this worker's GPU (if any) is fit for the next job, else why not."""
+        """ "" when this worker's GPU (if any) is fit for the next job, else why not."""
         if not self.gpu or self.pool is None:
             return ""
         self.pool.recovery_s = recovery_s
@@ -263,5 +305,6 @@ def grade_job(spec_text: str, notebook: bytes) -> str:
     grade = station.grade(spec, notebook)
     ended = time.time()
     retired = station.after_job(float(spec["recovery_s"]))
-    return json.dumps({**answer, "grade": asdict(grade), "retired": retired,
-                       "started": started, "ended": ended})
+    return json.dumps(
+        {**answer, "grade": asdict(grade), "retired": retired, "started": started, "ended": ended}
+    )

@@ -46,5 +46,5 @@ def telling(about: str) -> Iterator[None]:
         yield
     except LearnerError as exc:
         if exc.raised_as(NotImplementedError):
-            raise                                 # not written yet: nothing to explain
+            raise  # not written yet: nothing to explain
         raise LearnerError(f"{exc}\n({about} {SEEN})", exc.kind, exc.raised) from None

@@ -32,14 +32,36 @@ from typing import IO
 from gpulab.grading.names import clean, reason
 from gpulab.grading.zipread import MIB, ZipLimits, ZipRefused, open_zip
 
-__all__ = ["CHUNK", "MAX_FOLDERS", "Archive", "Budget", "Entry", "Refused", "ignored",
-           "list_folder", "list_zip", "open_checked", "unpack"]
+__all__ = [
+    "CHUNK",
+    "MAX_FOLDERS",
+    "Archive",
+    "Budget",
+    "Entry",
+    "Refused",
+    "ignored",
+    "list_folder",
+    "list_zip",
+    "open_checked",
+    "unpack",
+]
 
-CHUNK = 64 * 1024          # bytes read at a time, so a cap is passed by less than this
-MAX_FOLDERS = 3            # sub-folders a notebook may sit in below the learner's folder or zip
+CHUNK = 64 * 1024  # bytes read at a time, so a cap is passed by less than this
+MAX_FOLDERS = 3  # sub-folders a notebook may sit in below the learner's folder or zip
 # What reading a hostile zip can raise, besides our own refusals.
-_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, lzma.LZMAError, EOFError,
-               NotImplementedError, RuntimeError, OSError, ValueError, struct.error, KeyError)
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    NotImplementedError,
+    RuntimeError,
+    OSError,
+    ValueError,
+    struct.error,
+    KeyError,
+)
 
 
 class Refused(Exception):
@@ -67,13 +89,13 @@ class Archive:
 class Entry:
     """A file or folder in a submissions folder or zip, not yet read."""
 
-    parts: tuple[str, ...]            # its path below the folder or zip
-    where: str                        # that path as messages show it
+    parts: tuple[str, ...]  # its path below the folder or zip
+    where: str  # that path as messages show it
     is_dir: bool = False
-    refused: str | None = None        # why it must not be read
-    path: Path | None = None          # on disk
+    refused: str | None = None  # why it must not be read
+    path: Path | None = None  # on disk
     info: zipfile.ZipInfo | None = None
-    archive: Archive | None = None    # the zip that holds it
+    archive: Archive | None = None  # the zip that holds it
 
 
 def list_folder(root: Path, problems: list[str]) -> Iterator[Entry]:
@@ -118,8 +140,10 @@ def list_folder(root: Path, problems: list[str]) -> Iterator[Entry]:
     yield from walk(os.fspath(root), ())
     for found in deep.values():
         more = f" (and {len(found) - 1} more such folders)" if len(found) > 1 else ""
-        problems.append(f"{found[0]}: more than {MAX_FOLDERS} folders deep in the learner's "
-                        f"folder; not looked into{more}")
+        problems.append(
+            f"{found[0]}: more than {MAX_FOLDERS} folders deep in the learner's "
+            f"folder; not looked into{more}"
+        )
 
 
 def open_checked(path: Path, where: str, limits: ZipLimits) -> zipfile.ZipFile | str:
@@ -137,8 +161,10 @@ def open_checked(path: Path, where: str, limits: ZipLimits) -> zipfile.ZipFile |
         return f"{where}: not a readable zip file: {reason(exc)}"
     if len(opened.infolist()) > limits.max_members:
         opened.close()
-        return (f"{where}: {len(opened.infolist())} entries, more than the "
-                f"{limits.max_members} a zip may hold")
+        return (
+            f"{where}: {len(opened.infolist())} entries, more than the "
+            f"{limits.max_members} a zip may hold"
+        )
     return opened
 
 
@@ -149,8 +175,7 @@ def list_zip(archive: Archive, where: str) -> Iterator[Entry]:
         parts = tuple(part for part in re.split(r"[/\\]", name) if part not in ("", "."))
         shown = f"{where}/{clean(name)}"
         if name.startswith(("/", "\\")) or re.match(r"[A-Za-z]:", name) or ".." in parts:
-            yield Entry((), shown, refused="a path outside the zip (absolute or with ..), "
-                        "not read")
+            yield Entry((), shown, refused="a path outside the zip (absolute or with ..), not read")
         elif stat.S_ISLNK(info.external_attr >> 16):
             yield Entry(parts, shown, refused="a symbolic link, not read")
         elif info.flag_bits & 0x1:
@@ -182,11 +207,15 @@ def unpack(entry: Entry, dest: Path, cap: int, limits: ZipLimits) -> str:
                 if archive is not None:
                     archive.budget.used += len(chunk)
                     if archive.budget.used > limits.max_total_bytes:
-                        raise Refused(f"{archive.budget.where} unpacks to more than "
-                                      f"{_mib(limits.max_total_bytes)} in all")
+                        raise Refused(
+                            f"{archive.budget.where} unpacks to more than "
+                            f"{_mib(limits.max_total_bytes)} in all"
+                        )
                     if size > MIB and size > limits.max_ratio * packed:
-                        raise Refused(f"unpacks to more than {limits.max_ratio} times "
-                                      "its packed size (a zip bomb?)")
+                        raise Refused(
+                            f"unpacks to more than {limits.max_ratio} times "
+                            "its packed size (a zip bomb?)"
+                        )
                 out.write(chunk)
                 digest.update(chunk)
     except Refused:

@@ -39,8 +39,14 @@ from gpulab.grading.markdown_text import md_cell as _md_cell
 from gpulab.grading.markdown_text import md_inline as _md_inline
 from gpulab.grading.verdict import UNGRADED, CheckRow, ExerciseGrade, Kind, LearnerGrades
 
-__all__ = ["NOT_RUN_NOTE", "FeedbackError", "environment", "feedback_markdown", "write_feedback",
-           "write_grades_csv"]
+__all__ = [
+    "NOT_RUN_NOTE",
+    "FeedbackError",
+    "environment",
+    "feedback_markdown",
+    "write_feedback",
+    "write_grades_csv",
+]
 
 TEMPLATE = "feedback.html.j2"
 
@@ -71,9 +77,9 @@ class FeedbackError(GpulabError):
 class _Check:
     """A visible check: hidden ones are only ever part of `_Hidden`."""
 
-    status: str            # passed / failed / skipped
-    points: str            # "1/2"
-    title: str             # the check's title, or its name
+    status: str  # passed / failed / skipped
+    points: str  # "1/2"
+    title: str  # the check's title, or its name
     message: str
 
 
@@ -81,9 +87,9 @@ class _Check:
 class _Hidden:
     """An exercise's hidden checks as one total: nothing here tells one check from another."""
 
-    total: str             # "7/10 points": earned, of the points of those that ran
-    detail: str            # the rest of the sentence: their names in the order they ran, and
-                           # the points of those that did not run here, if any
+    total: str  # "7/10 points": earned, of the points of those that ran
+    detail: str  # the rest of the sentence: their names in the order they ran, and
+    # the points of those that did not run here, if any
 
 
 @dataclass(frozen=True)
@@ -91,7 +97,7 @@ class _Exercise:
     name: str
     kind: Kind
     verdict: str
-    points: str            # "3/5"
+    points: str  # "3/5"
     message: str
     checks: tuple[_Check, ...]
     hidden: _Hidden | None
@@ -106,11 +112,12 @@ class _Page:
     run_at: str
     exercises: tuple[_Exercise, ...]
     guards: tuple[str, ...]
-    total: str             # "7/10"
+    total: str  # "7/10"
 
 
-def write_feedback(grades: LearnerGrades, folder: Path, *, title: str, run_at: str,
-                   maxima: Mapping[str, float]) -> tuple[Path, Path]:
+def write_feedback(
+    grades: LearnerGrades, folder: Path, *, title: str, run_at: str, maxima: Mapping[str, float]
+) -> tuple[Path, Path]:
     """Write `folder/<slug>.html` and `folder/<slug>.md` for one learner; return both paths.
 
     `maxima` gives an exercise's points where the grade has none to say
@@ -125,14 +132,19 @@ def write_feedback(grades: LearnerGrades, folder: Path, *, title: str, run_at: s
     return html_path, md_path
 
 
-def feedback_markdown(grades: LearnerGrades, *, title: str, run_at: str,
-                      maxima: Mapping[str, float]) -> str:
+def feedback_markdown(
+    grades: LearnerGrades, *, title: str, run_at: str, maxima: Mapping[str, float]
+) -> str:
     """One learner's feedback as Markdown: what `write_feedback` puts in the `.md` file."""
     return _markdown(_page(grades, title=title, run_at=run_at, maxima=maxima))
 
 
-def write_grades_csv(classes: Sequence[LearnerGrades], exercises: Sequence[str],
-                     maxima: Mapping[str, float], path: Path) -> Path:
+def write_grades_csv(
+    classes: Sequence[LearnerGrades],
+    exercises: Sequence[str],
+    maxima: Mapping[str, float],
+    path: Path,
+) -> Path:
     """Write every learner's points, one row each in the order given, as a CSV for an LMS.
 
     Columns: Learner, Slug, one per exercise in `exercises`, Total; the
@@ -159,23 +171,29 @@ def write_grades_csv(classes: Sequence[LearnerGrades], exercises: Sequence[str],
                 not_run = not_run or grade is not None
                 row.append("")
                 continue
-            earned = _finite(grade.earned, f"learner {grades.slug!r}, exercise {name!r}: "
-                                           "earned points")
+            earned = _finite(
+                grade.earned, f"learner {grades.slug!r}, exercise {name!r}: earned points"
+            )
             total, graded = total + earned, True
             row.append(_number(earned))
         rows.append([*row, _number(total) if graded or not exercises else ""])
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["Learner", "Slug", *(_cell(name) for name in exercises), "Total"])
-    writer.writerow(["Points possible", NOT_RUN_NOTE if not_run else "",
-                     *map(_number, possible), _number(sum(possible))])
+    writer.writerow(
+        [
+            "Points possible",
+            NOT_RUN_NOTE if not_run else "",
+            *map(_number, possible),
+            _number(sum(possible)),
+        ]
+    )
     writer.writerows(rows)
     _write(path, buffer.getvalue())
     return path
 
 
-def _page(grades: LearnerGrades, *, title: str, run_at: str,
-          maxima: Mapping[str, float]) -> _Page:
+def _page(grades: LearnerGrades, *, title: str, run_at: str, maxima: Mapping[str, float]) -> _Page:
     """Check the grades and turn them into the words and numbers the page shows."""
     exercises = []
     guards: dict[str, None] = {}
@@ -189,22 +207,36 @@ def _page(grades: LearnerGrades, *, title: str, run_at: str,
         earned_total += earned
         possible_total += possible
         guards.update(dict.fromkeys(grade.guards))
-        exercises.append(_Exercise(
-            name=grade.exercise, kind=grade.kind, verdict=VERDICTS[grade.kind],
-            points=f"{_number(earned)}/{_number(possible)}", message=grade.message,
-            checks=tuple(_check(row, where) for row in grade.checks if not row.hidden),
-            hidden=_hidden(grade.checks, where)))
-    return _Page(title=title, learner=grades.learner, run_at=run_at,
-                 exercises=tuple(exercises), guards=tuple(guards),
-                 total=f"{_number(earned_total)}/{_number(possible_total)}")
+        exercises.append(
+            _Exercise(
+                name=grade.exercise,
+                kind=grade.kind,
+                verdict=VERDICTS[grade.kind],
+                points=f"{_number(earned)}/{_number(possible)}",
+                message=grade.message,
+                checks=tuple(_check(row, where) for row in grade.checks if not row.hidden),
+                hidden=_hidden(grade.checks, where),
+            )
+        )
+    return _Page(
+        title=title,
+        learner=grades.learner,
+        run_at=run_at,
+        exercises=tuple(exercises),
+        guards=tuple(guards),
+        total=f"{_number(earned_total)}/{_number(possible_total)}",
+    )
 
 
 def _check(row: CheckRow, where: str) -> _Check:
     where = f"{where}, check {row.check!r}"
-    points = (f"{_number(_finite(row.earned, f'{where}: earned points'))}/"
-              f"{_number(_finite(row.points, f'{where}: points'))}")
-    return _Check(status=row.outcome, points=points, title=row.title or row.check,
-                  message=row.message)
+    points = (
+        f"{_number(_finite(row.earned, f'{where}: earned points'))}/"
+        f"{_number(_finite(row.points, f'{where}: points'))}"
+    )
+    return _Check(
+        status=row.outcome, points=points, title=row.title or row.check, message=row.message
+    )
 
 
 def _hidden(rows: Sequence[CheckRow], where: str) -> _Hidden | None:
@@ -223,15 +255,20 @@ def _hidden(rows: Sequence[CheckRow], where: str) -> _Hidden | None:
             possible += worth
     more = f" {_number(not_run)} more points of them were not run here." if not_run else ""
     names = ", ".join(row.check for row in hidden)
-    return _Hidden(total=f"{_number(earned)}/{_number(possible)} points",
-                   detail=f" in all, shown only as a total ({names}).{more}")
+    return _Hidden(
+        total=f"{_number(earned)}/{_number(possible)} points",
+        detail=f" in all, shown only as a total ({names}).{more}",
+    )
 
 
 def _markdown(page: _Page) -> str:
     """The page as Markdown; every piece of text from the grades is escaped."""
-    out = [f"# {_md_inline(page.title)}", "",
-           f"Feedback for **{_md_inline(page.learner)}**, graded {_md_inline(page.run_at)}.",
-           ""]
+    out = [
+        f"# {_md_inline(page.title)}",
+        "",
+        f"Feedback for **{_md_inline(page.learner)}**, graded {_md_inline(page.run_at)}.",
+        "",
+    ]
     if not page.exercises:
         out += ["No exercises were graded.", ""]
     for ex in page.exercises:
@@ -241,8 +278,9 @@ def _markdown(page: _Page) -> str:
         if ex.checks:
             out += ["| Status | Points | Check | Message |", "| --- | --- | --- | --- |"]
             for c in ex.checks:
-                out.append(f"| {c.status} | {c.points} | {_md_cell(c.title)} | "
-                           f"{_md_cell(c.message)} |")
+                out.append(
+                    f"| {c.status} | {c.points} | {_md_cell(c.title)} | {_md_cell(c.message)} |"
+                )
             out.append("")
         if ex.hidden:
             out += [f"**Hidden checks: {ex.hidden.total}**{_md_inline(ex.hidden.detail)}", ""]
@@ -261,24 +299,31 @@ def environment() -> jinja2.Environment:
     panel): templates from the package, autoescape on, undefined names an error."""
     return jinja2.Environment(
         loader=jinja2.PackageLoader("gpulab.grading", "templates"),
-        autoescape=True, undefined=jinja2.StrictUndefined,
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
 
 
 def _by_exercise(grades: LearnerGrades) -> dict[str, ExerciseGrade]:
     by_name: dict[str, ExerciseGrade] = {}
     for grade in grades.exercises:
         if grade.exercise in by_name:
-            raise FeedbackError(f"learner {grades.slug!r}: two grades for exercise "
-                                f"{grade.exercise!r}; a run grades each exercise once")
+            raise FeedbackError(
+                f"learner {grades.slug!r}: two grades for exercise "
+                f"{grade.exercise!r}; a run grades each exercise once"
+            )
         by_name[grade.exercise] = grade
     return by_name
 
 
 def _maximum(maxima: Mapping[str, float], exercise: str, *, where: str) -> float:
     if exercise not in maxima:
-        raise FeedbackError(f"{where}: no points possible given for exercise {exercise!r}; "
-                            "add it to the maxima")
+        raise FeedbackError(
+            f"{where}: no points possible given for exercise {exercise!r}; add it to the maxima"
+        )
     return _finite(maxima[exercise], f"{where}: points possible for exercise {exercise!r}")
 
 
@@ -290,7 +335,7 @@ def _finite(value: float, what: str) -> float:
 
 def _number(value: float) -> str:
     """Points as people write them: 3, 2.5, 0.33 (at most two decimals)."""
-    value = round(value, 2) + 0.0          # + 0.0 turns -0.0 into 0.0
+    value = round(value, 2) + 0.0  # + 0.0 turns -0.0 into 0.0
     if value.is_integer():
         return str(int(value))
     return f"{value:.2f}".rstrip("0")
@@ -311,8 +356,10 @@ def _cell(text: str) -> str:
 def _file_name(grades: LearnerGrades) -> str:
     slug = grades.slug
     if not slug or slug in {".", ".."} or any(c in slug for c in "/\\\0") or slug.startswith("."):
-        raise FeedbackError(f"learner {grades.learner!r}: slug {slug!r} is not a plain file "
-                            "name; use letters, digits, '-' and '_'")
+        raise FeedbackError(
+            f"learner {grades.learner!r}: slug {slug!r} is not a plain file "
+            "name; use letters, digits, '-' and '_'"
+        )
     return slug
 
 

@@ -71,8 +71,9 @@ def new_seed() -> int:
     return secrets.randbits(63)
 
 
-def run_kernel(task: str, source: Any, params: dict[str, Any], *,
-               timeout: float = 120.0) -> dict[str, Any]:
+def run_kernel(
+    task: str, source: Any, params: dict[str, Any], *, timeout: float = 120.0
+) -> dict[str, Any]:
     """Run trusted task `task` on the learner's CUDA C `source`; the task's findings.
 
     `params` is plain JSON data (sizes, launch configurations, the seed). Raises
@@ -81,20 +82,28 @@ def run_kernel(task: str, source: Any, params: dict[str, Any], *,
     if not _TASK.match(task) or importlib.util.find_spec(f"gpulab.grading.tasks.{task}") is None:
         raise ValueError(f"no kernel task named {task!r} in gpulab.grading.tasks")
     if not isinstance(source, str):
-        raise KernelAnswerError("source", f"the kernel source should be a string of CUDA C, "
-                                f"not {type(source).__name__}")
+        raise KernelAnswerError(
+            "source", f"the kernel source should be a string of CUDA C, not {type(source).__name__}"
+        )
     if len(source.encode()) > MAX_SOURCE_BYTES:
-        raise KernelAnswerError("source", f"the kernel source is over "
-                                f"{MAX_SOURCE_BYTES // 1024} KiB: is it really one kernel?")
+        raise KernelAnswerError(
+            "source",
+            f"the kernel source is over {MAX_SOURCE_BYTES // 1024} KiB: is it really one kernel?",
+        )
     job = json.dumps({"task": task, "source": source, "params": params}, allow_nan=False)
     env = kept_env()
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     reader, writer = os.pipe()
     with tempfile.TemporaryDirectory(prefix="gpulab-kernel-") as folder:
         try:
-            worker = spawn([sys.executable, "-m", "gpulab.grading.kernel_worker", str(writer)],
-                           stderr=subprocess.PIPE, pass_fds=(writer,), cwd=folder, env=env,
-                           gpu=True)
+            worker = spawn(
+                [sys.executable, "-m", "gpulab.grading.kernel_worker", str(writer)],
+                stderr=subprocess.PIPE,
+                pass_fds=(writer,),
+                cwd=folder,
+                env=env,
+                gpu=True,
+            )
         finally:
             os.close(writer)
         process = worker.process
@@ -105,9 +114,11 @@ def run_kernel(task: str, source: Any, params: dict[str, Any], *,
             line, _ = read_reply(reader, b"", timeout, MAX_REPLY_BYTES)
         except TimeoutError:
             raise KernelAnswerError(
-                "timeout", f"your kernel did not finish within {timeout:g} s and its process "
+                "timeout",
+                f"your kernel did not finish within {timeout:g} s and its process "
                 "was stopped: is there a loop whose index never reaches its end, or a "
-                "__syncthreads() that some threads of a block never reach?") from None
+                "__syncthreads() that some threads of a block never reach?",
+            ) from None
         except EOFError:
             raise KernelAnswerError("crashed", _crash_text(process)) from None
         except (OverflowError, BrokenPipeError) as exc:
@@ -122,8 +133,9 @@ def run_kernel(task: str, source: Any, params: dict[str, Any], *,
         try:
             kind = failure_named(reply.get("kind"))
         except ValueError as exc:
-            raise KernelAnswerError("crashed", f"the kernel worker sent a malformed answer "
-                                               f"({exc})") from None
+            raise KernelAnswerError(
+                "crashed", f"the kernel worker sent a malformed answer ({exc})"
+            ) from None
         raise KernelAnswerError(kind, str(reply.get("message", "")))
     value = reply.get("value")
     if not isinstance(value, dict):
@@ -148,9 +160,14 @@ def sanitizer_missing() -> str | None:
     return gpu_missing() or (None if find_sanitizer() else NOT_AVAILABLE)
 
 
-def sanitize_kernel(task: str, source: Any, cases: list[dict[str, Any]],
-                    tools: Sequence[str] = ("memcheck", "racecheck"), *,
-                    timeout: float = 170.0) -> SanitizerVerdict:
+def sanitize_kernel(
+    task: str,
+    source: Any,
+    cases: list[dict[str, Any]],
+    tools: Sequence[str] = ("memcheck", "racecheck"),
+    *,
+    timeout: float = 170.0,
+) -> SanitizerVerdict:
     """Run the learner's kernel of `task` on small `cases` under each compute-sanitizer tool.
 
     The rules of kernel answers, compile errors and refused launches raise
@@ -161,9 +178,12 @@ def sanitize_kernel(task: str, source: Any, cases: list[dict[str, Any]],
     missing = sanitizer_missing()
     if missing:
         return SanitizerVerdict(skipped=missing)
-    found = run_kernel(task, source, {"seed": new_seed(), "cases": [],
-                                      "sanitize": {"tools": list(tools), "cases": cases}},
-                       timeout=timeout)
+    found = run_kernel(
+        task,
+        source,
+        {"seed": new_seed(), "cases": [], "sanitize": {"tools": list(tools), "cases": cases}},
+        timeout=timeout,
+    )
     skipped, problem = verdict(found.get("sanitizer") or {})
     return SanitizerVerdict(skipped, problem)
 

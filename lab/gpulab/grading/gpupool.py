@@ -42,8 +42,9 @@ class GpuPool:
     Holds one NVML session (through `backend`, the real pynvml by default) until
     `close`."""
 
-    def __init__(self, gpus: Sequence[str], recovery_s: float, *, backend: Any = None,
-                 poll_s: float = POLL_S) -> None:
+    def __init__(
+        self, gpus: Sequence[str], recovery_s: float, *, backend: Any = None, poll_s: float = POLL_S
+    ) -> None:
         self.gpus = list(dict.fromkeys(gpus))
         self.recovery_s = recovery_s
         self.poll_s = poll_s
@@ -52,17 +53,24 @@ class GpuPool:
         try:
             self._nvml: Gpus = self._stack.enter_context(open_gpus(backend))
         except NvmlUnavailable as exc:
-            raise GpuPoolError(f"--gpus {','.join(self.gpus)}: NVML cannot read GPU "
-                               f"{self.gpus[0]}; this machine has no NVIDIA GPU NVML can read "
-                               f"({exc.reason})") from None
+            raise GpuPoolError(
+                f"--gpus {','.join(self.gpus)}: NVML cannot read GPU "
+                f"{self.gpus[0]}; this machine has no NVIDIA GPU NVML can read "
+                f"({exc.reason})"
+            ) from None
         for gpu in self.gpus:
             state = self._nvml.state(gpu)
             if state is None:
                 have = self._nvml.indices()
                 self.close()
-                raise GpuPoolError(f"--gpus {','.join(self.gpus)}: NVML cannot read GPU {gpu}; "
-                                   + (f"this machine's GPUs are {', '.join(have)}" if have
-                                      else "this machine has no NVIDIA GPU NVML can read"))
+                raise GpuPoolError(
+                    f"--gpus {','.join(self.gpus)}: NVML cannot read GPU {gpu}; "
+                    + (
+                        f"this machine's GPUs are {', '.join(have)}"
+                        if have
+                        else "this machine has no NVIDIA GPU NVML can read"
+                    )
+                )
             self.baseline[gpu] = state
 
     def close(self) -> None:
@@ -91,10 +99,12 @@ class GpuPool:
         if state is None:
             return "NVML cannot read this GPU any more: taken out of rotation"
         extra = sorted(state.pids - before.pids)
-        return (f"did not recover within {self.recovery_s:g} s after a job "
-                f"(processes {extra or 'none new'}, "
-                f"{(state.used_bytes - before.used_bytes) / 2**20:.0f} MiB more in use): "
-                "taken out of rotation")
+        return (
+            f"did not recover within {self.recovery_s:g} s after a job "
+            f"(processes {extra or 'none new'}, "
+            f"{(state.used_bytes - before.used_bytes) / 2**20:.0f} MiB more in use): "
+            "taken out of rotation"
+        )
 
 
 def visible_gpus(backend: Any = None) -> list[str]:

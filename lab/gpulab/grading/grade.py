@@ -56,9 +56,13 @@ if TYPE_CHECKING:
 __all__ = ["GradeError", "GradeOptions", "GradeSummary", "checks_hash", "grade_class", "main"]
 
 
-def grade_class(options: GradeOptions, *, course: Course | None = None,
-                progress: Progress | None = None,
-                command: str = "gpulab grade") -> GradeSummary:
+def grade_class(
+    options: GradeOptions,
+    *,
+    course: Course | None = None,
+    progress: Progress | None = None,
+    command: str = "gpulab grade",
+) -> GradeSummary:
     """Grade every submission under `options.submissions`; write the gradebook, CSV, feedback."""
     from gpulab.course import load_course
 
@@ -66,20 +70,23 @@ def grade_class(options: GradeOptions, *, course: Course | None = None,
     entries = {e.name: e for e in course.exercises()}
     unknown = [name for name in options.exercises if name not in entries]
     if unknown:
-        raise GradeError(f"no exercise named {', '.join(unknown)} in the course; the "
-                         f"exercises are: {', '.join(entries)}")
+        raise GradeError(
+            f"no exercise named {', '.join(unknown)} in the course; the "
+            f"exercises are: {', '.join(entries)}"
+        )
     if not options.submissions.exists():
         raise GradeError(f"{options.submissions}: no such folder or zip file")
     guards = sandbox.available()
     if not guards.bubblewrap and not options.unsafe:
-        raise GradeError(f"refusing to grade: no guard can hide the course and the other "
-                         f"learners' files from learner code ({guards.bubblewrap_problem}). "
-                         "Install bubblewrap, or pass --unsafe to grade without it.")
+        raise GradeError(
+            f"refusing to grade: no guard can hide the course and the other "
+            f"learners' files from learner code ({guards.bubblewrap_problem}). "
+            "Install bubblewrap, or pass --unsafe to grade without it."
+        )
     try:
         (options.out / "feedback").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise GradeError(f"{options.out}: cannot write the results there: "
-                         f"{exc.strerror}") from None
+        raise GradeError(f"{options.out}: cannot write the results there: {exc.strerror}") from None
     try:
         with outdir.claim(options.out), Gradebook(options.out / "gradebook.sqlite") as book:
             return _Run(options, course, entries, guards, book, progress, command).grade()
@@ -90,14 +97,21 @@ def grade_class(options: GradeOptions, *, course: Course | None = None,
 class _Run:
     """One run, holding its output folder and its gradebook: this thread is the one writer."""
 
-    def __init__(self, options: GradeOptions, course: Course, entries: dict[str, ExerciseEntry],
-                 guards: sandbox.Guards, book: Gradebook, progress: Progress | None,
-                 command: str) -> None:
+    def __init__(
+        self,
+        options: GradeOptions,
+        course: Course,
+        entries: dict[str, ExerciseEntry],
+        guards: sandbox.Guards,
+        book: Gradebook,
+        progress: Progress | None,
+        command: str,
+    ) -> None:
         self.options, self.course, self.entries = options, course, entries
         self.guards, self.book, self.progress, self.command = guards, book, progress, command
         self.out = options.out
         self.tag = uuid.uuid4().hex[:12]
-        self.gpus: list[str] = []      # the GPUs that run GPU jobs: none, they run without one
+        self.gpus: list[str] = []  # the GPUs that run GPU jobs: none, they run without one
 
     def grade(self) -> GradeSummary:
         from gpulab.grading import intake
@@ -107,46 +121,68 @@ class _Run:
         course_root = CoursePaths.of_manifest(Path(self.course.manifest.path).resolve()).root
         names = list(self.options.exercises) or list(self.entries)
         taken = intake.collect(self.options.submissions, names, self.out / "submissions")
-        if not self.options.exercises:     # the exercises someone handed in, in course order
-            handed = {e for learner in taken.learners for e in (*learner.notebooks,
-                                                                  *learner.problems)}
+        if not self.options.exercises:  # the exercises someone handed in, in course order
+            handed = {
+                e for learner in taken.learners for e in (*learner.notebooks, *learner.problems)
+            }
             names = [n for n in names if n in handed]
         summary.exercises = names
         unhidden = [n for n in names if not check_files(self.entries[n], hidden=True)[-1].is_file()]
         if unhidden:
-            raise GradeError(f"the course at {course_root} has no hidden checks for "
-                             f"{', '.join(unhidden)} (an installed course ships none): grading "
-                             "needs the course checkout with solutions/; give it with --course "
-                             "DIR")
+            raise GradeError(
+                f"the course at {course_root} has no hidden checks for "
+                f"{', '.join(unhidden)} (an installed course ships none): grading "
+                "needs the course checkout with solutions/; give it with --course "
+                "DIR"
+            )
         if not names:
-            raise GradeError(f"{self.options.submissions}: no notebook of any exercise was "
-                             "found (each learner's folder or zip should hold <exercise>.ipynb "
-                             "files)" + ("; " + plain("; ".join(taken.problems[:3]))
-                                         if taken.problems else ""))
+            raise GradeError(
+                f"{self.options.submissions}: no notebook of any exercise was "
+                "found (each learner's folder or zip should hold <exercise>.ipynb "
+                "files)" + ("; " + plain("; ".join(taken.problems[:3])) if taken.problems else "")
+            )
         try:
             cgroups = sandbox.run_cgroups(self.guards.cgroup, self.tag)
         except OSError:
-            cgroups = ""            # the guards lines then say that no cgroup was used
-        policy = replace(self.options.policy, bubblewrap=bool(self.guards.bubblewrap),
-                         tag=self.tag, cgroup=cgroups,
-                         private=(str(course_root / "solutions"),
-                                  str(self.options.submissions.resolve()),
-                                  str(self.out.resolve()), *self.options.policy.private),
-                         show=(str(Path(self.course.manifest.path).resolve().parent),
-                               str(course_root / "exercises"), *self.options.policy.show))
-        here = self.options.cluster is None      # on a cluster the workers have the GPUs
+            cgroups = ""  # the guards lines then say that no cgroup was used
+        policy = replace(
+            self.options.policy,
+            bubblewrap=bool(self.guards.bubblewrap),
+            tag=self.tag,
+            cgroup=cgroups,
+            private=(
+                str(course_root / "solutions"),
+                str(self.options.submissions.resolve()),
+                str(self.out.resolve()),
+                *self.options.policy.private,
+            ),
+            show=(
+                str(Path(self.course.manifest.path).resolve().parent),
+                str(course_root / "exercises"),
+                *self.options.policy.show,
+            ),
+        )
+        here = self.options.cluster is None  # on a cluster the workers have the GPUs
         gpu_work = here and any(self.entries[n].gpu for n in names)
-        self.gpus = (list(self.options.gpus) if self.options.gpus is not None else
-                     visible_gpus()) if gpu_work else []
+        self.gpus = (
+            (list(self.options.gpus) if self.options.gpus is not None else visible_gpus())
+            if gpu_work
+            else []
+        )
         in_force = {gpu: self.guards.describe(replace(policy, gpu=gpu)) for gpu in (False, True)}
         if here and not self.gpus:  # GPU exercises then run without a GPU, as CPU jobs do
             in_force[True] = in_force[False]
         summary.guards = _run_guards(in_force, {self.entries[n].gpu for n in names})
         status, run_id = "stopped", None
         try:
-            run_id = self.book.start_run(started=now(), command=self.command,
-                                         version=gpulab_version(), guards=summary.guards,
-                                         tag=self.tag, cgroups=cgroups)
+            run_id = self.book.start_run(
+                started=now(),
+                command=self.command,
+                version=gpulab_version(),
+                guards=summary.guards,
+                tag=self.tag,
+                cgroups=cgroups,
+            )
             summary.run_id = run_id
             writer = Writer(self.book, run_id)
             jobs = self._plan(taken, names, in_force, summary, writer)
@@ -172,21 +208,29 @@ class _Run:
         """Mark runs left `running` as killed; remove what they and other dead runs left."""
         notes = []
         for dead in self.book.mark_killed(finished=now()):
-            ended = outdir.end_processes(dead.tag)      # then nothing makes a job cgroup
+            ended = outdir.end_processes(dead.tag)  # then nothing makes a job cgroup
             sandbox.remove_cgroups(dead.cgroups)
-            notes.append(f"run {dead.id} was left running by a grader that was killed: marked "
-                         f"killed" + (f"; {ended} of its processes ended" if ended else ""))
+            notes.append(
+                f"run {dead.id} was left running by a grader that was killed: marked "
+                f"killed" + (f"; {ended} of its processes ended" if ended else "")
+            )
         outdir.remove_jobs(self.out)
         removed = remove_stale_folders()
         if removed:
             notes.append(f"{len(removed)} temporary folders of ended graders removed")
-        cgroups = sandbox.remove_stale_cgroups(self.guards.cgroup)    # any --out's dead runs
+        cgroups = sandbox.remove_stale_cgroups(self.guards.cgroup)  # any --out's dead runs
         if cgroups:
             notes.append(f"{len(cgroups)} cgroups of ended graders removed")
         return notes
 
-    def _plan(self, taken: Intake, names: list[str], in_force: dict[bool, tuple[str, ...]],
-              summary: GradeSummary, writer: Writer) -> list[Job]:
+    def _plan(
+        self,
+        taken: Intake,
+        names: list[str],
+        in_force: dict[bool, tuple[str, ...]],
+        summary: GradeSummary,
+        writer: Writer,
+    ) -> list[Job]:
         """What each exercise is worth, the grades that need no job (stored now), and the
         jobs (`gpulab.grading.plan`)."""
         hashes = {name: checks_hash(self.entries[name]) for name in names}
@@ -198,8 +242,9 @@ class _Run:
                 continue
             report = run_checks(entry, entry.notebook, hidden=True)
             if not report.results:
-                raise GradeError(f"the checks of {name} do not run on its released "
-                                 f"notebook: {report.message}")
+                raise GradeError(
+                    f"the checks of {name} do not run on its released notebook: {report.message}"
+                )
             summary.maxima[name] = sum(r.points for r in report.results)
             self.book.set_exercise(name, hashes[name], summary.maxima[name], entry.gpu)
         stored = {} if self.options.regrade else self.book.graded()
@@ -208,49 +253,74 @@ class _Run:
             try:
                 self.book.set_learner(learner.slug, learner.learner, str(learner.source))
             except Exception as exc:
-                writer.problems.append(f"{learner.slug}: not graded, the learner could not be "
-                                       f"stored: {failure(exc)}")
+                writer.problems.append(
+                    f"{learner.slug}: not graded, the learner could not be stored: {failure(exc)}"
+                )
                 continue
             learners.append(learner)
-        planned = plan(learners, [self.entries[name] for name in names], hashes=hashes,
-                       maxima=summary.maxima, stored=stored, guards=in_force)
+        planned = plan(
+            learners,
+            [self.entries[name] for name in names],
+            hashes=hashes,
+            maxima=summary.maxima,
+            stored=stored,
+            guards=in_force,
+        )
         for settled in planned.settled:
             writer.grade(settled.slug, settled.grade, checks_hash=settled.checks_hash)
         summary.reused += planned.reused
         return planned.jobs
 
-    def _run(self, jobs: list[Job], policy: sandbox.Policy, summary: GradeSummary,
-             writer: Writer) -> None:
+    def _run(
+        self, jobs: list[Job], policy: sandbox.Policy, summary: GradeSummary, writer: Writer
+    ) -> None:
         lanes = None
         if any(job.entry.gpu for job in jobs) and self.gpus and self.options.cluster is None:
             try:
                 lanes = GpuPool(self.gpus, self.options.gpu_recovery_s)
             except GpuPoolError as exc:
                 raise GradeError(str(exc)) from None
-        execute = partial(check_job, policy=policy, timeout=self.options.timeout,
-                          folder=self.out / outdir.JOBS)
+        execute = partial(
+            check_job, policy=policy, timeout=self.options.timeout, folder=self.out / outdir.JOBS
+        )
         total = len(jobs)
         if self.progress is not None:
             self.progress("", 0, total)
         if self.options.cluster is None:
-            results = run_jobs(jobs, execute, workers=self.options.workers, lanes=lanes,
-                               no_gpu="no NVIDIA GPU on the grading machine")
-        else:                                   # the same jobs on a Dask cluster's workers
+            results = run_jobs(
+                jobs,
+                execute,
+                workers=self.options.workers,
+                lanes=lanes,
+                no_gpu="no NVIDIA GPU on the grading machine",
+            )
+        else:  # the same jobs on a Dask cluster's workers
             from gpulab.grading.cluster import run_on_cluster
 
-            results = run_on_cluster(self.options.cluster, jobs, course=self.course,
-                                     policy=policy, timeout=self.options.timeout,
-                                     recovery_s=self.options.gpu_recovery_s,
-                                     notes=summary.notes, problems=writer.problems)
-        with contextlib.closing(results), \
-                lanes or contextlib.nullcontext():  # ctrl-c: the jobs running are dropped
+            results = run_on_cluster(
+                self.options.cluster,
+                jobs,
+                course=self.course,
+                policy=policy,
+                timeout=self.options.timeout,
+                recovery_s=self.options.gpu_recovery_s,
+                notes=summary.notes,
+                problems=writer.problems,
+            )
+        with (
+            contextlib.closing(results),
+            lanes or contextlib.nullcontext(),
+        ):  # ctrl-c: the jobs running are dropped
             for item in results:
                 if isinstance(item, Done):
                     stored = writer.done(item)
                     summary.graded += 1
                     if self.progress is not None:
-                        self.progress(f"{item.job.slug} · {item.job.entry.name}: "
-                                      f"{stored.kind}", summary.graded, total)
+                        self.progress(
+                            f"{item.job.slug} · {item.job.entry.name}: {stored.kind}",
+                            summary.graded,
+                            total,
+                        )
                 else:
                     writer.event(item)
         summary.gpu_events = writer.events
@@ -263,14 +333,19 @@ class _Run:
         title = self.course.title
         for learner_grades in summary.learners:
             try:
-                feedback.write_feedback(learner_grades, self.out / "feedback", title=title,
-                                        run_at=now(), maxima=summary.maxima)
+                feedback.write_feedback(
+                    learner_grades,
+                    self.out / "feedback",
+                    title=title,
+                    run_at=now(),
+                    maxima=summary.maxima,
+                )
             except Exception as exc:
-                problems.append(f"feedback of {learner_grades.slug}: not written: "
-                                f"{failure(exc)}")
+                problems.append(f"feedback of {learner_grades.slug}: not written: {failure(exc)}")
         try:
-            feedback.write_grades_csv(summary.learners, summary.exercises, summary.maxima,
-                                      self.out / "grades.csv")
+            feedback.write_grades_csv(
+                summary.learners, summary.exercises, summary.maxima, self.out / "grades.csv"
+            )
         except Exception as exc:
             problems.append(f"grades.csv: not written: {failure(exc)}")
         return problems
@@ -282,8 +357,10 @@ def _run_guards(in_force: dict[bool, tuple[str, ...]], kinds: set[bool]) -> tupl
         return in_force[True]
     if kinds != {False, True}:
         return in_force[False]
-    return (*in_force[False], *(f"GPU jobs: {line}" for line in in_force[True]
-                                if line not in in_force[False]))
+    return (
+        *in_force[False],
+        *(f"GPU jobs: {line}" for line in in_force[True] if line not in in_force[False]),
+    )
 
 
 def main(options: GradeOptions) -> int:

@@ -38,15 +38,15 @@ class GradeError(GpulabError):
 class GradeOptions:
     submissions: Path
     out: Path
-    exercises: tuple[str, ...] = ()          # default: every exercise someone handed in
+    exercises: tuple[str, ...] = ()  # default: every exercise someone handed in
     workers: int = 2
-    gpus: tuple[str, ...] | None = None      # default: every visible GPU
+    gpus: tuple[str, ...] | None = None  # default: every visible GPU
     regrade: bool = False
-    timeout: float | None = None             # per exercise; default: course.toml's limit
+    timeout: float | None = None  # per exercise; default: course.toml's limit
     unsafe: bool = False
     policy: sandbox.Policy = field(default_factory=sandbox.Policy)
     gpu_recovery_s: float = 15.0
-    cluster: Target | None = None            # default: the jobs run here (gpulab.grading.cluster)
+    cluster: Target | None = None  # default: the jobs run here (gpulab.grading.cluster)
 
 
 @dataclass
@@ -54,12 +54,12 @@ class GradeSummary:
     learners: list[LearnerGrades]
     exercises: list[str]
     maxima: dict[str, float]
-    graded: int = 0                 # jobs run in this run
-    reused: int = 0                 # grades kept from an earlier run
+    graded: int = 0  # jobs run in this run
+    reused: int = 0  # grades kept from an earlier run
     guards: tuple[str, ...] = ()
     gpu_events: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)   # learner text: made plain, not markup
-    notes: list[str] = field(default_factory=list)      # what was cleared of earlier runs
+    problems: list[str] = field(default_factory=list)  # learner text: made plain, not markup
+    notes: list[str] = field(default_factory=list)  # what was cleared of earlier runs
     out: Path = Path()
-    tag: str = ""                   # the run's name: its cgroups, its jobs' GPULAB_JOB
+    tag: str = ""  # the run's name: its cgroups, its jobs' GPULAB_JOB
     run_id: int = 0

@@ -45,24 +45,34 @@ from gpulab.grading.gradebook_rows import (
 from gpulab.grading.gradebook_schema import ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION
 from gpulab.grading.verdict import ExerciseGrade, LearnerGrades, plain
 
-__all__ = ["SCHEMA_VERSION", "DeadRun", "Gradebook", "GradebookError", "KnownExercise",
-           "StoredGrade"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "DeadRun",
+    "Gradebook",
+    "GradebookError",
+    "KnownExercise",
+    "StoredGrade",
+]
 
 _INSERT_GRADE = (
     "INSERT INTO grades (learner, exercise, notebook_hash, checks_hash, kind, earned, possible, "
     "message, guards, gpu, duration_s, run_id, graded_at) VALUES (:learner, :exercise, "
     ":notebook_hash, :checks_hash, :kind, :earned, :possible, :message, :guards, :gpu, "
-    ":duration_s, :run_id, :graded_at)")
+    ":duration_s, :run_id, :graded_at)"
+)
 _INSERT_CHECK = (
     "INSERT INTO checks (learner, exercise, position, name, title, outcome, points, earned, "
     "message, hidden) VALUES (:learner, :exercise, :position, :check, :title, :outcome, "
-    ":points, :earned, :message, :hidden)")
+    ":points, :earned, :message, :hidden)"
+)
 _SELECT_CHECKS = (
     'SELECT learner, exercise, name AS "check", title, outcome, points, earned, message, hidden '
-    "FROM checks ORDER BY learner, exercise, position")
+    "FROM checks ORDER BY learner, exercise, position"
+)
 _SELECT_GRADES = (
     "SELECT learner, exercise, kind, earned, possible, message, guards, duration_s, "
-    "notebook_hash FROM grades")
+    "notebook_hash FROM grades"
+)
 
 R = TypeVar("R")
 
@@ -96,7 +106,8 @@ class Gradebook:
             raise GradebookError(
                 f"{self.path}: written by a newer gpulab (gradebook schema {found}; this "
                 f"gpulab knows schema {SCHEMA_VERSION} and older). Grade with that gpulab, "
-                "or into another --out.")
+                "or into another --out."
+            )
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA foreign_keys=ON")
@@ -120,22 +131,39 @@ class Gradebook:
         self.db.close()
 
     # -- runs ------------------------------------------------------------------------
-    def start_run(self, *, started: str, command: str, version: str,
-                  guards: Sequence[str], tag: str = "", cgroups: str = "") -> int:
+    def start_run(
+        self,
+        *,
+        started: str,
+        command: str,
+        version: str,
+        guards: Sequence[str],
+        tag: str = "",
+        cgroups: str = "",
+    ) -> int:
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
             cursor = self.db.execute(
                 "INSERT INTO runs (started, status, command, gpulab_version, guards, tag, "
                 "cgroups) VALUES (?, 'running', ?, ?, ?, ?, ?)",
-                (plain(started), plain(command), plain(version), json_list(guards), plain(tag),
-                 cgroups))
+                (
+                    plain(started),
+                    plain(command),
+                    plain(version),
+                    json_list(guards),
+                    plain(tag),
+                    cgroups,
+                ),
+            )
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
     def end_run(self, run_id: int, *, finished: str, status: str) -> None:
         with self.db:
-            self.db.execute("UPDATE runs SET finished = ?, status = ? WHERE id = ?",
-                            (plain(finished), plain(status), run_id))
+            self.db.execute(
+                "UPDATE runs SET finished = ?, status = ? WHERE id = ?",
+                (plain(finished), plain(status), run_id),
+            )
 
     def mark_killed(self, *, finished: str) -> list[DeadRun]:
         """Mark every run still `running` as `killed`, and return them.
@@ -145,37 +173,53 @@ class Gradebook:
         """
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
-            dead = [self._record(DeadRun, row, f"run {row['id']}") for row in self._rows(
-                "SELECT id, tag, cgroups FROM runs WHERE status = 'running' ORDER BY id")]
-            self.db.executemany("UPDATE runs SET status = 'killed', finished = ? WHERE id = ?",
-                                [(plain(finished), run.id) for run in dead])
+            dead = [
+                self._record(DeadRun, row, f"run {row['id']}")
+                for row in self._rows(
+                    "SELECT id, tag, cgroups FROM runs WHERE status = 'running' ORDER BY id"
+                )
+            ]
+            self.db.executemany(
+                "UPDATE runs SET status = 'killed', finished = ? WHERE id = ?",
+                [(plain(finished), run.id) for run in dead],
+            )
         return dead
 
     def gpu_event(self, run_id: int, at: str, gpu: str, event: str) -> None:
         with self.db:
-            self.db.execute("INSERT INTO gpu_events (run_id, at, gpu, event) VALUES (?, ?, ?, ?)",
-                            (run_id, plain(at), plain(gpu), plain(event)))
+            self.db.execute(
+                "INSERT INTO gpu_events (run_id, at, gpu, event) VALUES (?, ?, ?, ?)",
+                (run_id, plain(at), plain(gpu), plain(event)),
+            )
 
     def add_problems(self, run_id: int, problems: Sequence[str]) -> None:
         """Store what the run could not read or do (they may quote learners' file names)."""
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
-            start = self.db.execute("SELECT count(*) FROM problems WHERE run_id = ?",
-                                    (run_id,)).fetchone()[0]
+            start = self.db.execute(
+                "SELECT count(*) FROM problems WHERE run_id = ?", (run_id,)
+            ).fetchone()[0]
             self.db.executemany(
                 "INSERT INTO problems (run_id, position, problem) VALUES (?, ?, ?)",
-                [(run_id, start + n, plain(p)) for n, p in enumerate(problems)])
+                [(run_id, start + n, plain(p)) for n, p in enumerate(problems)],
+            )
 
     def problems(self, run_id: int) -> list[str]:
-        return [str(r[0]) for r in self.db.execute(
-            "SELECT problem FROM problems WHERE run_id = ? ORDER BY position", (run_id,))]
+        return [
+            str(r[0])
+            for r in self.db.execute(
+                "SELECT problem FROM problems WHERE run_id = ? ORDER BY position", (run_id,)
+            )
+        ]
 
     # -- what is graded ------------------------------------------------------------------
     def set_exercise(self, name: str, checks_hash: str, max_points: float, gpu: bool) -> None:
         with self.db:
-            self.db.execute("INSERT OR REPLACE INTO exercises (name, checks_hash, max_points, "
-                            "gpu) VALUES (:name, :checks_hash, :max_points, :gpu)",
-                            to_row(KnownExercise(name, checks_hash, max_points, gpu)))
+            self.db.execute(
+                "INSERT OR REPLACE INTO exercises (name, checks_hash, max_points, "
+                "gpu) VALUES (:name, :checks_hash, :max_points, :gpu)",
+                to_row(KnownExercise(name, checks_hash, max_points, gpu)),
+            )
 
     def exercise(self, name: str) -> KnownExercise | None:
         """The exercise `name` as an earlier run stored it, or None."""
@@ -184,35 +228,70 @@ class Gradebook:
 
     def set_learner(self, slug: str, name: str, source: str) -> None:
         with self.db:
-            self.db.execute("INSERT OR REPLACE INTO learners (slug, name, source) "
-                            "VALUES (?, ?, ?)", (plain(slug), plain(name), plain(source)))
+            self.db.execute(
+                "INSERT OR REPLACE INTO learners (slug, name, source) VALUES (?, ?, ?)",
+                (plain(slug), plain(name), plain(source)),
+            )
 
     def graded(self) -> dict[tuple[str, str], StoredGrade]:
         """Every stored grade, by (learner, exercise), as a later run compares it."""
-        return {(row["learner"], row["exercise"]): self._record(StoredGrade, row, _grade_of(row))
-                for row in self._rows("SELECT learner, exercise, notebook_hash, checks_hash, "
-                                      "kind FROM grades")}
+        return {
+            (row["learner"], row["exercise"]): self._record(StoredGrade, row, _grade_of(row))
+            for row in self._rows(
+                "SELECT learner, exercise, notebook_hash, checks_hash, kind FROM grades"
+            )
+        }
 
-    def record(self, slug: str, grade: ExerciseGrade, *, checks_hash: str, gpu: str,
-               run_id: int, graded_at: str) -> None:
+    def record(
+        self,
+        slug: str,
+        grade: ExerciseGrade,
+        *,
+        checks_hash: str,
+        gpu: str,
+        run_id: int,
+        graded_at: str,
+    ) -> None:
         """Store one grade and its checks, replacing an earlier one, in one transaction."""
         slug, exercise = plain(slug), plain(grade.exercise)
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
-            self.db.execute("DELETE FROM grades WHERE learner = ? AND exercise = ?",
-                            (slug, exercise))     # its checks and hidden messages go with it
-            self.db.execute(_INSERT_GRADE, to_row(grade, learner=slug, checks_hash=checks_hash,
-                                                gpu=gpu, run_id=run_id, graded_at=graded_at))
-            self.db.executemany(_INSERT_CHECK, [
-                to_row(c, learner=slug, exercise=exercise, position=n,
-                       message="" if c.hidden else c.message)
-                for n, c in enumerate(grade.checks)])
+            self.db.execute(
+                "DELETE FROM grades WHERE learner = ? AND exercise = ?", (slug, exercise)
+            )  # its checks and hidden messages go with it
+            self.db.execute(
+                _INSERT_GRADE,
+                to_row(
+                    grade,
+                    learner=slug,
+                    checks_hash=checks_hash,
+                    gpu=gpu,
+                    run_id=run_id,
+                    graded_at=graded_at,
+                ),
+            )
+            self.db.executemany(
+                _INSERT_CHECK,
+                [
+                    to_row(
+                        c,
+                        learner=slug,
+                        exercise=exercise,
+                        position=n,
+                        message="" if c.hidden else c.message,
+                    )
+                    for n, c in enumerate(grade.checks)
+                ],
+            )
             self.db.executemany(
                 "INSERT INTO hidden_messages (learner, exercise, position, message) "
                 "VALUES (?, ?, ?, ?)",
-                [(slug, exercise, n, plain(c.instructor_message or c.message))
-                 for n, c in enumerate(grade.checks)
-                 if c.hidden and (c.instructor_message or c.message)])
+                [
+                    (slug, exercise, n, plain(c.instructor_message or c.message))
+                    for n, c in enumerate(grade.checks)
+                    if c.hidden and (c.instructor_message or c.message)
+                ],
+            )
 
     # -- reading back --------------------------------------------------------------------
     def learners(self, exercises: Sequence[str]) -> list[LearnerGrades]:
@@ -226,22 +305,27 @@ class Gradebook:
         grades: dict[tuple[str, str], ExerciseGrade] = {}
         for row in self._rows(_SELECT_GRADES):
             key = (row["learner"], row["exercise"])
-            grades[key] = self._record(ExerciseGrade, {**row, "checks": checks.get(key, [])},
-                                       _grade_of(row))
+            grades[key] = self._record(
+                ExerciseGrade, {**row, "checks": checks.get(key, [])}, _grade_of(row)
+            )
         out = []
         for row in self._rows("SELECT slug, name AS learner FROM learners ORDER BY slug"):
             slug = row["slug"]
             mine = [grades[(slug, e)] for e in exercises if (slug, e) in grades]
-            out.append(self._record(LearnerGrades, {**row, "exercises": mine},
-                                    f"learner {slug}"))
+            out.append(self._record(LearnerGrades, {**row, "exercises": mine}, f"learner {slug}"))
         return out
 
     def hidden_messages(self, slug: str, exercise: str) -> dict[str, str]:
         """For the instructor: each hidden check of a grade, by name, with its message."""
-        return {str(r[0]): str(r[1]) for r in self.db.execute(
-            "SELECT c.name, h.message FROM hidden_messages h JOIN checks c USING "
-            "(learner, exercise, position) WHERE learner = ? AND exercise = ? "
-            "ORDER BY position", (slug, exercise))}
+        return {
+            str(r[0]): str(r[1])
+            for r in self.db.execute(
+                "SELECT c.name, h.message FROM hidden_messages h JOIN checks c USING "
+                "(learner, exercise, position) WHERE learner = ? AND exercise = ? "
+                "ORDER BY position",
+                (slug, exercise),
+            )
+        }
 
     def dump(self) -> dict[str, list[tuple[object, ...]]]:
         """The gradebook's contents without timings, run ids and hidden messages (which quote
@@ -251,9 +335,11 @@ class Gradebook:
             "exercises": self.db.execute("SELECT * FROM exercises ORDER BY name").fetchall(),
             "grades": self.db.execute(
                 "SELECT learner, exercise, notebook_hash, checks_hash, kind, earned, possible, "
-                "message, guards, gpu FROM grades ORDER BY learner, exercise").fetchall(),
-            "checks": self.db.execute("SELECT * FROM checks ORDER BY learner, exercise, position"
-                                      ).fetchall(),
+                "message, guards, gpu FROM grades ORDER BY learner, exercise"
+            ).fetchall(),
+            "checks": self.db.execute(
+                "SELECT * FROM checks ORDER BY learner, exercise, position"
+            ).fetchall(),
         }
 
     # -- rows and records ----------------------------------------------------------------
@@ -269,10 +355,12 @@ class Gradebook:
         (the row) and the field when a value is not of its field's type."""
         try:
             return to_record(kind, row)
-        except msgspec.DecodeError as exc:    # ValidationError included
-            raise GradebookError(f"{self.path}: {where} cannot be read: {exc}. Something "
-                                 "other than gpulab changed the gradebook; grade into "
-                                 "another --out") from None
+        except msgspec.DecodeError as exc:  # ValidationError included
+            raise GradebookError(
+                f"{self.path}: {where} cannot be read: {exc}. Something "
+                "other than gpulab changed the gradebook; grade into "
+                "another --out"
+            ) from None
 
 
 def _grade_of(row: Mapping[str, Any]) -> str:

@@ -23,8 +23,15 @@ from gpulab.grading.verdict import Kind, plain
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["JSON_COLUMNS", "DeadRun", "KnownExercise", "StoredGrade", "json_list", "to_record",
-           "to_row"]
+__all__ = [
+    "JSON_COLUMNS",
+    "DeadRun",
+    "KnownExercise",
+    "StoredGrade",
+    "json_list",
+    "to_record",
+    "to_row",
+]
 
 R = TypeVar("R")
 
@@ -68,8 +75,10 @@ def to_record(kind: type[R], row: Mapping[str, Any]) -> R:
     text into a number as it stores it). The JSON columns are read as lists
     first. msgspec's DecodeError, naming the field, for a value of another type.
     """
-    values = {name: _from_json(name, value) if name in JSON_COLUMNS else value
-              for name, value in row.items()}
+    values = {
+        name: _from_json(name, value) if name in JSON_COLUMNS else value
+        for name, value in row.items()
+    }
     return msgspec.convert(values, kind, strict=False)
 
 
@@ -82,9 +91,14 @@ def to_row(record: DataclassInstance | msgspec.Struct, **columns: object) -> dic
     else:
         values = {field.name: getattr(record, field.name) for field in fields(record)}
     values.update(columns)
-    return {name: json_list(value) if name in JSON_COLUMNS
-            else plain(value) if isinstance(value, str) else value
-            for name, value in values.items()}
+    return {
+        name: json_list(value)
+        if name in JSON_COLUMNS
+        else plain(value)
+        if isinstance(value, str)
+        else value
+        for name, value in values.items()
+    }
 
 
 def _from_json(column: str, value: object) -> object:

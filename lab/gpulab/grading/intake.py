@@ -74,14 +74,14 @@ class IntakeError(GpulabError):
 class LearnerSubmission:
     """One learner's notebooks, copied into the work folder, and what kept others out."""
 
-    learner: str                  # display name, e.g. "Ada Lovelace" or "ada"
-    slug: str                     # [a-z0-9._-] only, unique in the class: feedback/<slug>.html
-    notebooks: dict[str, Path]    # exercise -> the private copy, work/<slug>/<exercise>.ipynb:
-                                  # the only file of the learner's a grading job should read
-    hashes: dict[str, str]        # exercise -> sha256 hex of the copy's bytes
-    problems: dict[str, str]      # exercise -> why it cannot be graded; never also in notebooks
-    source: Path                  # where it came from, to show (SUBMISSIONS when several); a
-                                  # path inside a zip names no file, and none is opened again
+    learner: str  # display name, e.g. "Ada Lovelace" or "ada"
+    slug: str  # [a-z0-9._-] only, unique in the class: feedback/<slug>.html
+    notebooks: dict[str, Path]  # exercise -> the private copy, work/<slug>/<exercise>.ipynb:
+    # the only file of the learner's a grading job should read
+    hashes: dict[str, str]  # exercise -> sha256 hex of the copy's bytes
+    problems: dict[str, str]  # exercise -> why it cannot be graded; never also in notebooks
+    source: Path  # where it came from, to show (SUBMISSIONS when several); a
+    # path inside a zip names no file, and none is opened again
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class Intake:
     """Every learner found, sorted by slug, and what was passed over or could not be read."""
 
     learners: tuple[LearnerSubmission, ...]
-    problems: tuple[str, ...]     # each "path: what is wrong", printable text
+    problems: tuple[str, ...]  # each "path: what is wrong", printable text
 
 
 @dataclass
@@ -97,7 +97,7 @@ class _Candidate:
     """A notebook offered for one exercise: copied to `staged`, or refused with `problem`."""
 
     where: str
-    rank: int | None                  # Canvas re-submission number; None outside the Canvas rule
+    rank: int | None  # Canvas re-submission number; None outside the Canvas rule
     staged: Path | None = None
     sha256: str = ""
     problem: str = ""
@@ -106,27 +106,30 @@ class _Candidate:
 @dataclass
 class _Learner:
     name: str
-    slug: str                         # before clashes are settled
+    slug: str  # before clashes are settled
     sources: set[str] = field(default_factory=set)
     candidates: dict[str, list[_Candidate]] = field(default_factory=dict)
-    near: dict[str, list[str]] = field(default_factory=dict)   # exercise -> "where: why not"
+    near: dict[str, list[str]] = field(default_factory=dict)  # exercise -> "where: why not"
 
 
-def collect(submissions: Path, exercises: Sequence[str], work: Path, *,
-            limits: ZipLimits | None = None) -> Intake:
+def collect(
+    submissions: Path, exercises: Sequence[str], work: Path, *, limits: ZipLimits | None = None
+) -> Intake:
     """Find every learner's notebooks for `exercises` in `submissions` and copy them into `work`."""
     for name in exercises:
         if not _EXERCISE.fullmatch(name):
             raise ValueError(f"exercise name {name!r} cannot name a file safely")
-    return _Run(Path(submissions), frozenset(exercises), Path(work),
-                limits or ZipLimits()).collect()
+    return _Run(
+        Path(submissions), frozenset(exercises), Path(work), limits or ZipLimits()
+    ).collect()
 
 
 class _Run:
     """The state of one `collect` call."""
 
-    def __init__(self, root: Path, exercises: frozenset[str], work: Path,
-                 limits: ZipLimits) -> None:
+    def __init__(
+        self, root: Path, exercises: frozenset[str], work: Path, limits: ZipLimits
+    ) -> None:
         self.root, self.exercises, self.work, self.limits = root, exercises, work, limits
         self.learners: dict[Key, _Learner] = {}
         self.problems: list[str] = []
@@ -136,27 +139,33 @@ class _Run:
     def collect(self) -> Intake:
         root, shown = self.root, clean(self.root)
         if not root.exists():
-            raise IntakeError(f"{shown}: no such folder or zip file; give the folder or the "
-                              ".zip that holds the class's submissions")
+            raise IntakeError(
+                f"{shown}: no such folder or zip file; give the folder or the "
+                ".zip that holds the class's submissions"
+            )
         if not (root.is_dir() or (root.is_file() and root.suffix.lower() == ".zip")):
-            raise IntakeError(f"{shown}: not a folder or a .zip file; give the folder or the "
-                              ".zip that holds the class's submissions")
+            raise IntakeError(
+                f"{shown}: not a folder or a .zip file; give the folder or the "
+                ".zip that holds the class's submissions"
+            )
         if root.is_dir() and self.work.resolve().is_relative_to(root.resolve()):
-            raise IntakeError(f"{clean(self.work)}: the work folder lies inside {shown}; "
-                              "choose one outside the submissions")
+            raise IntakeError(
+                f"{clean(self.work)}: the work folder lies inside {shown}; "
+                "choose one outside the submissions"
+            )
         try:
             self.work.mkdir(parents=True, exist_ok=True)
             self.scratch = Path(tempfile.mkdtemp(prefix=".intake-", dir=self.work))
         except OSError as exc:
-            raise IntakeError(f"{clean(self.work)}: cannot make the work folder: "
-                              f"{reason(exc)}") from None
+            raise IntakeError(
+                f"{clean(self.work)}: cannot make the work folder: {reason(exc)}"
+            ) from None
         try:
             if root.is_dir():
                 try:
                     entries = list(list_folder(root, self.problems))
                 except OSError as exc:
-                    raise IntakeError(f"{shown}: cannot read this folder: {reason(exc)}"
-                                      ) from None
+                    raise IntakeError(f"{shown}: cannot read this folder: {reason(exc)}") from None
                 for entry in entries:
                     self._root_entry(entry)
             else:
@@ -194,8 +203,10 @@ class _Run:
                 learner = self._learner(("plain", name[:-4]), entry.where)
                 self._learner_entry(learner, entry.parts, entry)
             elif name.lower().endswith(".ipynb"):
-                self.problems.append(f"{entry.where}: not inside a learner's folder or zip; "
-                                     "put it in a folder named for the learner")
+                self.problems.append(
+                    f"{entry.where}: not inside a learner's folder or zip; "
+                    "put it in a folder named for the learner"
+                )
             return
         if parsed and parsed[0] == "moodle" and not parsed[3]:
             learner = self._learner(parsed[:3], f"{top}/{clean(name)}")
@@ -204,8 +215,9 @@ class _Run:
         if len(entry.parts) > 1:
             self._learner_entry(learner, entry.parts[1:], entry)
 
-    def _learner_entry(self, learner: _Learner, parts: tuple[str, ...], entry: Entry, *,
-                       canvas: bool = False) -> None:
+    def _learner_entry(
+        self, learner: _Learner, parts: tuple[str, ...], entry: Entry, *, canvas: bool = False
+    ) -> None:
         """Take one entry of a learner's folder or zip: a notebook, a zip, or nothing."""
         name = parts[-1] if parts else ""
         exercise, rank = self._exercise(name, canvas)
@@ -213,17 +225,21 @@ class _Run:
         if entry.is_dir:
             if exercise is not None:
                 learner.near.setdefault(exercise, []).append(
-                    f"{entry.where}: a folder, not a notebook")
+                    f"{entry.where}: a folder, not a notebook"
+                )
         elif len(parts) - 1 > MAX_FOLDERS:
             if entry.refused:
                 self.problems.append(f"{entry.where}: {entry.refused}")
             elif name.lower().endswith(".zip"):
-                self.problems.append(f"{entry.where}: more than {MAX_FOLDERS} folders deep in "
-                                     "the learner's zip; not opened")
+                self.problems.append(
+                    f"{entry.where}: more than {MAX_FOLDERS} folders deep in "
+                    "the learner's zip; not opened"
+                )
             elif meant:
                 learner.near.setdefault(meant, []).append(
                     f"{entry.where}: more than {MAX_FOLDERS} folders deep in the learner's "
-                    "zip; not read")
+                    "zip; not read"
+                )
         elif entry.refused:
             if exercise is None:
                 self.problems.append(f"{entry.where}: {entry.refused}")
@@ -243,7 +259,8 @@ class _Run:
             learner.candidates.setdefault(exercise, []).append(offer)
         elif meant:
             learner.near.setdefault(meant, []).append(
-                f"{entry.where}: named like {meant}.ipynb but not that; not read")
+                f"{entry.where}: named like {meant}.ipynb but not that; not read"
+            )
 
     def _exercise(self, name: str, canvas: bool) -> tuple[str | None, int | None]:
         """The requested exercise a file name is the notebook of, and its Canvas number."""
@@ -261,8 +278,10 @@ class _Run:
         """Open a learner's zip (unpacking it first if it lies in a zip) and visit its entries."""
         depth = (entry.archive.depth if entry.archive else 0) + 1
         if depth > self.limits.max_depth:
-            self.problems.append(f"{entry.where}: a zip nested {depth} deep, past the limit "
-                                 f"of {self.limits.max_depth}; not opened")
+            self.problems.append(
+                f"{entry.where}: a zip nested {depth} deep, past the limit "
+                f"of {self.limits.max_depth}; not opened"
+            )
             return
         with contextlib.ExitStack() as stack:
             if entry.archive is None:
@@ -296,8 +315,12 @@ class _Run:
         notebook too deep) is the learner's problem for it when nothing else
         was handed in for it, and a problem line of the run when something was.
         """
-        slugs, clashes = settle_slugs({key: (learner.name, learner.slug, sorted(learner.sources))
-                                       for key, learner in self.learners.items()})
+        slugs, clashes = settle_slugs(
+            {
+                key: (learner.name, learner.slug, sorted(learner.sources))
+                for key, learner in self.learners.items()
+            }
+        )
         self.problems += clashes
         done: list[LearnerSubmission] = []
         for key, learner in self.learners.items():
@@ -320,22 +343,34 @@ class _Run:
                         notebooks[exercise], hashes[exercise] = target, offers[0].sha256
                         continue
                     if folder.is_dir():
-                        target.unlink(missing_ok=True)   # no stale copy from an earlier run
+                        target.unlink(missing_ok=True)  # no stale copy from an earlier run
                 except OSError as exc:
                     problems[exercise] = f"{clean(target)}: cannot write it: {reason(exc)}"
                     continue
                 if len(offers) > 1:
                     places = ", ".join(offer.where for offer in offers)
-                    problems[exercise] = (f"{len(offers)} notebooks for {exercise}: {places}; "
-                                          "the learner should hand in one")
+                    problems[exercise] = (
+                        f"{len(offers)} notebooks for {exercise}: {places}; "
+                        "the learner should hand in one"
+                    )
                 elif offers:
                     problems[exercise] = f"{offers[0].where}: {offers[0].problem}"
             sources = sorted(learner.sources)
             source = Path(sources[0] if len(sources) == 1 else clean(self.root))
-            done.append(LearnerSubmission(learner.name, slugs[key], notebooks, hashes,
-                                          {k: clean(v) for k, v in problems.items()}, source))
-        return Intake(tuple(sorted(done, key=lambda s: s.slug)),
-                      tuple(clean(problem) for problem in self.problems))
+            done.append(
+                LearnerSubmission(
+                    learner.name,
+                    slugs[key],
+                    notebooks,
+                    hashes,
+                    {k: clean(v) for k, v in problems.items()},
+                    source,
+                )
+            )
+        return Intake(
+            tuple(sorted(done, key=lambda s: s.slug)),
+            tuple(clean(problem) for problem in self.problems),
+        )
 
 
 def _settle(offers: list[_Candidate]) -> list[_Candidate]:

@@ -59,7 +59,7 @@ def main(argv: list[str]) -> int:
     """Set the job up as SPEC says, then exec the command after ``--``."""
     try:
         spec = json.loads(argv[0])
-        command = argv[argv.index("--") + 1:]
+        command = argv[argv.index("--") + 1 :]
         _setup(spec)
     except (OSError, ValueError, IndexError, KeyError, TypeError) as exc:
         print(f"gpulab jail: {exc}", file=sys.stderr, flush=True)
@@ -129,8 +129,9 @@ def _libc_call(name: str, *args: Any) -> None:
         raise OSError(errno, f"{name}: {os.strerror(errno)}")
 
 
-def _mount(source: str | None, target: str, kind: str | None, flags: int,
-           data: bytes | None = None) -> None:
+def _mount(
+    source: str | None, target: str, kind: str | None, flags: int, data: bytes | None = None
+) -> None:
     def raw(text: str | None) -> bytes | None:
         return os.fsencode(text) if text is not None else None
 

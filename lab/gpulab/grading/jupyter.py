@@ -44,8 +44,15 @@ from gpulab.multicast import NO_MULTICAST
 if TYPE_CHECKING:
     from gpulab.course.workspace import Workspace
 
-__all__ = ["JupyterError", "Opened", "Server", "install_hint", "open_notebook",
-           "running_server", "stop_server"]
+__all__ = [
+    "JupyterError",
+    "Opened",
+    "Server",
+    "install_hint",
+    "open_notebook",
+    "running_server",
+    "stop_server",
+]
 
 START_TIMEOUT = 90.0
 """Seconds a new server has to answer before it is stopped and reported."""
@@ -93,9 +100,9 @@ class Opened:
 
     server: Server
     url: str
-    reused: bool            # the server was running already
-    browser: bool | None    # a web browser was asked to open the address; None: not wanted
-    note: str = ""          # e.g. that an earlier server had died, with its log's end
+    reused: bool  # the server was running already
+    browser: bool | None  # a web browser was asked to open the address; None: not wanted
+    note: str = ""  # e.g. that an earlier server had died, with its log's end
 
     def lines(self) -> list[str]:
         """What to tell the learner, a line each."""
@@ -124,8 +131,9 @@ def running_server(workspace: Workspace) -> Server | None:
     return server
 
 
-def open_notebook(workspace: Workspace, notebook: Path, *, browser: bool = True,
-                  timeout: float = START_TIMEOUT) -> Opened:
+def open_notebook(
+    workspace: Workspace, notebook: Path, *, browser: bool = True, timeout: float = START_TIMEOUT
+) -> Opened:
     """Open `notebook` (a file of the workspace) in the workspace's JupyterLab.
 
     Starts the server if it is not running; raises `JupyterError` (with the end of
@@ -160,27 +168,44 @@ def stop_server(workspace: Workspace) -> Server | None:
 
 def _start(workspace: Workspace, timeout: float) -> Server:
     if importlib.util.find_spec("jupyterlab") is None:
-        raise JupyterError(f"JupyterLab is not installed beside gpulab; install it with "
-                           f"{install_hint()}")
+        raise JupyterError(
+            f"JupyterLab is not installed beside gpulab; install it with {install_hint()}"
+        )
     folder = _folder()
     log = folder / f"{_key(workspace)}.log"
-    server = Server(pid=0, port=_free_port(), token=secrets.token_hex(24),
-                    root=str(workspace.root), log=str(log))
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser",
-               f"--ServerApp.root_dir={workspace.root}", "--ServerApp.ip=127.0.0.1",
-               f"--ServerApp.port={server.port}", "--ServerApp.port_retries=0",
-               f"--IdentityProvider.token={server.token}",
-               # a course machine may have no way out: no news or update checks to wait on
-               "--LabApp.news_url=None",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    if os.geteuid() == 0:       # JupyterLab refuses root unless told, and says so only in its log
+    server = Server(
+        pid=0,
+        port=_free_port(),
+        token=secrets.token_hex(24),
+        root=str(workspace.root),
+        log=str(log),
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        f"--ServerApp.root_dir={workspace.root}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={server.port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={server.token}",
+        # a course machine may have no way out: no news or update checks to wait on
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    if os.geteuid() == 0:  # JupyterLab refuses root unless told, and says so only in its log
         command.append("--allow-root")
     try:
-        log.write_text(f"gpulab: {' '.join(command[:3])} for {workspace.root}\n",
-                       encoding="utf-8")
-        launched = subprocess.run([sys.executable, "-c", _LAUNCHER, str(log), *command],
-                                  cwd=workspace.root, capture_output=True, text=True,
-                                  timeout=30, env={**os.environ, **NO_MULTICAST})
+        log.write_text(f"gpulab: {' '.join(command[:3])} for {workspace.root}\n", encoding="utf-8")
+        launched = subprocess.run(
+            [sys.executable, "-c", _LAUNCHER, str(log), *command],
+            cwd=workspace.root,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={**os.environ, **NO_MULTICAST},
+        )
         pid = int(launched.stdout.strip())
     except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
         raise JupyterError(f"JupyterLab could not be started: {exc}") from None
@@ -190,15 +215,18 @@ def _start(workspace: Workspace, timeout: float) -> Server:
     while time.monotonic() < deadline:
         if not _alive(pid):
             _forget(workspace)
-            raise JupyterError("JupyterLab stopped as it started; the end of its log "
-                               f"({log}):\n{_tail(log)}")
+            raise JupyterError(
+                f"JupyterLab stopped as it started; the end of its log ({log}):\n{_tail(log)}"
+            )
         if _answers(server):
             return server
         time.sleep(0.25)
     _stop(server)
     _forget(workspace)
-    raise JupyterError(f"JupyterLab did not answer within {timeout:g} s and was stopped; "
-                       f"the end of its log ({log}):\n{_tail(log)}")
+    raise JupyterError(
+        f"JupyterLab did not answer within {timeout:g} s and was stopped; "
+        f"the end of its log ({log}):\n{_tail(log)}"
+    )
 
 
 def _stop(server: Server, grace: float = 10.0) -> None:
@@ -222,8 +250,10 @@ def _stop(server: Server, grace: float = 10.0) -> None:
 def _died_note(server: Server) -> str:
     if _alive(server.pid):
         return f"the earlier server (pid {server.pid}) did not answer and was stopped."
-    return (f"the earlier server (pid {server.pid}) had stopped; the end of its log:\n"
-            f"{_tail(Path(server.log))}")
+    return (
+        f"the earlier server (pid {server.pid}) had stopped; the end of its log:\n"
+        f"{_tail(Path(server.log))}"
+    )
 
 
 def _alive(pid: int) -> bool:
@@ -245,8 +275,10 @@ def _alive(pid: int) -> bool:
 
 def _answers(server: Server) -> bool:
     """Whether the server answers its status page with our token."""
-    request = urllib.request.Request(f"http://127.0.0.1:{server.port}/api/status",
-                                     headers={"Authorization": f"token {server.token}"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}/api/status",
+        headers={"Authorization": f"token {server.token}"},
+    )
     try:
         with _no_proxy().open(request, timeout=2) as response:
             return bool(response.status == 200)
@@ -319,15 +351,20 @@ def _load(workspace: Workspace) -> Server | None:
     path = state_dir() / "jupyterlab" / f"{_key(workspace)}.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return Server(int(data["pid"]), int(data["port"]), str(data["token"]),
-                      str(data["root"]), str(data["log"]))
+        return Server(
+            int(data["pid"]),
+            int(data["port"]),
+            str(data["token"]),
+            str(data["root"]),
+            str(data["log"]),
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
 def _save(workspace: Workspace, server: Server) -> None:
     path = _folder() / f"{_key(workspace)}.json"
-    try:        # readable by the user alone: the token opens the server
+    try:  # readable by the user alone: the token opens the server
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(json.dumps(asdict(server), indent=1) + "\n")

@@ -24,8 +24,11 @@ __all__ = ["main"]
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     target = args[0]
-    out = (os.fdopen(int(target), "w", encoding="utf-8") if target.isdigit()
-           else open(target, "w", encoding="utf-8"))  # noqa: SIM115 (closed by the exit)
+    out = (
+        os.fdopen(int(target), "w", encoding="utf-8")
+        if target.isdigit()
+        else open(target, "w", encoding="utf-8")  # noqa: SIM115 (closed by the exit)
+    )
     from gpulab.grading.tasks.common import TaskError, classify
 
     try:

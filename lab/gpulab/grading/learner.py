@@ -33,8 +33,11 @@ __all__ = ["MAX_REPLY_BYTES", "Learner", "LearnerError", "read_reply", "released
 
 MAX_REPLY_BYTES = 2**20
 # The names a worker may report in an error's "raised": the built-in exception classes.
-_BUILTIN_EXCEPTIONS = frozenset(name for name, value in vars(builtins).items()
-                                if isinstance(value, type) and issubclass(value, BaseException))
+_BUILTIN_EXCEPTIONS = frozenset(
+    name
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+)
 
 
 class LearnerError(GpulabError):
@@ -46,8 +49,7 @@ class LearnerError(GpulabError):
     cells are not there to run); a kernel's failures add their own.
     """
 
-    def __init__(self, message: str, kind: Failure = "error",
-                 raised: Sequence[str] = ()) -> None:
+    def __init__(self, message: str, kind: Failure = "error", raised: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.kind = kind
         self.raised = tuple(name for name in raised if name in _BUILTIN_EXCEPTIONS)
@@ -74,7 +76,7 @@ class Learner:
         self._buffer = b""
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._loaded: LearnerError | None = None
-        self._failed_cells: list[dict[str, Any]] = []    # cells that raised while loading
+        self._failed_cells: list[dict[str, Any]] = []  # cells that raised while loading
 
     def __enter__(self) -> Learner:
         return self
@@ -93,7 +95,7 @@ class Learner:
         self._start()
         if self._job is None or self._process is None:
             return None
-        return self._job.worker         # as the sandbox reported it: never found by a name
+        return self._job.worker  # as the sandbox reported it: never found by a name
 
     @property
     def pid_one(self) -> int | None:
@@ -108,41 +110,65 @@ class Learner:
         self._start()
         if self._loaded is not None:
             raise self._loaded
-        reply = self._ask({"op": "call", "name": name, "args": list(args), "kwargs": kwargs},
-                          f"calling {name}()")
+        reply = self._ask(
+            {"op": "call", "name": name, "args": list(args), "kwargs": kwargs}, f"calling {name}()"
+        )
         return reply
 
-    def call_with_nvml(self, recording: str, name: str, *args: Any,
-                       nvml_answers: Sequence[dict[str, Any]] = (), **kwargs: Any) -> Any:
+    def call_with_nvml(
+        self,
+        recording: str,
+        name: str,
+        *args: Any,
+        nvml_answers: Sequence[dict[str, Any]] = (),
+        **kwargs: Any,
+    ) -> Any:
         """Call the learner's function `name` while ``pynvml`` answers from the recorded
         NVML session `recording` (`gpulab.grading.machines.nvml_names`), changed by
         `nvml_answers` (`gpulab.grading.machines.changed`: a hidden check's fresh values)."""
         self._start()
         if self._loaded is not None:
             raise self._loaded
-        return self._ask({"op": "call", "name": name, "args": list(args), "kwargs": kwargs,
-                          "nvml": recording, "nvml_answers": list(nvml_answers)},
-                         f"calling {name}() on a recorded NVML session")
+        return self._ask(
+            {
+                "op": "call",
+                "name": name,
+                "args": list(args),
+                "kwargs": kwargs,
+                "nvml": recording,
+                "nvml_answers": list(nvml_answers),
+            },
+            f"calling {name}() on a recorded NVML session",
+        )
 
-    def machine(self, name: str, *, files: dict[str, str | None] | None = None,
-                links: dict[str, str | None] | None = None) -> str:
+    def machine(
+        self,
+        name: str,
+        *,
+        files: dict[str, str | None] | None = None,
+        links: dict[str, str | None] | None = None,
+    ) -> str:
         """Build the recorded machine `name` in the worker; the root folder, as the worker
         names it, to hand to the learner's functions. `files` and `links` change it first
         (`gpulab.grading.machines.materialize`)."""
         self._start()
         if self._loaded is not None:
             raise self._loaded
-        root = self._ask({"op": "machine", "name": name, "files": files or {},
-                          "links": links or {}}, f"building the recorded machine {name!r}")
+        root = self._ask(
+            {"op": "machine", "name": name, "files": files or {}, "links": links or {}},
+            f"building the recorded machine {name!r}",
+        )
         if not isinstance(root, str):
-            raise LearnerError(f"while building the recorded machine {name!r}, the worker "
-                               "answered with something that is not a folder")
+            raise LearnerError(
+                f"while building the recorded machine {name!r}, the worker "
+                "answered with something that is not a folder"
+            )
         return root
 
     def close(self) -> None:
         """Stop the worker and everything it started."""
         if self._job is not None:
-            self._job.close()           # the worker's process group and job cgroup
+            self._job.close()  # the worker's process group and job cgroup
             self._job = None
         self._process = None
         if self._reader is not None:
@@ -155,14 +181,18 @@ class Learner:
     # -- the worker ----------------------------------------------------------------
     def _start(self) -> None:
         if self._process is not None or self._loaded is not None:
-            return          # running, or its cells failed to load: do not run them again
+            return  # running, or its cells failed to load: do not run them again
         self._folder = tempfile.TemporaryDirectory(prefix=f"gpulab-learner-{os.getpid()}-")
         reader, writer = os.pipe()
         env = kept_env()
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         try:
-            self._job = spawn([sys.executable, "-m", "gpulab.grading.worker", str(writer)],
-                              pass_fds=(writer,), cwd=self._folder.name, env=env)
+            self._job = spawn(
+                [sys.executable, "-m", "gpulab.grading.worker", str(writer)],
+                pass_fds=(writer,),
+                cwd=self._folder.name,
+                env=env,
+            )
         finally:
             os.close(writer)
         self._process = self._job.process
@@ -170,9 +200,20 @@ class Learner:
         try:
             # Setup cells come from the released exercise (`released_cells`); the worker
             # closes gpulab to the code that follows them.
-            loaded = self._ask({"op": "load", "cells": [
-                {"name": c.name, "source": c.source, "released": c.name.startswith("setup ")}
-                for c in self.cells]}, "running your cells")
+            loaded = self._ask(
+                {
+                    "op": "load",
+                    "cells": [
+                        {
+                            "name": c.name,
+                            "source": c.source,
+                            "released": c.name.startswith("setup "),
+                        }
+                        for c in self.cells
+                    ],
+                },
+                "running your cells",
+            )
         except LearnerError as exc:
             self._loaded = exc
             return
@@ -191,24 +232,34 @@ class Learner:
         try:
             reply = json.loads(line, parse_constant=_not_finite, parse_float=_finite)
         except _NotFinite as exc:
-            raise LearnerError(f"while {doing}, the answer holds {exc}, which is not a number "
-                               "a check can compare: return a finite number, or None where "
-                               "there is no value") from None
+            raise LearnerError(
+                f"while {doing}, the answer holds {exc}, which is not a number "
+                "a check can compare: return a finite number, or None where "
+                "there is no value"
+            ) from None
         except ValueError:
-            raise LearnerError(f"while {doing}, the worker sent something that is not an "
-                               "answer (did your code write to its file descriptors?)") from None
+            raise LearnerError(
+                f"while {doing}, the worker sent something that is not an "
+                "answer (did your code write to its file descriptors?)"
+            ) from None
         if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
             raise LearnerError(f"while {doing}, the worker sent a malformed answer")
         if reply["ok"]:
             return reply.get("value")
         error = reply.get("error") or {}
         if error.get("type") == "NameError" and self._failed_cells:
-            first = self._failed_cells[0]     # why the function is not there
-            raise LearnerError(f"while {doing}: it is not defined, because your cell "
-                               f"'{first.get('cell')}' did not run: " + _said(first))
+            first = self._failed_cells[0]  # why the function is not there
+            raise LearnerError(
+                f"while {doing}: it is not defined, because your cell "
+                f"'{first.get('cell')}' did not run: " + _said(first)
+            )
         raised = error.get("raised")
-        raise LearnerError(f"while {doing}: " + _said(error), raised=[
-            name for name in raised if isinstance(name, str)] if isinstance(raised, list) else ())
+        raise LearnerError(
+            f"while {doing}: " + _said(error),
+            raised=[name for name in raised if isinstance(name, str)]
+            if isinstance(raised, list)
+            else (),
+        )
 
     def _read_line(self, doing: str) -> bytes:
         assert self._reader is not None
@@ -216,27 +267,39 @@ class Learner:
             line, self._buffer = read_reply(self._reader, self._buffer, self.timeout)
         except TimeoutError:
             self.close()
-            raise LearnerError(f"while {doing}, your code ran longer than "
-                               f"{self.timeout:g} s and was stopped: is there an "
-                               "endless loop, or a wait for input?", "timeout") from None
+            raise LearnerError(
+                f"while {doing}, your code ran longer than "
+                f"{self.timeout:g} s and was stopped: is there an "
+                "endless loop, or a wait for input?",
+                "timeout",
+            ) from None
         except EOFError:
             raise self._died(doing) from None
         except OverflowError:
             self.close()
-            raise LearnerError(f"while {doing}, the result was larger than "
-                               f"{MAX_REPLY_BYTES // 2**20} MiB: return a summary, "
-                               "not the data itself") from None
+            raise LearnerError(
+                f"while {doing}, the result was larger than "
+                f"{MAX_REPLY_BYTES // 2**20} MiB: return a summary, "
+                "not the data itself"
+            ) from None
         return line
 
     def _died(self, doing: str) -> LearnerError:
         process = self._process
         code = process.wait(timeout=5) if process is not None else None
         self.close()
-        how = f"exit status {code}" if code is not None and code >= 0 else \
-            f"signal {signal.Signals(-code).name}" if code is not None else "unknown"
-        return LearnerError(f"while {doing}, the worker process ended ({how}): your code "
-                            "ended the process (os._exit, a crash, or the memory limit)",
-                            "crashed")
+        how = (
+            f"exit status {code}"
+            if code is not None and code >= 0
+            else f"signal {signal.Signals(-code).name}"
+            if code is not None
+            else "unknown"
+        )
+        return LearnerError(
+            f"while {doing}, the worker process ended ({how}): your code "
+            "ended the process (os._exit, a crash, or the memory limit)",
+            "crashed",
+        )
 
 
 class _NotFinite(ValueError):
@@ -249,21 +312,22 @@ def _not_finite(token: str) -> Any:
 
 def _finite(text: str) -> float:
     value = float(text)
-    if not math.isfinite(value):          # "1e999" reads as an infinity
+    if not math.isfinite(value):  # "1e999" reads as an infinity
         raise _NotFinite(f"{text} (an infinity)")
     return value
 
 
 def _said(error: dict[str, Any]) -> str:
     """A worker's error as text: type, message, and the learner's lines of code."""
-    where = "\n".join(f"    {line}" for line in error.get("traceback", []) if
-                      isinstance(line, str))
-    return (f"{error.get('type', 'Error')}: {error.get('message', '')}"
-            + (f"\n{where}" if where else ""))
+    where = "\n".join(f"    {line}" for line in error.get("traceback", []) if isinstance(line, str))
+    return f"{error.get('type', 'Error')}: {error.get('message', '')}" + (
+        f"\n{where}" if where else ""
+    )
 
 
-def read_reply(reader: int, buffer: bytes, timeout: float,
-               cap: int = MAX_REPLY_BYTES) -> tuple[bytes, bytes]:
+def read_reply(
+    reader: int, buffer: bytes, timeout: float, cap: int = MAX_REPLY_BYTES
+) -> tuple[bytes, bytes]:
     """One newline-ended line from the pipe `reader`: (line, what was read past it).
 
     Raises TimeoutError when no whole line came within `timeout` seconds,
@@ -291,13 +355,16 @@ def released_cells(exercise: Path, learner: Path) -> list[Cell]:
     from gpulab.grading.cells import answer_cells, setup_cells
     from gpulab.grading.notebook import read_cells
 
-    released = read_cells(exercise)      # both validated by the runner already
+    released = read_cells(exercise)  # both validated by the runner already
     mine = read_cells(learner)
     expected = answer_cells(released, exercise)
     answers = answer_cells(mine, learner)
     missing = [part for part in expected if part not in answers]
     if missing:
-        raise LearnerError(f"{learner}: the answer cell for {', '.join(missing)} is missing "
-                           "(deleted, or its metadata changed): copy it back from a fresh "
-                           "copy of the exercise", "invalid")
+        raise LearnerError(
+            f"{learner}: the answer cell for {', '.join(missing)} is missing "
+            "(deleted, or its metadata changed): copy it back from a fresh "
+            "copy of the exercise",
+            "invalid",
+        )
     return [*setup_cells(released), *(answers[part] for part in expected)]

@@ -36,9 +36,20 @@ from typing import Any
 
 from gpulab.errors import GpulabError
 
-__all__ = ["FOLDER", "Machine", "MachineError", "NotRecorded", "changed", "load_machine",
-           "machine_names", "materialize", "nvml_expected", "nvml_names", "nvml_recording",
-           "pynvml_from"]
+__all__ = [
+    "FOLDER",
+    "Machine",
+    "MachineError",
+    "NotRecorded",
+    "changed",
+    "load_machine",
+    "machine_names",
+    "materialize",
+    "nvml_expected",
+    "nvml_names",
+    "nvml_recording",
+    "pynvml_from",
+]
 
 FOLDER = Path(__file__).resolve().parent / "machines"
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
@@ -57,12 +68,12 @@ class Machine:
     """One recorded machine: what it is, how to build its tree, and its expected answers."""
 
     name: str
-    kind: str                        # "real" or "constructed" (README.md says why)
-    about: str                       # one line, for messages: "a two-socket server ..."
-    expected: dict[str, Any]         # answers by exercise, then by function
-    files: dict[str, str]            # small files written beside the tree (dotfiles, empties)
-    links: dict[str, str]            # symbolic links: path -> target
-    dirs: tuple[str, ...]            # empty folders
+    kind: str  # "real" or "constructed" (README.md says why)
+    about: str  # one line, for messages: "a two-socket server ..."
+    expected: dict[str, Any]  # answers by exercise, then by function
+    files: dict[str, str]  # small files written beside the tree (dotfiles, empties)
+    links: dict[str, str]  # symbolic links: path -> target
+    dirs: tuple[str, ...]  # empty folders
 
     def text(self, path: str) -> str:
         """The text of the machine's file `path` ("/sys/devices/system/cpu/online")."""
@@ -101,9 +112,15 @@ def load_machine(name: str) -> Machine:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise MachineError(f"no recorded machine {name!r} ({path}: {exc})") from None
-    return Machine(name, str(data["kind"]), str(data["about"]), dict(data.get("expected", {})),
-                   dict(data.get("files", {})), dict(data.get("links", {})),
-                   tuple(data.get("dirs", ())))
+    return Machine(
+        name,
+        str(data["kind"]),
+        str(data["about"]),
+        dict(data.get("expected", {})),
+        dict(data.get("files", {})),
+        dict(data.get("links", {})),
+        tuple(data.get("dirs", ())),
+    )
 
 
 def _inside(root: Path, relative: str) -> Path:
@@ -121,8 +138,13 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def materialize(name: str, root: Path, *, files: Mapping[str, str | None] | None = None,
-                links: Mapping[str, str | None] | None = None) -> Path:
+def materialize(
+    name: str,
+    root: Path,
+    *,
+    files: Mapping[str, str | None] | None = None,
+    links: Mapping[str, str | None] | None = None,
+) -> Path:
     """Build machine `name`'s tree in the empty or missing folder `root`; return `root`.
 
     `files` and `links` change it first: a path (relative to the machine's
@@ -140,7 +162,8 @@ def materialize(name: str, root: Path, *, files: Mapping[str, str | None] | None
         *((path, text, False) for path, text in machine.files.items()),
         *((path, target, True) for path, target in machine.links.items()),
         *((path, text, False) for path, text in (files or {}).items()),
-        *((path, target, True) for path, target in (links or {}).items())]
+        *((path, target, True) for path, target in (links or {}).items()),
+    ]
     for relative, value, is_link in planned:
         path = _inside(root, relative)
         _remove(path)
@@ -157,6 +180,7 @@ def materialize(name: str, root: Path, *, files: Mapping[str, str | None] | None
 
 
 # ---- NVML sessions -------------------------------------------------------------------------
+
 
 def nvml_names() -> list[str]:
     """The recorded NVML sessions' names, sorted."""
@@ -196,14 +220,23 @@ def changed(name: str, answers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     data = dict(nvml_recording(name))
     keys = set()
     for answer in answers:
-        if not (isinstance(answer, Mapping) and isinstance(answer.get("call"), str)
-                and answer["call"].startswith("nvml") and isinstance(answer.get("args"), list)
-                and ("result" in answer) != ("error" in answer)):
+        if not (
+            isinstance(answer, Mapping)
+            and isinstance(answer.get("call"), str)
+            and answer["call"].startswith("nvml")
+            and isinstance(answer.get("args"), list)
+            and ("result" in answer) != ("error" in answer)
+        ):
             raise MachineError(f"not an NVML answer: {answer!r:.200}")
         keys.add(json.dumps([answer["call"], answer["args"]], sort_keys=True))
-    data["calls"] = [*(entry for entry in data["calls"]
-                       if json.dumps([entry["call"], entry["args"]], sort_keys=True) not in keys),
-                     *(dict(answer) for answer in answers)]
+    data["calls"] = [
+        *(
+            entry
+            for entry in data["calls"]
+            if json.dumps([entry["call"], entry["args"]], sort_keys=True) not in keys
+        ),
+        *(dict(answer) for answer in answers),
+    ]
     return data
 
 
@@ -218,8 +251,10 @@ def pynvml_from(name: str, answers: Sequence[Mapping[str, Any]] = ()) -> ModuleT
     from gpulab.probes.nvml import Replay, ReplayMismatch, pynvml_module
 
     real = pynvml_module()
-    replay = Replay(changed(name, answers) if answers else nvml_recording(name),
-                    f"the recorded NVML session {name!r}")
+    replay = Replay(
+        changed(name, answers) if answers else nvml_recording(name),
+        f"the recorded NVML session {name!r}",
+    )
     module = ModuleType("pynvml", f"pynvml answering from the recorded NVML session {name!r}")
     missing = set(replay.data.get("missing", ()))
     for key, value in vars(real).items():
@@ -235,14 +270,21 @@ def pynvml_from(name: str, answers: Sequence[Mapping[str, Any]] = ()) -> ModuleT
 
 def _answering(call: Any, session: str, mismatch: type[Exception]) -> Any:
     """`call` from a Replay, saying in the learner's terms when the session lacks an answer."""
+
     def answer(*args: Any) -> Any:
         try:
             return call(*args)
         except mismatch as exc:
-            first = str(exc).splitlines()[0].replace(f"the recorded NVML session {session!r}",
-                                                     "this recording")
-            raise NotRecorded(f"the recorded NVML session {session!r} was asked a call it does "
-                              f"not hold ({first}): it answers the calls the exercise names, "
-                              "for the GPUs its driver lists") from None
+            first = (
+                str(exc)
+                .splitlines()[0]
+                .replace(f"the recorded NVML session {session!r}", "this recording")
+            )
+            raise NotRecorded(
+                f"the recorded NVML session {session!r} was asked a call it does "
+                f"not hold ({first}): it answers the calls the exercise names, "
+                "for the GPUs its driver lists"
+            ) from None
+
     answer.__name__ = call.__name__
     return answer

@@ -19,14 +19,17 @@ from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = ["Key", "clean", "flat", "looks_like", "raw", "reason", "settle_slugs", "slug"]
 
-Key = tuple[str, ...]       # ("plain", name) or (platform, name, id)
+Key = tuple[str, ...]  # ("plain", name) or (platform, name, id)
 
 # The name is the shortest that fits: the first id anchors it, and what a learner named
 # their upload comes after it, so an upload named like another learner's file stays theirs.
-_MOODLE = re.compile(r"(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?:file|onlinetext)_"
-                     r"(?P<file>.*)", re.S)
+_MOODLE = re.compile(
+    r"(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?:file|onlinetext)_"
+    r"(?P<file>.*)",
+    re.S,
+)
 _CANVAS = re.compile(r"(?P<name>.+?)_(?:LATE_)?(?P<id>\d+)_\d+_(?P<file>.+)", re.S)
-_COPY_MARK = re.compile(r"[\s_-]*(?:\(\d+\)|copy|\d+)$")   # "roofline (1)", "roofline copy"
+_COPY_MARK = re.compile(r"[\s_-]*(?:\(\d+\)|copy|\d+)$")  # "roofline (1)", "roofline copy"
 
 
 def flat(name: str) -> tuple[str, str, str, str] | None:
@@ -35,8 +38,11 @@ def flat(name: str) -> tuple[str, str, str, str] | None:
     A Moodle folder is a Moodle name with an empty file. Where both patterns
     fit, the one whose id comes first is the platform's.
     """
-    found = [(len(m["name"]), kind, m) for kind, m in (("moodle", _MOODLE.fullmatch(name)),
-                                                        ("canvas", _CANVAS.fullmatch(name))) if m]
+    found = [
+        (len(m["name"]), kind, m)
+        for kind, m in (("moodle", _MOODLE.fullmatch(name)), ("canvas", _CANVAS.fullmatch(name)))
+        if m
+    ]
     if not found:
         return None
     _, kind, match = min(found, key=lambda item: item[0])
@@ -56,8 +62,9 @@ def slug(name: str, suffix: str = "") -> str:
     return f"{text[:43] or 'learner'}-{suffix[:20]}"
 
 
-def settle_slugs(learners: Mapping[Key, tuple[str, str, Sequence[str]]]
-                 ) -> tuple[dict[Key, str], list[str]]:
+def settle_slugs(
+    learners: Mapping[Key, tuple[str, str, Sequence[str]]],
+) -> tuple[dict[Key, str], list[str]]:
     """Each learner's final slug, and a problem line per clash.
 
     `learners` maps a key to (display name, slug, where it came from). A slug
@@ -82,8 +89,10 @@ def settle_slugs(learners: Mapping[Key, tuple[str, str, Sequence[str]]]
             taken.add(found)
             name, _, sources = learners[key]
             graded.append(f"{name} ({', '.join(sources)}) as {found}")
-        problems.append(f"{len(keys)} learners whose names give the one slug {wanted}, graded "
-                        f"apart: {'; '.join(graded)}")
+        problems.append(
+            f"{len(keys)} learners whose names give the one slug {wanted}, graded "
+            f"apart: {'; '.join(graded)}"
+        )
     return slugs, problems
 
 

@@ -38,12 +38,12 @@ __all__ = [
 ]
 
 MAX_BYTES = 20 * 2**20
-MAX_DEPTH = 64            # how deep a notebook's JSON may nest; nbformat's own layout is under 10
-MAX_CELLS = 1_000         # course notebooks have under 40
-MAX_VALUES = 2_000_000    # JSON values in the file (each costs json.loads about 80 bytes)
+MAX_DEPTH = 64  # how deep a notebook's JSON may nest; nbformat's own layout is under 10
+MAX_CELLS = 1_000  # course notebooks have under 40
+MAX_VALUES = 2_000_000  # JSON values in the file (each costs json.loads about 80 bytes)
 MAX_KEPT_VALUES = 50_000  # JSON values besides outputs; course notebooks have under 1100
-MAX_DIGITS = 100          # digits of an integer
-MAX_TAGS = 100            # tags of a cell
+MAX_DIGITS = 100  # digits of an integer
+MAX_TAGS = 100  # tags of a cell
 
 
 class NotebookError(GpulabError):
@@ -74,8 +74,7 @@ def read_notebook(path: Path) -> Any:
         nbformat.validate(notebook)
     except Exception as exc:  # nbformat raises several validation error classes
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise NotebookError(f"{path}: not a valid notebook: {_printable(message[:300])}"
-                            ) from None
+        raise NotebookError(f"{path}: not a valid notebook: {_printable(message[:300])}") from None
     return notebook
 
 
@@ -102,8 +101,9 @@ _ONE_KIND = bytes.maketrans(b"{}", b"[]")
 _NOT_MARKS = bytes(set(range(256)) - set(b'"[]{},'))
 _STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
 _BRACKET_TOKEN = re.compile(_STRING + rb"|[\[\]{}]", re.S)
-_NUMBER_TOKEN = re.compile(_STRING + rb"|(?<![0-9.eE+-])-?([0-9]{%d,})(?![0-9.eE])"
-                           % (MAX_DIGITS + 1), re.S)      # an integer, not a float's digits
+_NUMBER_TOKEN = re.compile(
+    _STRING + rb"|(?<![0-9.eE+-])-?([0-9]{%d,})(?![0-9.eE])" % (MAX_DIGITS + 1), re.S
+)  # an integer, not a float's digits
 _QUOTED = re.compile(rb'"[^"]*"')
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
 
@@ -124,33 +124,44 @@ def _load(path: Path) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise NotebookError(f"{path}:{_line(raw, exc.start)}: not UTF-8 text, so not a "
-                            "notebook") from None
+        raise NotebookError(
+            f"{path}:{_line(raw, exc.start)}: not UTF-8 text, so not a notebook"
+        ) from None
     marks = _marks(raw)
     values = marks.count(b",") + marks.count(b"[") + 1
     if values > MAX_VALUES:
-        raise NotebookError(f"{path}: about {values} JSON values, more than the {MAX_VALUES} "
-                            "a notebook may hold: clear its outputs")
+        raise NotebookError(
+            f"{path}: about {values} JSON values, more than the {MAX_VALUES} "
+            "a notebook may hold: clear its outputs"
+        )
     if _depth(marks.replace(b",", b"")) > MAX_DEPTH:
-        raise NotebookError(f"{path}:{_line(raw, _first(_BRACKET_TOKEN, raw))}: JSON nested "
-                            f"more than {MAX_DEPTH} deep; no notebook nests so deep")
+        raise NotebookError(
+            f"{path}:{_line(raw, _first(_BRACKET_TOKEN, raw))}: JSON nested "
+            f"more than {MAX_DEPTH} deep; no notebook nests so deep"
+        )
     try:
         data = json.loads(text, parse_int=_int)
     except json.JSONDecodeError as exc:
-        raise NotebookError(f"{path}:{exc.lineno}: not valid notebook JSON: {exc.msg}"
-                            ) from None
+        raise NotebookError(f"{path}:{exc.lineno}: not valid notebook JSON: {exc.msg}") from None
     except _LongNumber:
-        raise NotebookError(f"{path}:{_line(raw, _first(_NUMBER_TOKEN, raw))}: a number of "
-                            f"more than {MAX_DIGITS} digits; no notebook needs one") from None
-    except (ValueError, RecursionError) as exc:   # the checks above should prevent both
+        raise NotebookError(
+            f"{path}:{_line(raw, _first(_NUMBER_TOKEN, raw))}: a number of "
+            f"more than {MAX_DIGITS} digits; no notebook needs one"
+        ) from None
+    except (ValueError, RecursionError) as exc:  # the checks above should prevent both
         raise NotebookError(f"{path}: cannot be read as JSON: {type(exc).__name__}") from None
     if not isinstance(data, dict) or data.get("nbformat") != 4:
         version = data.get("nbformat") if isinstance(data, dict) else None
-        shown = repr(version) if isinstance(version, int | float | str | None) \
+        shown = (
+            repr(version)
+            if isinstance(version, int | float | str | None)
             else type(version).__name__
-        raise NotebookError(f"{path}: not a version 4 notebook (nbformat "
-                            f"{_printable(shown[:40])}); open and save it in JupyterLab to "
-                            "upgrade it")
+        )
+        raise NotebookError(
+            f"{path}: not a version 4 notebook (nbformat "
+            f"{_printable(shown[:40])}); open and save it in JupyterLab to "
+            "upgrade it"
+        )
     _check_cells(path, data)
     _drop_outputs(data)
     _check_values(path, data)
@@ -168,9 +179,11 @@ def _read_bytes(path: Path) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             raise NotebookError(f"{path}: not a regular file, so not a notebook")
         if info.st_size > MAX_BYTES:
-            raise NotebookError(f"{path}: {info.st_size / 2**20:.0f} MiB is too large for a "
-                                f"notebook (the limit is {MAX_BYTES // 2**20} MiB): clear its "
-                                "outputs")
+            raise NotebookError(
+                f"{path}: {info.st_size / 2**20:.0f} MiB is too large for a "
+                f"notebook (the limit is {MAX_BYTES // 2**20} MiB): clear its "
+                "outputs"
+            )
         try:
             raw = file.read(MAX_BYTES + 1)
         except OSError as exc:
@@ -228,7 +241,7 @@ def _first(pattern: re.Pattern[bytes], raw: bytes) -> int:
     """
     depth = 0
     for token in pattern.finditer(raw):
-        if token.lastindex:                       # a long number
+        if token.lastindex:  # a long number
             return token.start(1)
         char = raw[token.start()]
         if char in b"[{":
@@ -266,8 +279,9 @@ def _check_cells(path: Path, data: dict[str, Any]) -> None:
     if not isinstance(cells, list):
         raise NotebookError(f"{path}: the notebook has no list of cells")
     if len(cells) > MAX_CELLS:
-        raise NotebookError(f"{path}: {len(cells)} cells, more than the {MAX_CELLS} a "
-                            "notebook may have")
+        raise NotebookError(
+            f"{path}: {len(cells)} cells, more than the {MAX_CELLS} a notebook may have"
+        )
     for number, cell in enumerate(cells, start=1):
         where = f"{path}: cell {number}"
         if not isinstance(cell, dict):
@@ -275,13 +289,18 @@ def _check_cells(path: Path, data: dict[str, Any]) -> None:
         if not isinstance(cell.get("metadata"), dict):
             raise NotebookError(f"{where} has no metadata object")
         source, tags = cell.get("source"), cell["metadata"].get("tags", [])
-        if not isinstance(source, str) and not (isinstance(source, list) and
-                                                all(isinstance(s, str) for s in source)):
+        if not isinstance(source, str) and not (
+            isinstance(source, list) and all(isinstance(s, str) for s in source)
+        ):
             raise NotebookError(f"{where} has no source text")
-        if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags) or \
-                len(tags) > MAX_TAGS:
-            raise NotebookError(f"{where}'s metadata.tags is not a list of at most {MAX_TAGS} "
-                                "strings")
+        if (
+            not isinstance(tags, list)
+            or not all(isinstance(tag, str) for tag in tags)
+            or len(tags) > MAX_TAGS
+        ):
+            raise NotebookError(
+                f"{where}'s metadata.tags is not a list of at most {MAX_TAGS} strings"
+            )
         if not isinstance(cell.get("id", ""), str):
             raise NotebookError(f"{where}'s id is not a string")
         if not isinstance(cell.get("outputs", []), list):
@@ -299,8 +318,10 @@ def _check_values(path: Path, data: dict[str, Any]) -> None:
             value = stack.pop()
             count += 1
             if count > MAX_KEPT_VALUES:
-                raise NotebookError(f"{path}: more than {MAX_KEPT_VALUES} JSON values besides "
-                                    "outputs; no notebook needs so many")
+                raise NotebookError(
+                    f"{path}: more than {MAX_KEPT_VALUES} JSON values besides "
+                    "outputs; no notebook needs so many"
+                )
             if isinstance(value, str):
                 _check_text(path, where, value)
             elif isinstance(value, dict):
@@ -314,13 +335,18 @@ def _check_values(path: Path, data: dict[str, Any]) -> None:
 def _check_text(path: Path, where: str, text: str) -> None:
     found = _NOT_TEXT.search(text)
     if found:
-        what = "a NUL character" if found.group() == "\0" else \
-            f"a lone surrogate (U+{ord(found.group()):04X}), which is not text"
-        raise NotebookError(f"{path}: {where} holds {what}; save the notebook again from "
-                            "JupyterLab")
+        what = (
+            "a NUL character"
+            if found.group() == "\0"
+            else f"a lone surrogate (U+{ord(found.group()):04X}), which is not text"
+        )
+        raise NotebookError(
+            f"{path}: {where} holds {what}; save the notebook again from JupyterLab"
+        )
 
 
 def _printable(text: str) -> str:
     """Text safe for a message: surrogates and control characters as U+FFFD."""
-    return "".join(c if c.isprintable() and not "\ud800" <= c <= "\udfff" else "\ufffd"
-                   for c in text)
+    return "".join(
+        c if c.isprintable() and not "\ud800" <= c <= "\udfff" else "\ufffd" for c in text
+    )

@@ -36,7 +36,7 @@ from gpulab.errors import GpulabError
 __all__ = ["JOBS", "LOCK", "OutBusy", "claim", "end_processes", "remove_jobs"]
 
 LOCK = ".lock"
-JOBS = ".jobs"          # OUT/.jobs/<slug>/: a job's own copy of the notebook it grades
+JOBS = ".jobs"  # OUT/.jobs/<slug>/: a job's own copy of the notebook it grades
 
 
 class OutBusy(GpulabError):
@@ -50,8 +50,7 @@ def claim(out: Path) -> Iterator[None]:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as exc:
-        raise OutBusy(f"{path}: cannot open the run's lock file: "
-                      f"{exc.strerror or exc}") from None
+        raise OutBusy(f"{path}: cannot open the run's lock file: {exc.strerror or exc}") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -59,13 +58,15 @@ def claim(out: Path) -> Iterator[None]:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise OutBusy(f"{path}: cannot lock it: {exc.strerror or exc}") from None
             holder = _holder(fd)
-            raise OutBusy(f"{out}: another gpulab grade ({holder}) is grading into this "
-                          "folder; wait until it ends, or give another --out") from None
+            raise OutBusy(
+                f"{out}: another gpulab grade ({holder}) is grading into this "
+                "folder; wait until it ends, or give another --out"
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
     finally:
-        os.close(fd)           # and with it the lock
+        os.close(fd)  # and with it the lock
 
 
 def _holder(fd: int) -> str:
@@ -86,7 +87,7 @@ def end_processes(tag: str) -> int:
     if not tag:
         return 0
     ended: set[int] = set()
-    for _ in range(5):            # again, for what one of them started while we looked
+    for _ in range(5):  # again, for what one of them started while we looked
         found = 0
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit() or int(entry.name) == os.getpid():

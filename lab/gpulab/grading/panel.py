@@ -57,8 +57,10 @@ def find_exercise(name: str) -> Any:
 
 def report_text(report: CheckReport) -> str:
     """The report as plain text lines."""
-    lines = [f"{report.exercise}: {report.status}"
-             + (f" ({report.earned:g} of {report.possible:g} points)" if report.results else "")]
+    lines = [
+        f"{report.exercise}: {report.status}"
+        + (f" ({report.earned:g} of {report.possible:g} points)" if report.results else "")
+    ]
     if report.message:
         lines.append(f"  {report.message}")
     for result in report.results:

@@ -45,10 +45,15 @@ class Plan:
     reused: int = 0
 
 
-def plan(learners: Sequence[LearnerSubmission], entries: Sequence[ExerciseEntry], *,
-         hashes: Mapping[str, str], maxima: Mapping[str, float],
-         stored: Mapping[tuple[str, str], StoredGrade],
-         guards: Mapping[bool, tuple[str, ...]]) -> Plan:
+def plan(
+    learners: Sequence[LearnerSubmission],
+    entries: Sequence[ExerciseEntry],
+    *,
+    hashes: Mapping[str, str],
+    maxima: Mapping[str, float],
+    stored: Mapping[tuple[str, str], StoredGrade],
+    guards: Mapping[bool, tuple[str, ...]],
+) -> Plan:
     """The run's jobs and settled grades, learner by learner in the intake's order and
     exercise by exercise in `entries`' order.
 
@@ -64,16 +69,40 @@ def plan(learners: Sequence[LearnerSubmission], entries: Sequence[ExerciseEntry]
             name = entry.name
             notebook_hash = learner.hashes.get(name, "")
             before = stored.get((learner.slug, name))
-            if before is not None and before.notebook_hash == notebook_hash and \
-                    before.checks_hash == hashes[name] and before.kind not in UNGRADED:
+            if (
+                before is not None
+                and before.notebook_hash == notebook_hash
+                and before.checks_hash == hashes[name]
+                and before.kind not in UNGRADED
+            ):
                 reused += 1
             elif name in learner.notebooks:
-                jobs.append(Job(learner.slug, entry, learner.notebooks[name], notebook_hash,
-                                hashes[name], maxima[name], guards[entry.gpu], guards[False]))
+                jobs.append(
+                    Job(
+                        learner.slug,
+                        entry,
+                        learner.notebooks[name],
+                        notebook_hash,
+                        hashes[name],
+                        maxima[name],
+                        guards[entry.gpu],
+                        guards[False],
+                    )
+                )
             else:
                 problem = learner.problems.get(name)
-                settled.append(Settled(learner.slug, ExerciseGrade(
-                    name, "invalid" if problem else "missing", 0.0, maxima[name],
-                    problem or "no notebook was handed in", notebook_hash=notebook_hash),
-                    hashes[name]))
+                settled.append(
+                    Settled(
+                        learner.slug,
+                        ExerciseGrade(
+                            name,
+                            "invalid" if problem else "missing",
+                            0.0,
+                            maxima[name],
+                            problem or "no notebook was handed in",
+                            notebook_hash=notebook_hash,
+                        ),
+                        hashes[name],
+                    )
+                )
     return Plan(jobs, settled, reused)

@@ -33,11 +33,33 @@ from typing import Literal, get_args
 
 import msgspec
 
-__all__ = ["DECISIVE", "FAILURES", "CheckResult", "ChecksReport", "Decisive", "Failure",
-           "Outcome", "decode_report", "encodable", "encode_report", "failure_named"]
+__all__ = [
+    "DECISIVE",
+    "FAILURES",
+    "CheckResult",
+    "ChecksReport",
+    "Decisive",
+    "Failure",
+    "Outcome",
+    "decode_report",
+    "encodable",
+    "encode_report",
+    "failure_named",
+]
 
-Failure = Literal["error", "invalid", "timeout", "crashed", "gpu-fault", "source", "rule",
-                  "compile", "missing", "config", "launch"]
+Failure = Literal[
+    "error",
+    "invalid",
+    "timeout",
+    "crashed",
+    "gpu-fault",
+    "source",
+    "rule",
+    "compile",
+    "missing",
+    "config",
+    "launch",
+]
 FAILURES: tuple[Failure, ...] = get_args(Failure)
 
 Decisive = Literal["invalid", "gpu-fault", "timeout", "crashed"]
@@ -66,7 +88,7 @@ class CheckResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     points: float
     message: str = ""
     hidden: bool = False
-    needs_gpu: bool = False      # skipped because this machine has no usable NVIDIA GPU
+    needs_gpu: bool = False  # skipped because this machine has no usable NVIDIA GPU
     kind: Failure | None = None  # why the learner's code gave no answer (LearnerError.kind)
 
     @property

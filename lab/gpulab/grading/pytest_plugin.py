@@ -47,23 +47,39 @@ def visible_checks(hidden_file: str) -> ModuleType:
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot load the visible checks {path}")
         module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module        # as an import would: dataclasses look it up there
+        sys.modules[name] = module  # as an import would: dataclasses look it up there
         spec.loader.exec_module(module)
     return module
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gpulab", "gpulab's checks (set by gpulab.grading.runner)")
-    group.addoption("--gpulab-released", type=Path, metavar="NOTEBOOK",
-                    help="the exercise's released notebook")
-    group.addoption("--gpulab-notebook", type=Path, metavar="NOTEBOOK",
-                    help="the learner's notebook to judge")
-    group.addoption("--gpulab-report", type=Path, metavar="FILE",
-                    help="where to write the JSON report of the checks")
-    group.addoption("--gpulab-call-timeout", type=float, default=30.0, metavar="SECONDS",
-                    help="the time limit of each call of the learner's code (default 30)")
-    group.addoption("--gpulab-parent", type=int, default=None, metavar="PID",
-                    help="end these checks when process PID ends")
+    group.addoption(
+        "--gpulab-released", type=Path, metavar="NOTEBOOK", help="the exercise's released notebook"
+    )
+    group.addoption(
+        "--gpulab-notebook", type=Path, metavar="NOTEBOOK", help="the learner's notebook to judge"
+    )
+    group.addoption(
+        "--gpulab-report",
+        type=Path,
+        metavar="FILE",
+        help="where to write the JSON report of the checks",
+    )
+    group.addoption(
+        "--gpulab-call-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="the time limit of each call of the learner's code (default 30)",
+    )
+    group.addoption(
+        "--gpulab-parent",
+        type=int,
+        default=None,
+        metavar="PID",
+        help="end these checks when process PID ends",
+    )
 
 
 def die_with_parent(parent: int | None) -> None:
@@ -73,7 +89,7 @@ def die_with_parent(parent: int | None) -> None:
         return
     from gpulab.grading.jail import die_with
 
-    if not die_with(parent):                             # it ended before that took hold
+    if not die_with(parent):  # it ended before that took hold
         os._exit(1)
 
 
@@ -99,8 +115,10 @@ def learner(pytestconfig: pytest.Config) -> Iterator[Learner]:
     released = pytestconfig.getoption("gpulab_released")
     notebook = pytestconfig.getoption("gpulab_notebook")
     if released is None or notebook is None:
-        raise pytest.UsageError("gpulab's checks need --gpulab-released and --gpulab-notebook "
-                                "(gpulab check NAME sets them)")
+        raise pytest.UsageError(
+            "gpulab's checks need --gpulab-released and --gpulab-notebook "
+            "(gpulab check NAME sets them)"
+        )
     try:
         cells = released_cells(released, notebook)
     except NotebookError as exc:
@@ -110,13 +128,14 @@ def learner(pytestconfig: pytest.Config) -> Iterator[Learner]:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
-                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if report.when == "call" or (report.when == "setup" and not report.passed):
         marker = item.get_closest_marker("points")
         points = float(marker.args[0]) if marker and marker.args else 1.0
-        message, kind = "", None      # kind: gpulab.grading.protocol.Failure
+        message, kind = "", None  # kind: gpulab.grading.protocol.Failure
         if call.excinfo is not None:
             exc = call.excinfo.value
             if isinstance(exc, LearnerError):
@@ -127,14 +146,27 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                 message = str(getattr(exc, "msg", exc))
             else:
                 message = f"the check itself failed: {type(exc).__name__}: {exc}"
-        outcome = report.outcome if report.when == "call" else (
-            "skipped" if report.skipped else "failed")
-        doc = (item.obj.__doc__ or "").strip().splitlines()[0] if isinstance(
-            item, pytest.Function) and item.obj.__doc__ else ""
+        outcome = (
+            report.outcome if report.when == "call" else ("skipped" if report.skipped else "failed")
+        )
+        doc = (
+            (item.obj.__doc__ or "").strip().splitlines()[0]
+            if isinstance(item, pytest.Function) and item.obj.__doc__
+            else ""
+        )
         needs_gpu = report.skipped and item.get_closest_marker("gpu") is not None
-        _RESULTS.append(CheckResult(encodable(item.name), encodable(doc), outcome, points,
-                                    encodable(message), "_hidden" in item.path.name,
-                                    needs_gpu, kind))
+        _RESULTS.append(
+            CheckResult(
+                encodable(item.name),
+                encodable(doc),
+                outcome,
+                points,
+                encodable(message),
+                "_hidden" in item.path.name,
+                needs_gpu,
+                kind,
+            )
+        )
     return report
 
 
@@ -142,5 +174,4 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     target = session.config.getoption("gpulab_report")
     if target:
         # "collected" lets the runner tell a finished run from one that stopped part way
-        Path(target).write_bytes(encode_report(ChecksReport(session.testscollected,
-                                                            _RESULTS)))
+        Path(target).write_bytes(encode_report(ChecksReport(session.testscollected, _RESULTS)))

@@ -19,16 +19,23 @@ __all__ = ["learner_checks"]
 
 def learner_checks() -> list[Check]:
     """The course tools' items of the checklist; never raises."""
-    return [_module("pytest", "exercise checks", "pytest runs an exercise's checks"),
-            _module("jupyterlab", "JupyterLab", "the exercises are notebooks"),
-            _workspace(), _bubblewrap()]
+    return [
+        _module("pytest", "exercise checks", "pytest runs an exercise's checks"),
+        _module("jupyterlab", "JupyterLab", "the exercises are notebooks"),
+        _workspace(),
+        _bubblewrap(),
+    ]
 
 
 def _module(name: str, what: str, why: str) -> Check:
     if importlib.util.find_spec(name) is not None:
         return Check(what, "pass", f"{name} is installed beside gpulab")
-    return Check(what, "fail", f"{name} is not installed beside gpulab ({why})",
-                 f"{sys.executable} -m pip install {name}, or reinstall gpulab (it depends on it)")
+    return Check(
+        what,
+        "fail",
+        f"{name} is not installed beside gpulab ({why})",
+        f"{sys.executable} -m pip install {name}, or reinstall gpulab (it depends on it)",
+    )
 
 
 def _workspace() -> Check:
@@ -37,11 +44,19 @@ def _workspace() -> Check:
     try:
         workspace = current_workspace()
     except WorkspaceError as exc:
-        return Check("your workspace", "fail", str(exc).splitlines()[0],
-                     "gpulab init DIR makes a new one (or names an existing one again)")
+        return Check(
+            "your workspace",
+            "fail",
+            str(exc).splitlines()[0],
+            "gpulab init DIR makes a new one (or names an existing one again)",
+        )
     if workspace is None:
-        return Check("your workspace", "warn", "none yet: the exercises have nowhere to go",
-                     "gpulab init (copies the exercises into ./gpulab-exercises)")
+        return Check(
+            "your workspace",
+            "warn",
+            "none yet: the exercises have nowhere to go",
+            "gpulab init (copies the exercises into ./gpulab-exercises)",
+        )
     return Check("your workspace", "pass", str(workspace.root))
 
 
@@ -49,5 +64,9 @@ def _bubblewrap() -> Check:
     found = shutil.which("bwrap")
     if found is not None:
         return Check("grading sandbox", "pass", f"bubblewrap at {found} (for gpulab grade)")
-    return Check("grading sandbox", "skip", "bubblewrap is not installed: only an instructor's "
-                 "gpulab grade needs it", "apt install bubblewrap (where you grade)")
+    return Check(
+        "grading sandbox",
+        "skip",
+        "bubblewrap is not installed: only an instructor's gpulab grade needs it",
+        "apt install bubblewrap (where you grade)",
+    )

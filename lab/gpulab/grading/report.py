@@ -33,22 +33,25 @@ def summary_table(summary: GradeSummary) -> Any:
     from rich.text import Text
 
     total_max = sum(summary.maxima.get(e, 0.0) for e in summary.exercises) or 1.0
-    scores = []                    # each learner's share of what was graded for them
+    scores = []  # each learner's share of what was graded for them
     for learner in summary.learners:
         graded = [e for e in learner.exercises if e.kind not in UNGRADED]
         possible = sum(summary.maxima.get(e.exercise, 0.0) for e in graded)
         if possible:
             scores.append(sum(e.earned for e in graded) / possible * 100)
-    table = Table(title=f"{len(summary.learners)} learners × {len(summary.exercises)} "
-                        "exercises", show_lines=False)
+    table = Table(
+        title=f"{len(summary.learners)} learners × {len(summary.exercises)} exercises",
+        show_lines=False,
+    )
     table.add_column("exercise")
     table.add_column("worth", justify="right")
     table.add_column("mean", justify="right")
     table.add_column("outcomes")
     everything: Counter[str] = Counter()
     for name in summary.exercises:
-        grades = [e for learner in summary.learners for e in learner.exercises
-                  if e.exercise == name]
+        grades = [
+            e for learner in summary.learners for e in learner.exercises if e.exercise == name
+        ]
         counts: Counter[str] = Counter(e.kind for e in grades)
         everything.update(counts)
         earned = [e.earned for e in grades if e.kind not in UNGRADED]
@@ -67,19 +70,28 @@ def summary_table(summary: GradeSummary) -> Any:
         spread.add_row(label, str(buckets.get(b, 0)), "█" * round(20 * buckets.get(b, 0) / most))
     parts: list[Any] = [table, spread]
     if scores:
-        parts.append(Text(f"mean {statistics.fmean(scores):.1f} %, median "
-                          f"{statistics.median(scores):.1f} %; {summary.graded} graded now, "
-                          f"{summary.reused} kept from an earlier run"))
+        parts.append(
+            Text(
+                f"mean {statistics.fmean(scores):.1f} %, median "
+                f"{statistics.median(scores):.1f} %; {summary.graded} graded now, "
+                f"{summary.reused} kept from an earlier run"
+            )
+        )
     if everything.get("partial"):
-        parts.append(Text(f"partial: {everything['partial']} GPU exercise(s) checked without a "
-                          "GPU (their feedback shows those checks); no grade yet, a blank cell "
-                          "in grades.csv: run the same command on a machine with a GPU to "
-                          "grade them whole", style="yellow"))
+        parts.append(
+            Text(
+                f"partial: {everything['partial']} GPU exercise(s) checked without a "
+                "GPU (their feedback shows those checks); no grade yet, a blank cell "
+                "in grades.csv: run the same command on a machine with a GPU to "
+                "grade them whole",
+                style="yellow",
+            )
+        )
     return Group(*parts)
 
 
 def _outcomes(counts: Counter[str]) -> str:
-    """"right 12 · wrong 3 · timeout 1": the kinds in their fixed order, non-zero ones only."""
+    """ "right 12 · wrong 3 · timeout 1": the kinds in their fixed order, non-zero ones only."""
     return " · ".join(f"{kind} {counts[kind]}" for kind in KINDS if counts.get(kind))
 
 
@@ -97,26 +109,35 @@ def main(options: GradeOptions) -> int:
     from gpulab.grading.grade import grade_class
 
     console = Console(stderr=True)
-    bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TextColumn("{task.description}"), console=console,
-                   transient=False)
+    bar = Progress(
+        TextColumn("grading"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=False,
+    )
     task = bar.add_task("", total=None)
 
     def progress(text: str, done: int, total: int) -> None:
-        if not bar.live.is_started:     # drawn from the first step: a refusal draws no bar
+        if not bar.live.is_started:  # drawn from the first step: a refusal draws no bar
             bar.start()
         bar.update(task, completed=done, total=total, description=escape(text))
 
     try:
         try:
-            summary = grade_class(options, progress=progress,
-                                  command="gpulab grade " + " ".join(sys.argv[2:]))
+            summary = grade_class(
+                options, progress=progress, command="gpulab grade " + " ".join(sys.argv[2:])
+            )
         finally:
             if bar.live.is_started:
                 bar.stop()
     except KeyboardInterrupt:
-        console.print("[yellow]stopped.[/] The grades so far are in the gradebook; run the "
-                      "same command again to go on where it stopped.")
+        console.print(
+            "[yellow]stopped.[/] The grades so far are in the gradebook; run the "
+            "same command again to go on where it stopped."
+        )
         return 130
     out = Console()
     for line in summary.notes:
@@ -127,6 +148,10 @@ def main(options: GradeOptions) -> int:
     for line in summary.problems:
         out.print(Text.assemble(("problem:", "yellow"), " ", line))
     out.print(Text("isolation in force: " + "; ".join(summary.guards)))
-    out.print(Text(f"gradebook: {summary.out / 'gradebook.sqlite'}\nLMS CSV:   "
-                   f"{summary.out / 'grades.csv'}\nfeedback:  {summary.out / 'feedback'}/"))
+    out.print(
+        Text(
+            f"gradebook: {summary.out / 'gradebook.sqlite'}\nLMS CSV:   "
+            f"{summary.out / 'grades.csv'}\nfeedback:  {summary.out / 'feedback'}/"
+        )
+    )
     return 0

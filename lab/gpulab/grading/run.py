@@ -40,8 +40,19 @@ from gpulab.grading.verdict import ExerciseGrade, failure, verdict
 from gpulab.multicast import NO_MULTICAST
 from gpulab.timestamps import utc_now
 
-__all__ = ["Done", "GpuEvent", "Job", "Lanes", "Writer", "check_job", "copy_notebook",
-           "not_run", "now", "read_notebook", "run_jobs"]
+__all__ = [
+    "Done",
+    "GpuEvent",
+    "Job",
+    "Lanes",
+    "Writer",
+    "check_job",
+    "copy_notebook",
+    "not_run",
+    "now",
+    "read_notebook",
+    "run_jobs",
+]
 
 
 @dataclass(frozen=True)
@@ -50,12 +61,12 @@ class Job:
 
     slug: str
     entry: ExerciseEntry
-    notebook: Path              # the intake's copy
-    notebook_hash: str          # the intake's hash of it
+    notebook: Path  # the intake's copy
+    notebook_hash: str  # the intake's hash of it
     checks_hash: str
     possible: float
-    guards: tuple[str, ...]     # the isolation in force while it runs
-    cpu_guards: tuple[str, ...] = ()   # a GPU job's, when it runs without a GPU (default: guards)
+    guards: tuple[str, ...]  # the isolation in force while it runs
+    cpu_guards: tuple[str, ...] = ()  # a GPU job's, when it runs without a GPU (default: guards)
 
 
 @dataclass(frozen=True)
@@ -87,7 +98,7 @@ class Lanes(Protocol):
     def gpus(self) -> list[str]: ...
 
     def after_job(self, gpu: str) -> str:
-        """"" when `gpu` is fit for the next job, else why it is taken out of rotation."""
+        """ "" when `gpu` is fit for the next job, else why it is taken out of rotation."""
         ...
 
 
@@ -100,12 +111,19 @@ now = utc_now
 
 def not_run(job: Job, why: str) -> ExerciseGrade:
     """A job that was not graded: no points, no guards (nothing of the learner's ran)."""
-    return ExerciseGrade(job.entry.name, "not-run", 0.0, job.possible, f"not graded: {why}",
-                         notebook_hash=job.notebook_hash)
+    return ExerciseGrade(
+        job.entry.name,
+        "not-run",
+        0.0,
+        job.possible,
+        f"not graded: {why}",
+        notebook_hash=job.notebook_hash,
+    )
 
 
-def run_jobs(jobs: Sequence[Job], execute: Execute, *, workers: int, lanes: Lanes | None,
-             no_gpu: str) -> Generator[Done | GpuEvent, None, None]:
+def run_jobs(
+    jobs: Sequence[Job], execute: Execute, *, workers: int, lanes: Lanes | None, no_gpu: str
+) -> Generator[Done | GpuEvent, None, None]:
     """Run every job; yield each one's grade (and each GPU event) as it comes.
 
     CPU jobs run in `workers` threads, GPU jobs in one lane per GPU of
@@ -139,9 +157,12 @@ def run_jobs(jobs: Sequence[Job], execute: Execute, *, workers: int, lanes: Lane
         grade = done.grade
         if grade.kind == "partial":
             left = sum(r.points for r in grade.checks if r.outcome == "skipped")
-            grade = replace(grade, message=f"{why}: {left:g} of {grade.possible:g} points need "
-                                           "a GPU and were not graded; the checks that need "
-                                           "none were")
+            grade = replace(
+                grade,
+                message=f"{why}: {left:g} of {grade.possible:g} points need "
+                "a GPU and were not graded; the checks that need "
+                "none were",
+            )
         elif grade.kind == "not-run" and all(r.outcome == "skipped" for r in grade.checks):
             grade = replace(grade, message=f"not graded: {why}")
         outbox.put(replace(done, grade=grade))
@@ -159,8 +180,9 @@ def run_jobs(jobs: Sequence[Job], execute: Execute, *, workers: int, lanes: Lane
                 try:
                     why = lanes.after_job(gpu)
                 except Exception as exc:
-                    why = f"could not be checked after a job ({failure(exc)}): taken out " \
-                          "of rotation"
+                    why = (
+                        f"could not be checked after a job ({failure(exc)}): taken out of rotation"
+                    )
                 if why:
                     outbox.put(GpuEvent(gpu, why))
                     return
@@ -178,7 +200,7 @@ def run_jobs(jobs: Sequence[Job], execute: Execute, *, workers: int, lanes: Lane
         cpu_left, lanes_left = len(cpu_jobs), len(gpus)
         left_over = False
         while True:
-            if not lanes_left and not left_over:       # no lane will take what waits
+            if not lanes_left and not left_over:  # no lane will take what waits
                 left_over = True
                 why = no_gpu if not gpus else "every GPU was taken out of rotation"
                 while not waiting.empty():
@@ -213,28 +235,42 @@ class Writer:
         self.problems: list[str] = []
         self.events: list[str] = []
 
-    def grade(self, slug: str, grade: ExerciseGrade, *, checks_hash: str,
-              gpu: str = "") -> ExerciseGrade:
+    def grade(
+        self, slug: str, grade: ExerciseGrade, *, checks_hash: str, gpu: str = ""
+    ) -> ExerciseGrade:
         """Store `grade`; the grade the gradebook holds now."""
         try:
-            self.book.record(slug, grade, checks_hash=checks_hash, gpu=gpu, run_id=self.run_id,
-                             graded_at=now())
+            self.book.record(
+                slug, grade, checks_hash=checks_hash, gpu=gpu, run_id=self.run_id, graded_at=now()
+            )
             return grade
         except Exception as exc:
             why = f"its grade could not be stored: {failure(exc)}"
-        fallback = ExerciseGrade(grade.exercise, "not-run", 0.0, grade.possible,
-                                 f"not graded: {why}", notebook_hash=grade.notebook_hash)
+        fallback = ExerciseGrade(
+            grade.exercise,
+            "not-run",
+            0.0,
+            grade.possible,
+            f"not graded: {why}",
+            notebook_hash=grade.notebook_hash,
+        )
         try:
-            self.book.record(slug, fallback, checks_hash=checks_hash, gpu=gpu,
-                             run_id=self.run_id, graded_at=now())
+            self.book.record(
+                slug,
+                fallback,
+                checks_hash=checks_hash,
+                gpu=gpu,
+                run_id=self.run_id,
+                graded_at=now(),
+            )
         except Exception as exc:
-            self.problems.append(f"{slug} · {grade.exercise}: {why}; nor as not run: "
-                                 f"{failure(exc)}")
+            self.problems.append(
+                f"{slug} · {grade.exercise}: {why}; nor as not run: {failure(exc)}"
+            )
         return fallback
 
     def done(self, done: Done) -> ExerciseGrade:
-        return self.grade(done.job.slug, done.grade, checks_hash=done.job.checks_hash,
-                          gpu=done.gpu)
+        return self.grade(done.job.slug, done.grade, checks_hash=done.job.checks_hash, gpu=done.gpu)
 
     def event(self, event: GpuEvent) -> None:
         line = f"GPU {event.gpu}: {event.text}"
@@ -245,8 +281,9 @@ class Writer:
             self.problems.append(f"{line} (not stored: {failure(exc)})")
 
 
-def check_job(job: Job, gpu: str, *, policy: sandbox.Policy, timeout: float | None,
-              folder: Path) -> ExerciseGrade:
+def check_job(
+    job: Job, gpu: str, *, policy: sandbox.Policy, timeout: float | None, folder: Path
+) -> ExerciseGrade:
     """Grade one job: copy its notebook into `folder`/<slug>/, hash the copy, check the copy.
 
     Messages name the notebook as the intake stored it (the copy is gone after the job).
@@ -258,20 +295,36 @@ def check_job(job: Job, gpu: str, *, policy: sandbox.Policy, timeout: float | No
     try:
         notebook_hash = copy_notebook(job.notebook, copy)
         # a GPU job with no GPU to run on gets neither the device files nor a CUDA device
-        env = {sandbox.ENV: replace(policy, gpu=job.entry.gpu and bool(gpu)).to_json(),
-               "CUDA_VISIBLE_DEVICES": gpu, **NO_MULTICAST}
+        env = {
+            sandbox.ENV: replace(policy, gpu=job.entry.gpu and bool(gpu)).to_json(),
+            "CUDA_VISIBLE_DEVICES": gpu,
+            **NO_MULTICAST,
+        }
         report = run_checks(job.entry, copy, hidden=True, env=env, timeout=timeout)
     finally:
         copy.unlink(missing_ok=True)
     kind, message, rows = verdict(report)
     shown, stored = str(copy), str(job.notebook)
-    rows = tuple(replace(r, message=r.message.replace(shown, stored),
-                         instructor_message=r.instructor_message.replace(shown, stored))
-                 for r in rows)
+    rows = tuple(
+        replace(
+            r,
+            message=r.message.replace(shown, stored),
+            instructor_message=r.instructor_message.replace(shown, stored),
+        )
+        for r in rows
+    )
     guards = job.cpu_guards if job.entry.gpu and not gpu and job.cpu_guards else job.guards
-    return ExerciseGrade(job.entry.name, kind, sum(r.earned for r in rows), job.possible,
-                         message.replace(shown, stored), rows, guards,
-                         round(time.monotonic() - started, 3), notebook_hash)
+    return ExerciseGrade(
+        job.entry.name,
+        kind,
+        sum(r.earned for r in rows),
+        job.possible,
+        message.replace(shown, stored),
+        rows,
+        guards,
+        round(time.monotonic() - started, 3),
+        notebook_hash,
+    )
 
 
 def copy_notebook(source: Path, target: Path) -> str:

@@ -21,8 +21,15 @@ from gpulab.course.paths import CoursePaths
 from gpulab.grading.notebook import NotebookError, read_notebook
 from gpulab.grading.protocol import CheckResult, decode_report
 
-__all__ = ["CheckReport", "CheckResult", "check_files", "folder_prefix",
-           "remove_stale_folders", "run_checks"]
+__all__ = [
+    "CheckReport",
+    "CheckResult",
+    "check_files",
+    "folder_prefix",
+    "remove_stale_folders",
+    "run_checks",
+]
+
 
 @dataclass(frozen=True)
 class CheckReport:
@@ -87,9 +94,15 @@ def _read_report(path: Path) -> tuple[tuple[CheckResult, ...], int]:
     return tuple(report.checks), report.collected
 
 
-def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden: bool = False,
-               call_timeout: float = 30.0, timeout: float | None = None,
-               env: dict[str, str] | None = None) -> CheckReport:
+def run_checks(
+    exercise: ExerciseEntry,
+    notebook: Path | None = None,
+    *,
+    hidden: bool = False,
+    call_timeout: float = 30.0,
+    timeout: float | None = None,
+    env: dict[str, str] | None = None,
+) -> CheckReport:
     """Judge `notebook` (default: the learner's copy of the exercise) by its checks.
 
     `env` adds to the checks process's environment (a grading run's sandbox
@@ -104,47 +117,76 @@ def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden:
     files = check_files(exercise, hidden=hidden)
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
-        return CheckReport(exercise.name, notebook, "error",
-                           f"the checks are missing: {', '.join(missing)}")
+        return CheckReport(
+            exercise.name, notebook, "error", f"the checks are missing: {', '.join(missing)}"
+        )
     with tempfile.TemporaryDirectory(prefix=folder_prefix("check")) as folder:
         report_path = Path(folder) / "report.json"
         (Path(folder) / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
         env = {**os.environ, **(env or {})}
-        env.update(PYTHONDONTWRITEBYTECODE="1",
-                   # only gpulab's plugin: the checks need no other, and loading every
-                   # plugin installed beside pytest costs most of a second per run
-                   PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "gpulab.grading.pytest_plugin",
-                   "-p", "no:cacheprovider", "-c", str(Path(folder) / "pytest.ini"),
-                   "--rootdir", folder, "-o", "console_output_style=classic", "--tb=no",
-                   f"--gpulab-released={exercise.notebook.resolve()}",
-                   f"--gpulab-notebook={notebook.resolve()}", f"--gpulab-report={report_path}",
-                   f"--gpulab-call-timeout={call_timeout}",
-                   f"--gpulab-parent={os.getpid()}",     # the checks die with this process
-                   *(str(f.resolve()) for f in files)]
-        limit = timeout or float(exercise.time_limit)   # the whole run, course.toml's limit
+        env.update(
+            PYTHONDONTWRITEBYTECODE="1",
+            # only gpulab's plugin: the checks need no other, and loading every
+            # plugin installed beside pytest costs most of a second per run
+            PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+        )
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "gpulab.grading.pytest_plugin",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            str(Path(folder) / "pytest.ini"),
+            "--rootdir",
+            folder,
+            "-o",
+            "console_output_style=classic",
+            "--tb=no",
+            f"--gpulab-released={exercise.notebook.resolve()}",
+            f"--gpulab-notebook={notebook.resolve()}",
+            f"--gpulab-report={report_path}",
+            f"--gpulab-call-timeout={call_timeout}",
+            f"--gpulab-parent={os.getpid()}",  # the checks die with this process
+            *(str(f.resolve()) for f in files),
+        ]
+        limit = timeout or float(exercise.time_limit)  # the whole run, course.toml's limit
         try:
-            done = subprocess.run(command, cwd=folder, env=env, capture_output=True,
-                                  text=True, timeout=limit)
+            done = subprocess.run(
+                command, cwd=folder, env=env, capture_output=True, text=True, timeout=limit
+            )
         except subprocess.TimeoutExpired:
-            return CheckReport(exercise.name, notebook, "timeout",
-                               f"the checks took longer than {limit:g} s and were stopped")
+            return CheckReport(
+                exercise.name,
+                notebook,
+                "timeout",
+                f"the checks took longer than {limit:g} s and were stopped",
+            )
         if not report_path.is_file():
             tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
-            return CheckReport(exercise.name, notebook, "error",
-                               "the checks did not run: " + " / ".join(tail))
+            return CheckReport(
+                exercise.name, notebook, "error", "the checks did not run: " + " / ".join(tail)
+            )
         try:
             results, collected = _read_report(report_path)
         except (ValueError, OSError) as exc:
-            return CheckReport(exercise.name, notebook, "error",
-                               f"the checks' report is not usable: {exc}")
+            return CheckReport(
+                exercise.name, notebook, "error", f"the checks' report is not usable: {exc}"
+            )
         # 0: all passed, 1: some failed. Anything else (interrupted, an internal error, a
         # signal) or fewer results than checks collected means a run that stopped part
         # way: its report is no verdict, and a grading run tries it again.
         if done.returncode not in (0, 1) or len(results) != collected:
-            return CheckReport(exercise.name, notebook, "error",
-                               f"the checks stopped part way (pytest exit status "
-                               f"{done.returncode}, {len(results)} of {collected} checks)")
+            return CheckReport(
+                exercise.name,
+                notebook,
+                "error",
+                f"the checks stopped part way (pytest exit status "
+                f"{done.returncode}, {len(results)} of {collected} checks)",
+            )
     if not results:
         return CheckReport(exercise.name, notebook, "error", "no checks were collected")
     gpu_skips = [r for r in results if r.needs_gpu]
@@ -153,10 +195,9 @@ def run_checks(exercise: ExerciseEntry, notebook: Path | None = None, *, hidden:
         status, message = "failed", ""
     elif all(r.outcome == "skipped" for r in results):
         status, message = "skipped", results[0].message
-    elif gpu_skips:    # a pass of the CPU checks alone is no pass of a GPU exercise
+    elif gpu_skips:  # a pass of the CPU checks alone is no pass of a GPU exercise
         status = "skipped"
-        message = (f"{len(gpu_skips)} of {len(results)} checks did not run: "
-                   f"{gpu_skips[0].message}")
+        message = f"{len(gpu_skips)} of {len(results)} checks did not run: {gpu_skips[0].message}"
     else:
         status, message = "passed", ""
     return CheckReport(exercise.name, notebook, status, message, results)

@@ -71,12 +71,39 @@ from gpulab.grading.sandbox_policy import ENV, Guards, Policy, from_env
 from gpulab.grading.sandbox_view import build_view
 from gpulab.multicast import NO_MULTICAST
 
-__all__ = ["ENV", "KEPT_ENV", "SPAWNER", "Guards", "Policy", "Sandboxed", "available", "from_env",
-           "job_uid", "kept_env", "kill_group", "pid_one", "remove_cgroups",
-           "remove_stale_cgroups", "run_cgroups", "spawn"]
+__all__ = [
+    "ENV",
+    "KEPT_ENV",
+    "SPAWNER",
+    "Guards",
+    "Policy",
+    "Sandboxed",
+    "available",
+    "from_env",
+    "job_uid",
+    "kept_env",
+    "kill_group",
+    "pid_one",
+    "remove_cgroups",
+    "remove_stale_cgroups",
+    "run_cgroups",
+    "spawn",
+]
 
-KEPT_ENV = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_PATH",
-            "CUDA_HOME", "CUPY_CACHE_DIR", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "GPULAB_COURSE_DIR")
+KEPT_ENV = (
+    "PATH",
+    "PYTHONPATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_PATH",
+    "CUDA_HOME",
+    "CUPY_CACHE_DIR",
+    "LD_LIBRARY_PATH",
+    "VIRTUAL_ENV",
+    "GPULAB_COURSE_DIR",
+)
 """The only variables of the grader's environment a process that runs learner code (the
 learner's worker, the kernel worker) is given; everything else, secrets included, stays."""
 
@@ -84,24 +111,41 @@ learner's worker, the kernel worker) is given; everything else, secrets included
 def kept_env() -> dict[str, str]:
     """The grader's environment, cut down to `KEPT_ENV`."""
     return {key: value for key, value in os.environ.items() if key in KEPT_ENV}
-SPAWNER = "GPULAB_SPAWNER"     # outside bubblewrap: the pid a learner worker must die with
-SCRATCH = "/tmp/work"          # the job's working folder inside the sandbox
+
+
+SPAWNER = "GPULAB_SPAWNER"  # outside bubblewrap: the pid a learner worker must die with
+SCRATCH = "/tmp/work"  # the job's working folder inside the sandbox
 JOB_UIDS = (0x5A000000, 2**20)
 """The uids a root grader runs jobs as: a block of 2**20 from this first one, used by nothing
 else (far above any account's and any container range's usual place); one, at random, per job."""
 
 
-ISOLATION = ("--die-with-parent", "--new-session", "--as-pid-1", "--unshare-user", "--unshare-pid",
-             "--unshare-ipc", "--unshare-uts", "--unshare-net", "--hostname", "gpulab-sandbox",
-             "--disable-userns", "--cap-drop", "ALL")
+ISOLATION = (
+    "--die-with-parent",
+    "--new-session",
+    "--as-pid-1",
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-net",
+    "--hostname",
+    "gpulab-sandbox",
+    "--disable-userns",
+    "--cap-drop",
+    "ALL",
+)
 """bubblewrap's namespaces and privileges, the same for every job. The job's command is PID 1
 of its PID namespace (no reaper of bubblewrap's beside it to trace or signal); when it ends,
 the kernel ends everything it started."""
 
 # Run inside the sandbox before the job's command: the process limit, set in the sandbox's own
 # user namespace, where the kernel counts only the processes of this job.
-_NPROC = ("import os, resource, sys; n = int(sys.argv[1]); "
-          "resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); os.execv(sys.argv[2], sys.argv[2:])")
+_NPROC = (
+    "import os, resource, sys; n = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); os.execv(sys.argv[2], sys.argv[2:])"
+)
+
 
 def job_uid() -> int | None:
     """The uid a new job runs as: one of its own when the grader is root, else None (the
@@ -126,15 +170,27 @@ def available() -> Guards:
         if problem:
             bwrap = ""
     cgroup, cgroup_problem = cgroup_home()
-    return Guards(bubblewrap=bwrap, bubblewrap_problem=problem, cgroup=cgroup,
-                  cgroup_problem=cgroup_problem, drops_uid=os.geteuid() == 0)
+    return Guards(
+        bubblewrap=bwrap,
+        bubblewrap_problem=problem,
+        cgroup=cgroup,
+        cgroup_problem=cgroup_problem,
+        drops_uid=os.geteuid() == 0,
+    )
 
 
-def spawn(argv: Sequence[str], *, env: dict[str, str], cwd: str,
-          pass_fds: Sequence[int] = (), stdin: int | IO[Any] | None = subprocess.PIPE,
-          stdout: int | IO[Any] | None = subprocess.DEVNULL,
-          stderr: int | IO[Any] | None = subprocess.DEVNULL,
-          gpu: bool = False, policy: Policy | None = None) -> Sandboxed:
+def spawn(
+    argv: Sequence[str],
+    *,
+    env: dict[str, str],
+    cwd: str,
+    pass_fds: Sequence[int] = (),
+    stdin: int | IO[Any] | None = subprocess.PIPE,
+    stdout: int | IO[Any] | None = subprocess.DEVNULL,
+    stderr: int | IO[Any] | None = subprocess.DEVNULL,
+    gpu: bool = False,
+    policy: Policy | None = None,
+) -> Sandboxed:
     """Start `argv` in its own session -- sandboxed if a policy is in force, else as is.
 
     Either way its environment keeps NVLink multicast off (`gpulab.multicast`).
@@ -143,44 +199,89 @@ def spawn(argv: Sequence[str], *, env: dict[str, str], cwd: str,
     env = {key: value for key, value in env.items() if key != SPAWNER}
     env = {**env, **NO_MULTICAST}
     if policy is None:
-        process = subprocess.Popen(list(argv), stdin=stdin, stdout=stdout, stderr=stderr,
-                                   pass_fds=tuple(pass_fds), cwd=cwd,
-                                   env={**env, SPAWNER: str(os.getpid())},
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            list(argv),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            pass_fds=tuple(pass_fds),
+            cwd=cwd,
+            env={**env, SPAWNER: str(os.getpid())},
+            start_new_session=True,
+        )
         return Sandboxed(process, [], process.pid)
     gpu = gpu or policy.gpu
     if policy.tag:
         env = {**env, "GPULAB_JOB": policy.tag}
     spec: dict[str, Any] = {"rlimits": _rlimits(policy, gpu=gpu), "uid": None}
-    if not policy.bubblewrap:         # --unsafe: limits and cgroups, no isolation
+    if not policy.bubblewrap:  # --unsafe: limits and cgroups, no isolation
         made = make_job_cgroups(policy.cgroup, policy.processes, policy.memory_bytes)
         spec["cgroups"] = [str(c) for c in made]
-        process = _launch(spec, list(argv), {**env, SPAWNER: str(os.getpid())}, cwd, stdin,
-                          stdout, stderr, pass_fds)        # the launcher execs the command
+        process = _launch(
+            spec,
+            list(argv),
+            {**env, SPAWNER: str(os.getpid())},
+            cwd,
+            stdin,
+            stdout,
+            stderr,
+            pass_fds,
+        )  # the launcher execs the command
         return Sandboxed(process, made, process.pid)
     bwrap = shutil.which("bwrap")
     if not bwrap:
         raise OSError("the grading policy asks for bubblewrap, which is not installed")
     uid = job_uid()
-    view = build_view(scratch=SCRATCH, scratch_bytes=policy.scratch_bytes, show=policy.show,
-                      private=policy.private, gpu=gpu, staged=uid is not None)
+    view = build_view(
+        scratch=SCRATCH,
+        scratch_bytes=policy.scratch_bytes,
+        show=policy.show,
+        private=policy.private,
+        gpu=gpu,
+        staged=uid is not None,
+    )
     env = {**env, "HOME": SCRATCH, "TMPDIR": "/tmp", "CUPY_CACHE_DIR": f"{SCRATCH}/.cupy"}
     inner = [sys.executable, "-I", "-S", "-c", _NPROC, str(policy.processes), *argv]
     info_read, info_write = os.pipe()
     args_read, args_write = os.pipe()
-    arguments = [*ISOLATION, *view.args, "--chdir", SCRATCH, "--setenv", "HOME", SCRATCH,
-                 "--setenv", "TMPDIR", "/tmp", "--setenv", "CUPY_CACHE_DIR",
-                 f"{SCRATCH}/.cupy", "--info-fd", str(info_write)]
+    arguments = [
+        *ISOLATION,
+        *view.args,
+        "--chdir",
+        SCRATCH,
+        "--setenv",
+        "HOME",
+        SCRATCH,
+        "--setenv",
+        "TMPDIR",
+        "/tmp",
+        "--setenv",
+        "CUPY_CACHE_DIR",
+        f"{SCRATCH}/.cupy",
+        "--info-fd",
+        str(info_write),
+    ]
     cgroups: list[Path] = []
     try:
         _write_all(args_write, b"\0".join(os.fsencode(a) for a in arguments) + b"\0")
         os.close(args_write)
         args_write = -1
         cgroups = make_job_cgroups(policy.cgroup, policy.processes, policy.memory_bytes)
-        spec.update(cgroups=[str(c) for c in cgroups], uid=uid,
-                    stage=[[folder, n] for n, folder in enumerate(view.folders)])
-        process = _launch(spec, [bwrap, "--args", str(args_read), "--", *inner], env, cwd,
-                          stdin, stdout, stderr, (*pass_fds, args_read, info_write))
+        spec.update(
+            cgroups=[str(c) for c in cgroups],
+            uid=uid,
+            stage=[[folder, n] for n, folder in enumerate(view.folders)],
+        )
+        process = _launch(
+            spec,
+            [bwrap, "--args", str(args_read), "--", *inner],
+            env,
+            cwd,
+            stdin,
+            stdout,
+            stderr,
+            (*pass_fds, args_read, info_write),
+        )
     except BaseException:
         empty_and_remove(cgroups)
         os.close(info_read)
@@ -197,24 +298,38 @@ def spawn(argv: Sequence[str], *, env: dict[str, str], cwd: str,
     return job
 
 
-def _launch(spec: dict[str, Any], command: list[str], env: dict[str, str], cwd: str,
-            stdin: int | IO[Any] | None, stdout: int | IO[Any] | None,
-            stderr: int | IO[Any] | None, pass_fds: Sequence[int]) -> subprocess.Popen[bytes]:
+def _launch(
+    spec: dict[str, Any],
+    command: list[str],
+    env: dict[str, str],
+    cwd: str,
+    stdin: int | IO[Any] | None,
+    stdout: int | IO[Any] | None,
+    stderr: int | IO[Any] | None,
+    pass_fds: Sequence[int],
+) -> subprocess.Popen[bytes]:
     """Start `command` through the launcher (`gpulab.grading.jail`), in a session of its own."""
-    spec = {**spec, "parent": os.getpid()}        # the launcher dies with this process
+    spec = {**spec, "parent": os.getpid()}  # the launcher dies with this process
     launcher = [sys.executable, "-m", "gpulab.grading.jail", json.dumps(spec), "--", *command]
-    return subprocess.Popen(launcher, stdin=stdin, stdout=stdout, stderr=stderr,
-                            pass_fds=tuple(pass_fds), cwd=cwd, env=env, start_new_session=True)
+    return subprocess.Popen(
+        launcher,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        pass_fds=tuple(pass_fds),
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    )
 
 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
-def _child_pid(reader: int, process: subprocess.Popen[bytes], timeout: float = 60.0
-               ) -> int | None:
+def _child_pid(reader: int, process: subprocess.Popen[bytes], timeout: float = 60.0) -> int | None:
     """The sandboxed command's pid, from bubblewrap's --info-fd; None if it never said."""
     buffer = b""
     deadline = time.monotonic() + timeout
@@ -239,8 +354,12 @@ def _child_pid(reader: int, process: subprocess.Popen[bytes], timeout: float = 6
 
 
 def _rlimits(policy: Policy, *, gpu: bool) -> list[tuple[int, int]]:
-    limits = [(resource.RLIMIT_CPU, policy.cpu_s), (resource.RLIMIT_FSIZE, policy.file_bytes),
-              (resource.RLIMIT_NOFILE, policy.open_files), (resource.RLIMIT_CORE, 0)]
+    limits = [
+        (resource.RLIMIT_CPU, policy.cpu_s),
+        (resource.RLIMIT_FSIZE, policy.file_bytes),
+        (resource.RLIMIT_NOFILE, policy.open_files),
+        (resource.RLIMIT_CORE, 0),
+    ]
     if not gpu:
         limits.append((resource.RLIMIT_AS, policy.memory_bytes))
     return limits

@@ -23,12 +23,17 @@ __all__ = ["Sandboxed", "kill_group", "pid_one"]
 class Sandboxed:
     """A process started by `spawn`, with its job cgroup; `close` ends and removes both."""
 
-    def __init__(self, process: subprocess.Popen[bytes], cgroups: list[Path],
-                 worker: int | None = None, uid: int | None = None) -> None:
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        cgroups: list[Path],
+        worker: int | None = None,
+        uid: int | None = None,
+    ) -> None:
         self.process = process
         self.cgroups = cgroups
-        self.worker = worker        # the command's pid as this process numbers it
-        self.uid = uid              # the job's own uid, where the grader is root
+        self.worker = worker  # the command's pid as this process numbers it
+        self.uid = uid  # the job's own uid, where the grader is root
 
     @property
     def pid(self) -> int:

@@ -25,19 +25,19 @@ MiB = 2**20
 class Policy:
     """What a sandboxed job may use, and what it must not see."""
 
-    cpu_s: int = 120                  # CPU seconds (RLIMIT_CPU)
-    memory_bytes: int = 2048 * MiB    # address space (CPU jobs) and cgroup memory
-    processes: int = 64               # cgroup pids.max, or RLIMIT_NPROC when not root
-    file_bytes: int = 64 * MiB        # largest file it may write (RLIMIT_FSIZE)
+    cpu_s: int = 120  # CPU seconds (RLIMIT_CPU)
+    memory_bytes: int = 2048 * MiB  # address space (CPU jobs) and cgroup memory
+    processes: int = 64  # cgroup pids.max, or RLIMIT_NPROC when not root
+    file_bytes: int = 64 * MiB  # largest file it may write (RLIMIT_FSIZE)
     open_files: int = 256
-    scratch_bytes: int = 128 * MiB    # size of its tmpfs working folder and of /tmp
-    show: tuple[str, ...] = ()        # course folders it may read (lessons, released exercises)
-    private: tuple[str, ...] = ()     # what no folder it sees may hold (solutions, submissions,
-                                      # the grading output)
-    bubblewrap: bool = True           # False only with --unsafe on a machine without it
-    cgroup: str = ""                  # "v2:<folder>", "v1:<ctl>=<folder>,..." or ""
-    gpu: bool = False                 # give it the NVIDIA device files
-    tag: str = ""                     # the run's name, in every job's GPULAB_JOB variable
+    scratch_bytes: int = 128 * MiB  # size of its tmpfs working folder and of /tmp
+    show: tuple[str, ...] = ()  # course folders it may read (lessons, released exercises)
+    private: tuple[str, ...] = ()  # what no folder it sees may hold (solutions, submissions,
+    # the grading output)
+    bubblewrap: bool = True  # False only with --unsafe on a machine without it
+    cgroup: str = ""  # "v2:<folder>", "v1:<ctl>=<folder>,..." or ""
+    gpu: bool = False  # give it the NVIDIA device files
+    tag: str = ""  # the run's name, in every job's GPULAB_JOB variable
 
     # The sandbox imports the standard library only (a grader may run it as another user
     # with the system's Python, tests/grading/test_sandbox_attacks.py), so no msgspec here.
@@ -63,29 +63,36 @@ class Policy:
 class Guards:
     """The guards this machine offers, as found by `available`."""
 
-    bubblewrap: str = ""        # the bwrap path where it works, else ""
+    bubblewrap: str = ""  # the bwrap path where it works, else ""
     bubblewrap_problem: str = ""
-    cgroup: str = ""            # as Policy.cgroup: where job cgroups may be made
+    cgroup: str = ""  # as Policy.cgroup: where job cgroups may be made
     cgroup_problem: str = ""
-    drops_uid: bool = False     # the grader is root: jobs run as a uid of their own
+    drops_uid: bool = False  # the grader is root: jobs run as a uid of their own
 
     def describe(self, policy: Policy) -> tuple[str, ...]:
         """The guards in force for `policy`, one line each, for the gradebook and feedback."""
         lines = []
         if policy.bubblewrap and self.bubblewrap:
-            who = ("a uid of the job's own, no groups" if self.drops_uid
-                   else "the grader's uid")
-            lines.append(f"bubblewrap: {who}, no capabilities, no new privileges; a view of "
-                         "the machine by allowlist (system libraries, Python, gpulab, the "
-                         "public course; no course answers, submissions, gradebook, home or "
-                         f"sockets); a private tmpfs ({policy.scratch_bytes // MiB} MiB) as "
-                         "working folder and /tmp; own user, PID, IPC, UTS and network "
-                         "namespaces (no network)")
+            who = "a uid of the job's own, no groups" if self.drops_uid else "the grader's uid"
+            lines.append(
+                f"bubblewrap: {who}, no capabilities, no new privileges; a view of "
+                "the machine by allowlist (system libraries, Python, gpulab, the "
+                "public course; no course answers, submissions, gradebook, home or "
+                f"sockets); a private tmpfs ({policy.scratch_bytes // MiB} MiB) as "
+                "working folder and /tmp; own user, PID, IPC, UTS and network "
+                "namespaces (no network)"
+            )
         else:
-            lines.append("no file-system isolation (--unsafe): learner code sees this "
-                         "machine's files as the grader does")
-        limits = [f"CPU {policy.cpu_s} s", f"file size {policy.file_bytes // MiB} MiB",
-                  f"open files {policy.open_files}", "no core files"]
+            lines.append(
+                "no file-system isolation (--unsafe): learner code sees this "
+                "machine's files as the grader does"
+            )
+        limits = [
+            f"CPU {policy.cpu_s} s",
+            f"file size {policy.file_bytes // MiB} MiB",
+            f"open files {policy.open_files}",
+            "no core files",
+        ]
         if not policy.gpu:
             limits.insert(1, f"address space {policy.memory_bytes // MiB} MiB")
         if policy.bubblewrap and self.bubblewrap:
@@ -93,8 +100,10 @@ class Guards:
         lines.append("rlimits: " + ", ".join(limits))
         if policy.cgroup:
             version = policy.cgroup.split(":", 1)[0]
-            lines.append(f"cgroup {version}: at most {policy.processes} processes, "
-                         f"memory {policy.memory_bytes // MiB} MiB")
+            lines.append(
+                f"cgroup {version}: at most {policy.processes} processes, "
+                f"memory {policy.memory_bytes // MiB} MiB"
+            )
         return tuple(lines)
 
 

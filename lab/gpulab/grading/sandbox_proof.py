@@ -11,6 +11,7 @@ or the sandbox not start, `prove` says so in words: bubblewrap is then not
 offered (`Guards.bubblewrap_problem` holds the words) and the grader refuses
 to grade without ``--unsafe``.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,16 +49,21 @@ OUT_OF_VIEW = ("/etc/shadow", "/etc/passwd", "/run", "/var", "/srv", "/mnt", "/h
 
 
 def prove(policy: Policy) -> str:
-    """"" when a sandbox holds here; else why not (it could not start, or let a probe out)."""
+    """ "" when a sandbox holds here; else why not (it could not start, or let a probe out)."""
     with tempfile.TemporaryDirectory(prefix="gpulab-probe-") as private:
         secret = Path(private, "secret")
         secret.write_text("the sandbox must not show this")
         policy = Policy(**{**asdict(policy), "private": (*policy.private, private)})
         try:
-            job = spawn([sys.executable, "-I", "-c", _PROBE, str(secret), *OUT_OF_VIEW],
-                        env=dict(os.environ), cwd="/",
-                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, policy=policy)
+            job = spawn(
+                [sys.executable, "-I", "-c", _PROBE, str(secret), *OUT_OF_VIEW],
+                env=dict(os.environ),
+                cwd="/",
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                policy=policy,
+            )
         except OSError as exc:
             return f"bubblewrap cannot make a sandbox here: {exc}"
         try:

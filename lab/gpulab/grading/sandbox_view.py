@@ -28,8 +28,16 @@ __all__ = ["SYSTEM", "View", "build_view"]
 
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 """The system's programs and libraries (links into /usr on a merged-/usr system)."""
-ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
-       "/etc/os-release", "/etc/alternatives", "/etc/debian_version", "/etc/lsb-release")
+ETC = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/os-release",
+    "/etc/alternatives",
+    "/etc/debian_version",
+    "/etc/lsb-release",
+)
 """The files of /etc the dynamic loader and the exercises read (the rest stays out)."""
 SHM_BYTES = 16 * 2**20
 
@@ -39,11 +47,18 @@ class View:
     """bubblewrap's arguments for the view, and the folders to stage for an unprivileged uid."""
 
     args: list[str]
-    folders: list[str]      # shown read-only at their own paths (staged when the uid drops)
+    folders: list[str]  # shown read-only at their own paths (staged when the uid drops)
 
 
-def build_view(*, scratch: str, scratch_bytes: int, show: Sequence[str],
-               private: Sequence[str], gpu: bool, staged: bool) -> View:
+def build_view(
+    *,
+    scratch: str,
+    scratch_bytes: int,
+    show: Sequence[str],
+    private: Sequence[str],
+    gpu: bool,
+    staged: bool,
+) -> View:
     """The view for one job. With `staged`, each folder is bound from where the launcher
     staged it (`gpulab.grading.jail.staged`), since the job's own uid may not reach it."""
     from gpulab.grading.jail import staged as staged_path
@@ -59,8 +74,19 @@ def build_view(*, scratch: str, scratch_bytes: int, show: Sequence[str],
             args += ["--symlink", os.readlink(path), path]
         elif os.path.exists(path):
             args += ["--ro-bind", path, path]
-    args += ["--ro-bind", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev",
-             "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
+    args += [
+        "--ro-bind",
+        "/sys",
+        "/sys",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(SHM_BYTES),
+        "--tmpfs",
+        "/dev/shm",
+    ]
     if gpu:
         for device in sorted(Path("/dev").glob("nvidia*")):
             if device.is_char_device():
@@ -87,11 +113,17 @@ def needed_folders(show: Iterable[str], private: Sequence[str]) -> list[str]:
     """
     import gpulab
 
-    wanted = [*show, sys.base_prefix, sys.prefix, sys.exec_prefix,
-              str(Path(gpulab.__file__).resolve().parent.parent),
-              *site.getsitepackages(), site.getusersitepackages(),
-              *os.environ.get("PYTHONPATH", "").split(os.pathsep),
-              *os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep)]
+    wanted = [
+        *show,
+        sys.base_prefix,
+        sys.prefix,
+        sys.exec_prefix,
+        str(Path(gpulab.__file__).resolve().parent.parent),
+        *site.getsitepackages(),
+        site.getusersitepackages(),
+        *os.environ.get("PYTHONPATH", "").split(os.pathsep),
+        *os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep),
+    ]
     secret = [os.path.realpath(p) for p in private if p]
     found: list[str] = []
     for name in wanted:

@@ -69,20 +69,32 @@ def slurm_cluster(target: Target, course_root: Path) -> Any:
 
     cores = target.cpu_slots + target.gpus_per_node
     return SLURMCluster(
-        cores=max(1, cores), processes=1, memory=f"{4 * max(1, cores)}GiB",
-        queue=target.partition or None, walltime=target.walltime,
-        job_extra_directives=[f"--gres=gpu:{target.gpus_per_node}"]
-        if target.gpus_per_node else [],
-        job_name="gpulab-worker", worker_command="gpulab worker",
-        worker_extra_args=["--cpu-slots", str(target.cpu_slots), "--course", str(course_root),
-                           *([] if target.gpus_per_node else ["--gpus", "none"])],
-        scheduler_options={"dashboard_address": ":0"})
+        cores=max(1, cores),
+        processes=1,
+        memory=f"{4 * max(1, cores)}GiB",
+        queue=target.partition or None,
+        walltime=target.walltime,
+        job_extra_directives=[f"--gres=gpu:{target.gpus_per_node}"] if target.gpus_per_node else [],
+        job_name="gpulab-worker",
+        worker_command="gpulab worker",
+        worker_extra_args=[
+            "--cpu-slots",
+            str(target.cpu_slots),
+            "--course",
+            str(course_root),
+            *([] if target.gpus_per_node else ["--gpus", "none"]),
+        ],
+        scheduler_options={"dashboard_address": ":0"},
+    )
 
 
-
-def wait_for_pilots(client: Any, target: Target, count: int,
-                    present: Callable[[], dict[str, Any]],
-                    sbatch: Sequence[str] = ()) -> tuple[list[str], str]:
+def wait_for_pilots(
+    client: Any,
+    target: Target,
+    count: int,
+    present: Callable[[], dict[str, Any]],
+    sbatch: Sequence[str] = (),
+) -> tuple[list[str], str]:
     """Wait for `count` Dask workers of the pilot jobs, at most `Target.wait_s`
     (TimeoutError), but only while a pilot whose worker has not joined may still join.
     The names of the workers that joined, and "" when all did, else why the others never
@@ -103,12 +115,19 @@ def wait_for_pilots(client: Any, target: Target, count: int,
 
 # Why a pending job waits that does not pass by itself: its request exceeds what its
 # partition, account or QOS allows, or matches no node (squeue's %r).
-NEVER_STARTS = ("PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints",
-                "InvalidAccount", "InvalidQOS")
+NEVER_STARTS = (
+    "PartitionConfig",
+    "PartitionNodeLimit",
+    "PartitionTimeLimit",
+    "BadConstraints",
+    "InvalidAccount",
+    "InvalidQOS",
+)
 
 
-def lost_pilots(cluster: Any, joined: list[str], target: Target,
-                sbatch: Sequence[str] = ()) -> str | None:
+def lost_pilots(
+    cluster: Any, joined: list[str], target: Target, sbatch: Sequence[str] = ()
+) -> str | None:
     """None while a pilot job of `cluster` (a dask-jobqueue cluster) whose worker has not
     joined may still join (it is queued, running or being submitted, or squeue cannot
     tell); else why those that have not joined never will ("" when every one joined).
@@ -117,14 +136,22 @@ def lost_pilots(cluster: Any, joined: list[str], target: Target,
         pilots = {str(name): job for name, job in list(cluster.workers.items())}
     except (AttributeError, RuntimeError):  # no such cluster, or its loop changed it
         return None
-    waiting = {name: job for name, job in pilots.items()
-               if not any(worker.startswith(f"{name}-") for worker in joined)}
+    waiting = {
+        name: job
+        for name, job in pilots.items()
+        if not any(worker.startswith(f"{name}-") for worker in joined)
+    }
     ids = [str(job.job_id) for job in waiting.values() if getattr(job, "job_id", None)]
     states: dict[str, str] = {}
     if ids:
         try:
-            said = subprocess.run(["squeue", "-h", "-o", "%i %T %r", "-j", ",".join(ids)],
-                                  capture_output=True, text=True, timeout=30, check=False)
+            said = subprocess.run(
+                ["squeue", "-h", "-o", "%i %T %r", "-j", ",".join(ids)],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
         except (OSError, subprocess.SubprocessError):
             return None
         if said.returncode != 0 and "Invalid job id" not in said.stderr:
@@ -132,8 +159,9 @@ def lost_pilots(cluster: Any, joined: list[str], target: Target,
         for line in said.stdout.splitlines():
             job_id, _, rest = line.strip().partition(" ")
             states[job_id] = rest
-    if not pilots or any(states.get(i, "").partition(" ")[2] not in NEVER_STARTS
-                         for i in ids if i in states):
+    if not pilots or any(
+        states.get(i, "").partition(" ")[2] not in NEVER_STARTS for i in ids if i in states
+    ):
         return None
     refused = len(waiting) - len(ids)
     ended = [i for i in ids if i not in states]
@@ -141,15 +169,21 @@ def lost_pilots(cluster: Any, joined: list[str], target: Target,
     cores = max(1, target.cpu_slots + target.gpus_per_node)
     words = []
     if refused:
-        words.append(f"sbatch refused {remote.plural(refused, 'pilot job')}: "
-                     + ("; ".join(sbatch) if sbatch else "(it gave no reason)"))
+        words.append(
+            f"sbatch refused {remote.plural(refused, 'pilot job')}: "
+            + ("; ".join(sbatch) if sbatch else "(it gave no reason)")
+        )
     if ended:
-        words.append(f"Slurm job {', '.join(ended)} ended before its gpulab worker joined "
-                     f"(see {', '.join(f'slurm-{i}.out' for i in ended)} in the folder gpulab "
-                     "grade runs in)")
+        words.append(
+            f"Slurm job {', '.join(ended)} ended before its gpulab worker joined "
+            f"(see {', '.join(f'slurm-{i}.out' for i in ended)} in the folder gpulab "
+            "grade runs in)"
+        )
     if stuck:
-        words.append(f"Slurm job {', '.join(stuck)} can never start as asked: each pilot asks "
-                     f"for {cores} CPUs (one per CPU slot, --workers, and per GPU), "
-                     f"{4 * cores} GiB of memory, {target.gpus_per_node} GPUs and "
-                     f"--walltime {target.walltime}")
+        words.append(
+            f"Slurm job {', '.join(stuck)} can never start as asked: each pilot asks "
+            f"for {cores} CPUs (one per CPU slot, --workers, and per GPU), "
+            f"{4 * cores} GiB of memory, {target.gpus_per_node} GPUs and "
+            f"--walltime {target.walltime}"
+        )
     return "; ".join(words)

@@ -25,8 +25,17 @@ from gpulab.grading.protocol import DECISIVE
 if TYPE_CHECKING:
     from gpulab.grading.runner import CheckReport
 
-__all__ = ["KINDS", "UNGRADED", "CheckRow", "ExerciseGrade", "Kind", "LearnerGrades", "failure",
-           "plain", "verdict"]
+__all__ = [
+    "KINDS",
+    "UNGRADED",
+    "CheckRow",
+    "ExerciseGrade",
+    "Kind",
+    "LearnerGrades",
+    "failure",
+    "plain",
+    "verdict",
+]
 
 # Why an exercise earned what it did. "right": every check passed; "wrong": a
 # check failed on the learner's answer; "timeout": the learner's code ran out
@@ -39,10 +48,20 @@ __all__ = ["KINDS", "UNGRADED", "CheckRow", "ExerciseGrade", "Kind", "LearnerGra
 # that need one could not run here (a GPU exercise on a grader without a GPU).
 # A not-run or partial grade is no grade: the CSV leaves it blank and the next
 # run tries again; a partial grade's checks still reach the learner's feedback.
-Kind = Literal["right", "wrong", "timeout", "crashed", "gpu-fault", "invalid", "missing",
-               "partial", "not-run"]
-KINDS: tuple[Kind, ...] = ("right", "wrong", "timeout", "crashed", "gpu-fault", "invalid",
-                           "missing", "partial", "not-run")
+Kind = Literal[
+    "right", "wrong", "timeout", "crashed", "gpu-fault", "invalid", "missing", "partial", "not-run"
+]
+KINDS: tuple[Kind, ...] = (
+    "right",
+    "wrong",
+    "timeout",
+    "crashed",
+    "gpu-fault",
+    "invalid",
+    "missing",
+    "partial",
+    "not-run",
+)
 UNGRADED: frozenset[Kind] = frozenset({"partial", "not-run"})
 """Kinds that are no grade yet: blank in the CSV, out of the means, run again next time."""
 
@@ -56,9 +75,9 @@ class CheckRow:
     outcome: Literal["passed", "failed", "skipped"]
     points: float
     earned: float
-    message: str = ""        # the teaching message; never shown for a hidden check
+    message: str = ""  # the teaching message; never shown for a hidden check
     hidden: bool = False
-    instructor_message: str = ""   # a hidden check's message: kept for the instructor only
+    instructor_message: str = ""  # a hidden check's message: kept for the instructor only
 
 
 @dataclass(frozen=True)
@@ -69,11 +88,11 @@ class ExerciseGrade:
     kind: Kind
     earned: float
     possible: float
-    message: str = ""                       # why, for invalid / missing / not-run / crashed
+    message: str = ""  # why, for invalid / missing / not-run / crashed
     checks: tuple[CheckRow, ...] = ()
-    guards: tuple[str, ...] = ()            # the isolation in force while it ran
+    guards: tuple[str, ...] = ()  # the isolation in force while it ran
     duration_s: float = 0.0
-    notebook_hash: str = ""                 # sha256 of the very bytes the checks read
+    notebook_hash: str = ""  # sha256 of the very bytes the checks read
 
 
 @dataclass(frozen=True)
@@ -100,9 +119,19 @@ def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
     `message`: the learner's feedback shows hidden checks only as one total
     (`gpulab.grading.feedback`).
     """
-    rows = tuple(CheckRow(r.check, r.title, r.outcome, r.points, r.earned,
-                          "" if r.hidden else r.message, r.hidden,
-                          r.message if r.hidden else "") for r in report.results)
+    rows = tuple(
+        CheckRow(
+            r.check,
+            r.title,
+            r.outcome,
+            r.points,
+            r.earned,
+            "" if r.hidden else r.message,
+            r.hidden,
+            r.message if r.hidden else "",
+        )
+        for r in report.results
+    )
     if report.status == "invalid":
         return "invalid", report.message, rows
     if report.status == "timeout":
@@ -112,15 +141,21 @@ def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
     unable = [r for r in report.results if r.needs_gpu]
     if unable and any(r.outcome != "skipped" for r in report.results):
         points = sum(r.points for r in unable)
-        return "partial", (f"{_points(points)} of {_points(report.possible + points)} points "
-                           f"were not graded here: {unable[0].message}; the checks that need "
-                           "no GPU were"), rows
+        return (
+            "partial",
+            (
+                f"{_points(points)} of {_points(report.possible + points)} points "
+                f"were not graded here: {unable[0].message}; the checks that need "
+                "no GPU were"
+            ),
+            rows,
+        )
     if report.status == "skipped":
         return "not-run", report.message or "the checks were skipped", rows
     if report.status == "passed":
         return "right", "", rows
     kinds = {r.kind for r in report.results if r.outcome == "failed"}
-    for kind in DECISIVE:              # a failure that decides the kind names it too
+    for kind in DECISIVE:  # a failure that decides the kind names it too
         if kind in kinds:
             first = next(r for r in report.results if r.outcome == "failed" and r.kind == kind)
             return kind, "" if first.hidden else first.message.split("\n")[0], rows
@@ -164,6 +199,9 @@ def plain(text: object) -> str:
     text = text.replace("\r\n", "\n")
     if text.replace("\n", "").replace("\t", "").isprintable():
         return text
-    return "".join(char if char in _KEPT or char.isprintable()
-                   or unicodedata.category(char) == "Zs"
-                   else char.encode("unicode_escape").decode("ascii") for char in text)
+    return "".join(
+        char
+        if char in _KEPT or char.isprintable() or unicodedata.category(char) == "Zs"
+        else char.encode("unicode_escape").decode("ascii")
+        for char in text
+    )

@@ -49,12 +49,17 @@ from typing import Any
 __all__ = ["REFUSED", "main"]
 
 _LEARNER_FILE = "<learner>"
-REFUSED = ("gpulab's own code is not part of your answer: the exercise asks you to read the "
-           "machine yourself")
+REFUSED = (
+    "gpulab's own code is not part of your answer: the exercise asks you to read the "
+    "machine yourself"
+)
 # Every built-in exception class, taken before any learner code runs (which may rebind
 # builtins): the closed list of names a reply's "raised" may hold.
-_BUILTIN_EXCEPTIONS = [(value, name) for name, value in vars(builtins).items()
-                       if isinstance(value, type) and issubclass(value, BaseException)]
+_BUILTIN_EXCEPTIONS = [
+    (value, name)
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+]
 
 
 class _Guard(importlib.abc.MetaPathFinder):
@@ -64,11 +69,11 @@ class _Guard(importlib.abc.MetaPathFinder):
         self.closed = False
         self._hidden: dict[str, ModuleType] = {}
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
-                  target: ModuleType | None = None) -> None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> None:
         if self.closed and (fullname == "gpulab" or fullname.startswith("gpulab.")):
-            raise ModuleNotFoundError(f"{REFUSED} (import {fullname} is refused)",
-                                      name=fullname)
+            raise ModuleNotFoundError(f"{REFUSED} (import {fullname} is refused)", name=fullname)
         return None
 
     def close(self) -> None:
@@ -96,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     out = os.fdopen(int(args[0]), "w", encoding="utf-8", buffering=1)
     namespace: dict[str, Any] = {"__name__": "__learner__"}
-    scratch = os.getcwd()             # where machines are built, whatever the learner's chdir
+    scratch = os.getcwd()  # where machines are built, whatever the learner's chdir
     guard = _Guard()
     sys.meta_path.insert(0, guard)
     for line in sys.stdin:
@@ -119,7 +124,7 @@ def _die_with_spawner() -> None:
         return
     from gpulab.grading.jail import die_with
 
-    if not die_with(int(parent)):                        # it ended before that took hold
+    if not die_with(int(parent)):  # it ended before that took hold
         os._exit(1)
 
 
@@ -128,17 +133,28 @@ def _dumped(reply: dict[str, Any]) -> str:
     try:
         return json.dumps(reply, allow_nan=False)
     except ValueError:
-        why = ("it holds NaN or an infinity, which no check can compare: return a finite "
-               "number, or None where there is no value")
+        why = (
+            "it holds NaN or an infinity, which no check can compare: return a finite "
+            "number, or None where there is no value"
+        )
     except TypeError as exc:
         why = f"{exc} (return numbers, strings, lists, dicts, True/False or None)"
-    return json.dumps({"ok": False, "error": {
-        "type": "NotPlainData", "message": f"the result is not plain JSON data: {why}",
-        "traceback": [], "raised": []}})
+    return json.dumps(
+        {
+            "ok": False,
+            "error": {
+                "type": "NotPlainData",
+                "message": f"the result is not plain JSON data: {why}",
+                "traceback": [],
+                "raised": [],
+            },
+        }
+    )
 
 
-def _handle(request: dict[str, Any], namespace: dict[str, Any], guard: _Guard,
-            scratch: str) -> dict[str, Any]:
+def _handle(
+    request: dict[str, Any], namespace: dict[str, Any], guard: _Guard, scratch: str
+) -> dict[str, Any]:
     op = request.get("op")
     if op == "load":
         return {"ok": True, "value": {"failed": _load(request["cells"], namespace, guard)}}
@@ -146,12 +162,19 @@ def _handle(request: dict[str, Any], namespace: dict[str, Any], guard: _Guard,
         name = request["name"]
         function = namespace.get(name)
         if not callable(function):
-            return {"ok": False, "error": {
-                "type": "NameError", "traceback": [], "raised": ["NameError"],
-                "message": f"no function named {name!r}: did the answer cell define it, "
-                           "with that exact name?"}}
-        with _recorded_nvml(request.get("nvml"), request.get("nvml_answers") or [], namespace,
-                            guard):
+            return {
+                "ok": False,
+                "error": {
+                    "type": "NameError",
+                    "traceback": [],
+                    "raised": ["NameError"],
+                    "message": f"no function named {name!r}: did the answer cell define it, "
+                    "with that exact name?",
+                },
+            }
+        with _recorded_nvml(
+            request.get("nvml"), request.get("nvml_answers") or [], namespace, guard
+        ):
             value = function(*request.get("args", []), **request.get("kwargs", {}))
         return {"ok": True, "value": value}
     if op == "machine":
@@ -161,38 +184,52 @@ def _handle(request: dict[str, Any], namespace: dict[str, Any], guard: _Guard,
             from gpulab.grading.machines import materialize
 
             folder = Path(tempfile.mkdtemp(prefix="machine-", dir=scratch))
-            root = materialize(str(request["name"]), folder, files=request.get("files"),
-                               links=request.get("links"))
+            root = materialize(
+                str(request["name"]), folder, files=request.get("files"), links=request.get("links")
+            )
         return {"ok": True, "value": str(root) + "/"}
-    return {"ok": False, "error": {"type": "ProtocolError", "traceback": [], "raised": [],
-                                   "message": f"unknown request {op!r}"}}
+    return {
+        "ok": False,
+        "error": {
+            "type": "ProtocolError",
+            "traceback": [],
+            "raised": [],
+            "message": f"unknown request {op!r}",
+        },
+    }
 
 
-def _load(cells: list[dict[str, Any]], namespace: dict[str, Any],
-          guard: _Guard) -> list[dict[str, Any]]:
+def _load(
+    cells: list[dict[str, Any]], namespace: dict[str, Any], guard: _Guard
+) -> list[dict[str, Any]]:
     # Each cell on its own, as a notebook runs them: a cell that fails (a SyntaxError,
     # an exception, sys.exit) is reported and the next cells still run, so the parts
     # that do work still earn their points.
     failed = []
     for cell in cells:
         if not cell.get("released") and not guard.closed:
-            guard.close()             # the learner's first cell: gpulab is not theirs to use
+            guard.close()  # the learner's first cell: gpulab is not theirs to use
         filename = f"{_LEARNER_FILE}:{cell['name']}"
         # registered so that a traceback can show the learner's line of code
-        linecache.cache[filename] = (len(cell["source"]), None,
-                                     cell["source"].splitlines(True), filename)
+        linecache.cache[filename] = (
+            len(cell["source"]),
+            None,
+            cell["source"].splitlines(True),
+            filename,
+        )
         try:
             exec(compile(cell["source"], filename, "exec"), namespace)
         except BaseException as exc:  # whatever the cell did, the others still run
             failed.append({"cell": cell["name"], **_error(exc)})
     if not guard.closed:
-        guard.close()                 # calls run learner code too
+        guard.close()  # calls run learner code too
     return failed
 
 
 @contextlib.contextmanager
-def _recorded_nvml(recording: object, answers: list[Any], namespace: dict[str, Any],
-                   guard: _Guard) -> Iterator[None]:
+def _recorded_nvml(
+    recording: object, answers: list[Any], namespace: dict[str, Any], guard: _Guard
+) -> Iterator[None]:
     """For one call, ``pynvml`` (imported, or bound in the learner's namespace) answers
     from the recorded NVML session `recording`, changed by `answers`; None leaves the
     real one."""
@@ -206,13 +243,25 @@ def _recorded_nvml(recording: object, answers: list[Any], namespace: dict[str, A
         real = pynvml_module()
         fake = pynvml_from(str(recording), answers)
     # the real module and its nvml* functions, however the learner's cells bound them
-    names = {id(value): key for key, value in vars(real).items()
-             if key.startswith("nvml") and callable(value)}
-    saved = {key: value for key, value in namespace.items()
-             if value is real or (callable(value) and id(value) in names
-                                  and getattr(real, names[id(value)], None) is value)}
-    swapped = {key: fake if value is real else getattr(fake, names[id(value)], value)
-               for key, value in saved.items()}
+    names = {
+        id(value): key
+        for key, value in vars(real).items()
+        if key.startswith("nvml") and callable(value)
+    }
+    saved = {
+        key: value
+        for key, value in namespace.items()
+        if value is real
+        or (
+            callable(value)
+            and id(value) in names
+            and getattr(real, names[id(value)], None) is value
+        )
+    }
+    swapped = {
+        key: fake if value is real else getattr(fake, names[id(value)], value)
+        for key, value in saved.items()
+    }
     sys.modules["pynvml"] = fake
     namespace.update(swapped)
     try:
@@ -226,23 +275,39 @@ def _recorded_nvml(recording: object, answers: list[Any], namespace: dict[str, A
 
 def _error(exc: BaseException) -> dict[str, Any]:
     """The exception as the learner should see it: only frames of the learner's cells."""
-    frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
-              if frame.filename.startswith(_LEARNER_FILE)]
-    lines = [f"{frame.filename.removeprefix(_LEARNER_FILE + ':')}, line {frame.lineno}: "
-             f"{(frame.line or '').strip()}" for frame in frames]
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if frame.filename.startswith(_LEARNER_FILE)
+    ]
+    lines = [
+        f"{frame.filename.removeprefix(_LEARNER_FILE + ':')}, line {frame.lineno}: "
+        f"{(frame.line or '').strip()}"
+        for frame in frames
+    ]
     if isinstance(exc, SyntaxError) and exc.filename and exc.filename.startswith(_LEARNER_FILE):
-        lines.append(f"{exc.filename.removeprefix(_LEARNER_FILE + ':')}, line {exc.lineno}: "
-                     f"{(exc.text or '').strip()}")
+        lines.append(
+            f"{exc.filename.removeprefix(_LEARNER_FILE + ':')}, line {exc.lineno}: "
+            f"{(exc.text or '').strip()}"
+        )
     try:
-        message = str(exc) if not isinstance(exc, SystemExit) else \
-            f"the code called sys.exit({exc.code!r}); an answer must return, not exit"
+        message = (
+            str(exc)
+            if not isinstance(exc, SystemExit)
+            else f"the code called sys.exit({exc.code!r}); an answer must return, not exit"
+        )
     except Exception:  # a learner's __str__ that fails: the type still says what happened
         message = "(the exception's message could not be shown)"
     # by identity: a learner's class cannot pass for a built-in one by its name or __eq__
-    raised = [name for cls in type(exc).__mro__ for known, name in _BUILTIN_EXCEPTIONS
-              if cls is known]
-    return {"type": type(exc).__name__, "message": message, "traceback": lines[-6:],
-            "raised": raised}
+    raised = [
+        name for cls in type(exc).__mro__ for known, name in _BUILTIN_EXCEPTIONS if cls is known
+    ]
+    return {
+        "type": type(exc).__name__,
+        "message": message,
+        "traceback": lines[-6:],
+        "raised": raised,
+    }
 
 
 if __name__ == "__main__":

@@ -26,9 +26,9 @@ from gpulab.grading.notebook import MAX_BYTES
 __all__ = ["MIB", "Directory", "ZipLimits", "ZipRefused", "open_zip", "read_directory"]
 
 MIB = 2**20
-_END = struct.Struct("<4s4H2LH")          # end of central directory record
-_END64 = struct.Struct("<4sQ2H2L4Q")      # ZIP64 end of central directory record
-_LOCATOR = struct.Struct("<4sLQL")        # ZIP64 end of central directory locator
+_END = struct.Struct("<4s4H2LH")  # end of central directory record
+_END64 = struct.Struct("<4sQ2H2L4Q")  # ZIP64 end of central directory record
+_LOCATOR = struct.Struct("<4sLQL")  # ZIP64 end of central directory locator
 _END_SIGNATURE, _END64_SIGNATURE, _LOCATOR_SIGNATURE = b"PK\5\6", b"PK\6\6", b"PK\6\7"
 _MAX_COMMENT = 0xFFFF
 _NO_COUNT, _NO_SIZE = 0xFFFF, 0xFFFFFFFF  # "see the ZIP64 record"
@@ -65,7 +65,7 @@ class Directory:
     """A zip's central directory as its end records describe it (the larger where they differ)."""
 
     entries: int
-    size: int          # bytes
+    size: int  # bytes
 
 
 def open_zip(path: Path, limits: ZipLimits) -> zipfile.ZipFile:
@@ -86,12 +86,15 @@ def open_zip(path: Path, limits: ZipLimits) -> zipfile.ZipFile:
         if directory is None:
             raise ZipRefused("not a readable zip file: it has no end of central directory")
         if directory.entries > limits.max_members:
-            raise ZipRefused(f"{directory.entries} entries, more than the "
-                             f"{limits.max_members} a zip may hold")
+            raise ZipRefused(
+                f"{directory.entries} entries, more than the {limits.max_members} a zip may hold"
+            )
         if directory.size > limits.max_directory_bytes:
-            raise ZipRefused(f"its central directory takes {directory.size / MIB:.1f} MiB, "
-                             f"more than the {limits.max_directory_bytes / MIB:g} MiB a zip's "
-                             "list of members may take")
+            raise ZipRefused(
+                f"its central directory takes {directory.size / MIB:.1f} MiB, "
+                f"more than the {limits.max_directory_bytes / MIB:g} MiB a zip's "
+                "list of members may take"
+            )
         return _OwnZip(file)
     except BaseException:
         file.close()
@@ -110,8 +113,8 @@ def read_directory(file: IO[bytes]) -> Directory | None:
     start = max(size - _END.size - _MAX_COMMENT, 0)
     file.seek(start)
     tail = file.read()
-    if tail[-_END.size:-_END.size + 4] == _END_SIGNATURE and tail[-2:] == b"\0\0":
-        at = len(tail) - _END.size                  # no comment: zipfile's first guess
+    if tail[-_END.size : -_END.size + 4] == _END_SIGNATURE and tail[-2:] == b"\0\0":
+        at = len(tail) - _END.size  # no comment: zipfile's first guess
     else:
         at = tail.rfind(_END_SIGNATURE)
         if at < 0 or len(tail) - at < _END.size:

@@ -36,8 +36,9 @@ class KernelError(GpulabError):
 def source(topic: str) -> str:
     """The CUDA C text of one topic, read from the package's `.cu` file."""
     if topic not in TOPICS:
-        raise KernelError(f"no kernel topic named {topic!r}\n"
-                          f"    hint: the topics are {', '.join(TOPICS)}")
+        raise KernelError(
+            f"no kernel topic named {topic!r}\n    hint: the topics are {', '.join(TOPICS)}"
+        )
     return files(__name__).joinpath(f"{topic}.cu").read_text(encoding="utf-8")
 
 
@@ -65,6 +66,8 @@ def function(topic: str, name: str) -> Any:
     Cached, so launching in a timing loop costs no look-up.
     """
     if name not in kernel_names(topic):
-        raise KernelError(f"{topic}.cu has no kernel named {name!r}\n"
-                          f"    hint: it defines {', '.join(kernel_names(topic))}")
+        raise KernelError(
+            f"{topic}.cu has no kernel named {name!r}\n"
+            f"    hint: it defines {', '.join(kernel_names(topic))}"
+        )
     return module(topic).get_function(name)

@@ -36,12 +36,11 @@ __all__ = [
     "time_ms",
 ]
 
-LINE_BYTES = 128          # spacing of the pointer chase: one L1/L2 cache line
-_WORD = 4                 # the chase stores 32-bit word indices
+LINE_BYTES = 128  # spacing of the pointer chase: one L1/L2 cache line
+_WORD = 4  # the chase stores 32-bit word indices
 
 
-def time_ms(run: Callable[[], object], *, iters: int, repeats: int,
-            warmup: int = 1) -> list[float]:
+def time_ms(run: Callable[[], object], *, iters: int, repeats: int, warmup: int = 1) -> list[float]:
     """Milliseconds per call of `run`, one value per repeat, timed with CUDA events.
 
     `warmup` calls run first, untimed (compilation, clocks ramping up, caches);
@@ -66,17 +65,18 @@ def time_ms(run: Callable[[], object], *, iters: int, repeats: int,
     return per_call
 
 
-def copy(variant: str, src: Any, dst: Any, *, blocks: int, threads: int,
-         shared_mem: int = 0) -> None:
+def copy(
+    variant: str, src: Any, dst: Any, *, blocks: int, threads: int, shared_mem: int = 0
+) -> None:
     """Enqueue one float4 copy of `src` into `dst` with a kernel of copy.cu.
 
     Both arrays must be contiguous, of the same size, a multiple of 16 bytes.
     """
     numpy = importlib.import_module("numpy")
 
-    function("copy", variant)((blocks,), (threads,),
-                              (src, dst, numpy.uint64(src.nbytes // 16)),
-                              shared_mem=shared_mem)
+    function("copy", variant)(
+        (blocks,), (threads,), (src, dst, numpy.uint64(src.nbytes // 16)), shared_mem=shared_mem
+    )
 
 
 def copy_tiles(src: Any, dst: Any, *, threads: int) -> int:
@@ -100,8 +100,10 @@ def read_strided(src: Any, stride: int, partial: Any, *, blocks: int, threads: i
     numpy = importlib.import_module("numpy")
 
     function("stride", "read_strided")(
-        (blocks,), (threads,),
-        (src, numpy.uint64(src.size // stride), numpy.uint64(stride), partial))
+        (blocks,),
+        (threads,),
+        (src, numpy.uint64(src.size // stride), numpy.uint64(stride), partial),
+    )
 
 
 def cycle_successors(order: Sequence[int]) -> list[int]:
@@ -132,8 +134,7 @@ def cycle_table(table: Any, lines: int, *, seed: int) -> Any:
 
     per_line = LINE_BYTES // _WORD
     if lines * per_line > table.size:
-        raise ValueError(f"{lines} lines need {lines * per_line} words; the table has "
-                         f"{table.size}")
+        raise ValueError(f"{lines} lines need {lines * per_line} words; the table has {table.size}")
     order = cupy.random.RandomState(seed).permutation(lines).astype(cupy.uint32)
     table[order * per_line] = cupy.roll(order, -1) * per_line
     return order
@@ -156,9 +157,17 @@ def chase(table: Any, start_line: int, *, warm_steps: int, steps: int) -> tuple[
     out_cycles = cupy.zeros(1, dtype=cupy.int64)
     per_line = LINE_BYTES // _WORD
     function("chase", "pointer_chase")(
-        (1,), (1,),
-        (table, numpy.uint32(start_line * per_line), numpy.uint64(warm_steps),
-         numpy.uint64(steps), out_index, out_cycles))
+        (1,),
+        (1,),
+        (
+            table,
+            numpy.uint32(start_line * per_line),
+            numpy.uint64(warm_steps),
+            numpy.uint64(steps),
+            out_index,
+            out_cycles,
+        ),
+    )
     return int(out_index.get()[0]) // per_line, int(out_cycles.get()[0])
 
 
@@ -170,9 +179,9 @@ def copy_pointers(src: int, dst: int, nbytes: int, *, blocks: int, threads: int)
     """
     numpy = importlib.import_module("numpy")
 
-    function("copy", "copy_float4")((blocks,), (threads,),
-                                    (numpy.uint64(src), numpy.uint64(dst),
-                                     numpy.uint64(nbytes // 16)))
+    function("copy", "copy_float4")(
+        (blocks,), (threads,), (numpy.uint64(src), numpy.uint64(dst), numpy.uint64(nbytes // 16))
+    )
 
 
 def smem_chase(table: Any, steps: int) -> tuple[int, int]:
@@ -186,24 +195,33 @@ def smem_chase(table: Any, steps: int) -> tuple[int, int]:
     out_index = cupy.zeros(1, dtype=cupy.uint32)
     out_cycles = cupy.zeros(1, dtype=cupy.int64)
     function("smem", "smem_chase")(
-        (1,), (128,),
-        (table, numpy.uint32(table.size), numpy.uint64(steps), out_index, out_cycles))
+        (1,), (128,), (table, numpy.uint32(table.size), numpy.uint64(steps), out_index, out_cycles)
+    )
     return int(out_index.get()[0]), int(out_cycles.get()[0])
 
 
-def smem_bank_access(table: Any, out: Any, *, stride: int, broadcast: bool, iters: int,
-                     blocks: int, threads: int) -> None:
+def smem_bank_access(
+    table: Any, out: Any, *, stride: int, broadcast: bool, iters: int, blocks: int, threads: int
+) -> None:
     """Enqueue the bank-conflict kernel: lane l loads word l * stride (or 0) `iters` times."""
     numpy = importlib.import_module("numpy")
 
     function("smem", "smem_bank_access")(
-        (blocks,), (threads,),
-        (table, numpy.uint32(stride), numpy.uint32(1 if broadcast else 0),
-         numpy.uint32(iters), out))
+        (blocks,),
+        (threads,),
+        (
+            table,
+            numpy.uint32(stride),
+            numpy.uint32(1 if broadcast else 0),
+            numpy.uint32(iters),
+            out,
+        ),
+    )
 
 
-def divergent_paths(out: Any, *, mask: int, iters: int, uniform_iters: int = 0, blocks: int,
-                    threads: int) -> None:
+def divergent_paths(
+    out: Any, *, mask: int, iters: int, uniform_iters: int = 0, blocks: int, threads: int
+) -> None:
     """Enqueue the divergence kernel.
 
     All lanes run `uniform_iters` FMAs of path A, then lanes whose bit of
@@ -212,9 +230,17 @@ def divergent_paths(out: Any, *, mask: int, iters: int, uniform_iters: int = 0, 
     numpy = importlib.import_module("numpy")
 
     function("divergence", "divergent_paths")(
-        (blocks,), (threads,),
-        (out, numpy.uint32(mask), numpy.float32(0.999), numpy.float32(0.001),
-         numpy.uint32(uniform_iters), numpy.uint32(iters)))
+        (blocks,),
+        (threads,),
+        (
+            out,
+            numpy.uint32(mask),
+            numpy.float32(0.999),
+            numpy.float32(0.001),
+            numpy.uint32(uniform_iters),
+            numpy.uint32(iters),
+        ),
+    )
 
 
 def fma_chains(out: Any, *, iters: int, blocks: int, threads: int) -> None:
@@ -222,8 +248,8 @@ def fma_chains(out: Any, *, iters: int, blocks: int, threads: int) -> None:
     numpy = importlib.import_module("numpy")
 
     function("fma", "fma_chains")(
-        (blocks,), (threads,),
-        (out, numpy.float32(1.0), numpy.float32(0.5), numpy.uint32(iters)))
+        (blocks,), (threads,), (out, numpy.float32(1.0), numpy.float32(0.5), numpy.uint32(iters))
+    )
 
 
 def spin_one_thread(out: Any, *, ns: int) -> None:

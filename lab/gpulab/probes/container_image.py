@@ -78,8 +78,7 @@ class Runtime:
         self.program, self.name = program, name
 
     def gpu_args(self) -> list[str]:
-        return ["--device", "nvidia.com/gpu=all"] if self.name == "podman" else \
-            ["--gpus", "all"]
+        return ["--device", "nvidia.com/gpu=all"] if self.name == "podman" else ["--gpus", "all"]
 
 
 def find_runtime(names: Sequence[str] = ("docker", "podman")) -> tuple[Runtime | None, str]:
@@ -91,8 +90,12 @@ def find_runtime(names: Sequence[str] = ("docker", "podman")) -> tuple[Runtime |
             said.append(f"{name} is not installed")
             continue
         try:
-            done = subprocess.run([program, "info", "--format", "{{json .}}"],
-                                  capture_output=True, text=True, timeout=20)
+            done = subprocess.run(
+                [program, "info", "--format", "{{json .}}"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             said.append(f"{name} did not answer ({exc})")
             continue
@@ -124,63 +127,127 @@ def _shown(version: tuple[int, int]) -> str:
 
 def judge(found: Mapping[str, str]) -> list[Reading]:
     """Readings from what `INSIDE` printed: versions, and whether they agree."""
-    def read(key: str, label: str, value: str, missing: str) -> Reading:
-        return Reading(key, label, value) if value else Reading.not_supported(key, label,
-                                                                               missing)
 
-    readings = [read("image_cuda", "CUDA of the image (CUDA_VERSION)",
-                     found.get("cuda_version", ""), "CUDA_VERSION is not set: not one of "
-                     "NVIDIA's CUDA images, or one that unsets it"),
-                read("driver_version", "NVIDIA driver, seen inside", found.get("driver", ""),
-                     "no nvidia-smi inside: the runtime did not pass the driver in"),
-                read("toolkit", "CUDA toolkit in the image (nvcc)", found.get("nvcc", ""),
-                     "no nvcc: a runtime or base image (compile in a devel image)"),
-                read("framework", "PyTorch in the image", found.get("torch", ""),
-                     "no PyTorch in the image")]
+    def read(key: str, label: str, value: str, missing: str) -> Reading:
+        return Reading(key, label, value) if value else Reading.not_supported(key, label, missing)
+
+    readings = [
+        read(
+            "image_cuda",
+            "CUDA of the image (CUDA_VERSION)",
+            found.get("cuda_version", ""),
+            "CUDA_VERSION is not set: not one of NVIDIA's CUDA images, or one that unsets it",
+        ),
+        read(
+            "driver_version",
+            "NVIDIA driver, seen inside",
+            found.get("driver", ""),
+            "no nvidia-smi inside: the runtime did not pass the driver in",
+        ),
+        read(
+            "toolkit",
+            "CUDA toolkit in the image (nvcc)",
+            found.get("nvcc", ""),
+            "no nvcc: a runtime or base image (compile in a devel image)",
+        ),
+        read(
+            "framework", "PyTorch in the image", found.get("torch", ""), "no PyTorch in the image"
+        ),
+    ]
     gpus = found.get("smi_gpus", "none")
     torch_gpus = found.get("torch_gpus", "")
     if (gpus.isdigit() and int(gpus) > 0) or (torch_gpus.isdigit() and int(torch_gpus) > 0):
-        readings.append(Reading("gpu_visible", "GPU visible inside", True,
-                                detail=f"nvidia-smi lists {gpus}" if gpus.isdigit() else
-                                f"PyTorch sees {torch_gpus}"))
+        readings.append(
+            Reading(
+                "gpu_visible",
+                "GPU visible inside",
+                True,
+                detail=f"nvidia-smi lists {gpus}"
+                if gpus.isdigit()
+                else f"PyTorch sees {torch_gpus}",
+            )
+        )
     else:
-        why = ("nvidia-smi is not in the image and PyTorch sees none" if gpus == "none" else
-               "nvidia-smi lists no GPU")
+        why = (
+            "nvidia-smi is not in the image and PyTorch sees none"
+            if gpus == "none"
+            else "nvidia-smi lists no GPU"
+        )
         readings.append(Reading("gpu_visible", "GPU visible inside", False, detail=why))
     driver_cuda = _major_minor(found.get("driver_cuda", ""))
     image_cuda = _major_minor(found.get("cuda_version", ""))
     key, label = "driver_runs_image_cuda", "The driver runs the image's CUDA"
     if driver_cuda is None or image_cuda is None:
-        readings.append(Reading.unknown(key, label, "needs the image's CUDA_VERSION and the "
-                                                    "driver's CUDA version, seen inside"))
+        readings.append(
+            Reading.unknown(
+                key,
+                label,
+                "needs the image's CUDA_VERSION and the driver's CUDA version, seen inside",
+            )
+        )
     else:
         fits = driver_cuda >= image_cuda
-        readings.append(Reading(key, label, fits, detail=(
-            f"the driver runs CUDA up to {_shown(driver_cuda)}; the image is "
-            f"{_shown(image_cuda)}" + ("" if fits else ": install a newer driver, or base the "
-                                       "image on an older CUDA"))))
+        readings.append(
+            Reading(
+                key,
+                label,
+                fits,
+                detail=(
+                    f"the driver runs CUDA up to {_shown(driver_cuda)}; the image is "
+                    f"{_shown(image_cuda)}"
+                    + (
+                        ""
+                        if fits
+                        else ": install a newer driver, or base the image on an older CUDA"
+                    )
+                ),
+            )
+        )
     nvcc = _major_minor(found.get("nvcc", ""))
     key, label = "toolkit_is_image_cuda", "The image's nvcc is its CUDA"
     if nvcc is None or image_cuda is None:
-        readings.append(Reading.not_supported(key, label, "no nvcc in the image (or no "
-                                                          "CUDA_VERSION) to compare"))
+        readings.append(
+            Reading.not_supported(
+                key, label, "no nvcc in the image (or no CUDA_VERSION) to compare"
+            )
+        )
     else:
-        readings.append(Reading(key, label, nvcc == image_cuda,
-                                detail=f"nvcc {_shown(nvcc)}, CUDA_VERSION "
-                                       f"{_shown(image_cuda)}"))
+        readings.append(
+            Reading(
+                key,
+                label,
+                nvcc == image_cuda,
+                detail=f"nvcc {_shown(nvcc)}, CUDA_VERSION {_shown(image_cuda)}",
+            )
+        )
     torch_cuda = _major_minor(found.get("torch_cuda", ""))
     key, label = "driver_runs_framework_cuda", "The driver runs PyTorch's CUDA"
     if torch_cuda is None or driver_cuda is None:
-        readings.append(Reading.not_supported(key, label, "no CUDA build of PyTorch in the "
-                                                          "image, or no driver seen inside"))
+        readings.append(
+            Reading.not_supported(
+                key, label, "no CUDA build of PyTorch in the image, or no driver seen inside"
+            )
+        )
     else:
         fits = torch_cuda[0] <= driver_cuda[0]
-        readings.append(Reading(key, label, fits, detail=(
-            f"PyTorch was built for CUDA {_shown(torch_cuda)}; the driver runs up to "
-            f"{_shown(driver_cuda)}" + (" (minor version compatibility within CUDA "
-                                        f"{torch_cuda[0]})" if fits and torch_cuda > driver_cuda
-                                        else "" if fits else
-                                        ": this PyTorch needs a newer driver"))))
+        readings.append(
+            Reading(
+                key,
+                label,
+                fits,
+                detail=(
+                    f"PyTorch was built for CUDA {_shown(torch_cuda)}; the driver runs up to "
+                    f"{_shown(driver_cuda)}"
+                    + (
+                        f" (minor version compatibility within CUDA {torch_cuda[0]})"
+                        if fits and torch_cuda > driver_cuda
+                        else ""
+                        if fits
+                        else ": this PyTorch needs a newer driver"
+                    )
+                ),
+            )
+        )
     return readings
 
 
@@ -197,26 +264,43 @@ def image_check(image: str, runtime: Runtime | None = None) -> ProbeResult:
         runtime, why = find_runtime()
     if runtime is None:
         return _result("unavailable", f"no container runtime answers here: {why}")
-    have = subprocess.run([runtime.program, "image", "inspect", image], capture_output=True,
-                          text=True, timeout=30)
+    have = subprocess.run(
+        [runtime.program, "image", "inspect", image], capture_output=True, text=True, timeout=30
+    )
     if have.returncode != 0:
-        return _result("unavailable", f"{runtime.name} has no image {image!r} here (nothing is "
-                                      f"pulled): build it first, {runtime.name} build -t "
-                                      f"{image} .")
-    argv = [runtime.program, "run", "--rm", *runtime.gpu_args(), "--entrypoint", "sh", image,
-            "-c", INSIDE]
+        return _result(
+            "unavailable",
+            f"{runtime.name} has no image {image!r} here (nothing is "
+            f"pulled): build it first, {runtime.name} build -t "
+            f"{image} .",
+        )
+    argv = [
+        runtime.program,
+        "run",
+        "--rm",
+        *runtime.gpu_args(),
+        "--entrypoint",
+        "sh",
+        image,
+        "-c",
+        INSIDE,
+    ]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return _result("error", f"the image did not answer within {RUN_TIMEOUT_S:g} s")
     if done.returncode != 0 and "cuda_version=" not in done.stdout:
         last = done.stderr.strip().splitlines()[-1:] or ["no message"]
-        return _result("error", f"{runtime.name} could not run {image!r} with the GPUs passed "
-                                f"in: {last[0]}")
+        return _result(
+            "error", f"{runtime.name} could not run {image!r} with the GPUs passed in: {last[0]}"
+        )
     readings = judge(parse(done.stdout))
     wrong = [r for r in readings if r.value is False]
-    message = (f"{image}: " + ("; ".join(f"{r.label.lower()}: no ({r.detail})" for r in wrong)
-                               if wrong else "versions agree and the GPU is visible"))
+    message = f"{image}: " + (
+        "; ".join(f"{r.label.lower()}: no ({r.detail})" for r in wrong)
+        if wrong
+        else "versions agree and the GPU is visible"
+    )
     return _result("partial" if wrong else "ok", message, readings)
 
 
@@ -224,6 +308,9 @@ def probe() -> ProbeResult:
     """The registry's probe: the image named by ``GPULAB_IMAGE``."""
     image = os.environ.get("GPULAB_IMAGE", "")
     if not image:
-        return _result("unavailable", "no image named: GPULAB_IMAGE=NAME gpulab probe run "
-                                      "container_image, or gpulab image check NAME")
+        return _result(
+            "unavailable",
+            "no image named: GPULAB_IMAGE=NAME gpulab probe run "
+            "container_image, or gpulab image check NAME",
+        )
     return image_check(image)

@@ -39,8 +39,8 @@ __all__ = [
     "properties",
 ]
 
-_ATTR_CLOCK_RATE = 13          # cudaDevAttrClockRate, kHz
-_ATTR_MEMORY_CLOCK_RATE = 36   # cudaDevAttrMemoryClockRate, kHz
+_ATTR_CLOCK_RATE = 13  # cudaDevAttrClockRate, kHz
+_ATTR_MEMORY_CLOCK_RATE = 36  # cudaDevAttrMemoryClockRate, kHz
 
 
 @dataclass(frozen=True)
@@ -100,17 +100,29 @@ def _why_not(probe: str, title: str, missing: _NoDevice, found: Driver) -> Probe
     if missing.kind == "missing":
         return ProbeResult(probe, title, "unavailable", cupy_missing_text(found))
     if missing.kind == "broken":
-        return ProbeResult(probe, title, "unavailable",
-                           f"CuPy is installed but does not load ({missing.detail}): "
-                           f"reinstall it: {install_advice(found)}")
+        return ProbeResult(
+            probe,
+            title,
+            "unavailable",
+            f"CuPy is installed but does not load ({missing.detail}): "
+            f"reinstall it: {install_advice(found)}",
+        )
     if missing.kind == "none":
-        listed = (f", although the NVIDIA driver lists {found.gpus} (is CUDA_VISIBLE_DEVICES "
-                  "set to none of them?)" if found.gpus else "")
-        return ProbeResult(probe, title, "no_gpu",
-                           f"no NVIDIA GPU found by the CUDA runtime{listed}")
-    return ProbeResult(probe, title, "no_gpu",
-                       f"no usable NVIDIA GPU or driver found: the CUDA runtime says "
-                       f"{missing.detail}")
+        listed = (
+            f", although the NVIDIA driver lists {found.gpus} (is CUDA_VISIBLE_DEVICES "
+            "set to none of them?)"
+            if found.gpus
+            else ""
+        )
+        return ProbeResult(
+            probe, title, "no_gpu", f"no NVIDIA GPU found by the CUDA runtime{listed}"
+        )
+    return ProbeResult(
+        probe,
+        title,
+        "no_gpu",
+        f"no usable NVIDIA GPU or driver found: the CUDA runtime says {missing.detail}",
+    )
 
 
 @contextlib.contextmanager
@@ -145,18 +157,29 @@ _FIELDS: tuple[tuple[str, str, str, str], ...] = (
     ("regsPerMultiprocessor", "registers per SM", "registers", "32-bit registers"),
     ("regsPerBlock", "registers per block, at most", "registers", "32-bit registers"),
     ("sharedMemPerMultiprocessor", "shared memory per SM", "bytes", ""),
-    ("sharedMemPerBlock", "shared memory per block, static", "bytes",
-     "what a block gets without opting in"),
-    ("sharedMemPerBlockOptin", "shared memory per block, opt-in", "bytes",
-     "the most a block can get after cudaFuncSetAttribute"),
+    (
+        "sharedMemPerBlock",
+        "shared memory per block, static",
+        "bytes",
+        "what a block gets without opting in",
+    ),
+    (
+        "sharedMemPerBlockOptin",
+        "shared memory per block, opt-in",
+        "bytes",
+        "the most a block can get after cudaFuncSetAttribute",
+    ),
     ("reservedSharedMemPerBlock", "shared memory the system reserves per block", "bytes", ""),
     ("l2CacheSize", "L2 cache", "bytes", ""),
-    ("persistingL2CacheMaxSize", "L2 that can be set aside for persisting accesses",
-     "bytes", ""),
+    ("persistingL2CacheMaxSize", "L2 that can be set aside for persisting accesses", "bytes", ""),
     ("totalGlobalMem", "device memory", "bytes", "as the CUDA runtime reports it"),
     ("memoryBusWidth", "memory bus width", "bits", ""),
-    ("asyncEngineCount", "copy engines", "engines",
-     "copies that can overlap kernels, per direction"),
+    (
+        "asyncEngineCount",
+        "copy engines",
+        "engines",
+        "copies that can overlap kernels, per direction",
+    ),
 )
 
 
@@ -169,15 +192,24 @@ def properties() -> ProbeResult:
     try:
         readings = _readings(device)
     except Exception as exc:  # a probe turns any failure into a result
-        return ProbeResult(probe, title, "error",
-                           f"reading the device properties failed: {type(exc).__name__}: {exc}",
-                           device=device.name)
+        return ProbeResult(
+            probe,
+            title,
+            "error",
+            f"reading the device properties failed: {type(exc).__name__}: {exc}",
+            device=device.name,
+        )
     sms = device.props.get("multiProcessorCount", "?")
     l2 = device.props.get("l2CacheSize", 0)
-    return ProbeResult(probe, title, summarise(readings),
-                       f"{device.name}: compute capability {_capability(device.props)}, "
-                       f"{sms} SMs, {l2 / 2**20:.0f} MiB L2",
-                       readings=tuple(readings), device=device.name)
+    return ProbeResult(
+        probe,
+        title,
+        summarise(readings),
+        f"{device.name}: compute capability {_capability(device.props)}, "
+        f"{sms} SMs, {l2 / 2**20:.0f} MiB L2",
+        readings=tuple(readings),
+        device=device.name,
+    )
 
 
 def _capability(props: Mapping[str, Any]) -> str:
@@ -186,30 +218,61 @@ def _capability(props: Mapping[str, Any]) -> str:
 
 def _readings(device: CudaDevice) -> list[Reading]:
     props = device.props
-    readings = [Reading("name", "device name", device.name),
-                Reading("computeCapability", "compute capability", _capability(props),
-                        detail="cudaDeviceProp major.minor")]
+    readings = [
+        Reading("name", "device name", device.name),
+        Reading(
+            "computeCapability",
+            "compute capability",
+            _capability(props),
+            detail="cudaDeviceProp major.minor",
+        ),
+    ]
     for key, label, unit, detail in _FIELDS:
         if key in props:
             readings.append(Reading(key, label, int(props[key]), unit, detail=detail))
         else:
-            readings.append(Reading.not_supported(
-                key, label, "this CUDA runtime's cudaDeviceProp has no such field"))
+            readings.append(
+                Reading.not_supported(
+                    key, label, "this CUDA runtime's cudaDeviceProp has no such field"
+                )
+            )
     threads, warp = props.get("maxThreadsPerMultiProcessor"), props.get("warpSize")
     if threads and warp:
-        readings.insert(6, Reading("maxWarpsPerMultiProcessor", "resident warps per SM, at most",
-                                   int(threads) // int(warp), "warps",
-                                   detail="maxThreadsPerMultiProcessor / warpSize"))
+        readings.insert(
+            6,
+            Reading(
+                "maxWarpsPerMultiProcessor",
+                "resident warps per SM, at most",
+                int(threads) // int(warp),
+                "warps",
+                detail="maxThreadsPerMultiProcessor / warpSize",
+            ),
+        )
     regs = props.get("regsPerMultiprocessor")
     if regs:
-        readings.insert(10, Reading("registerFilePerMultiprocessor", "register file per SM",
-                                    int(regs) * 4, "bytes",
-                                    detail="regsPerMultiprocessor x 4 bytes (32-bit registers)"))
-    for key, label in (("maxGridSize", "grid size, at most (x × y × z)"),
-                       ("maxThreadsDim", "block shape, at most (x × y × z)")):
+        readings.insert(
+            10,
+            Reading(
+                "registerFilePerMultiprocessor",
+                "register file per SM",
+                int(regs) * 4,
+                "bytes",
+                detail="regsPerMultiprocessor x 4 bytes (32-bit registers)",
+            ),
+        )
+    for key, label in (
+        ("maxGridSize", "grid size, at most (x × y × z)"),
+        ("maxThreadsDim", "block shape, at most (x × y × z)"),
+    ):
         if key in props:
-            readings.append(Reading(key, label, " × ".join(str(v) for v in props[key]),
-                                    "blocks" if key == "maxGridSize" else "threads"))
+            readings.append(
+                Reading(
+                    key,
+                    label,
+                    " × ".join(str(v) for v in props[key]),
+                    "blocks" if key == "maxGridSize" else "threads",
+                )
+            )
     readings.extend(_clocks(device))
     return readings
 
@@ -217,10 +280,15 @@ def _readings(device: CudaDevice) -> list[Reading]:
 def _clocks(device: CudaDevice) -> list[Reading]:
     """SM and memory clocks: cudaDeviceGetAttribute first, NVML's maximum clocks after."""
     runtime = device.cupy.cuda.runtime
-    wanted = (("clockRate", "SM clock, maximum", _ATTR_CLOCK_RATE,
-               "cudaDevAttrClockRate"),
-              ("memoryClockRate", "memory clock, maximum", _ATTR_MEMORY_CLOCK_RATE,
-               "cudaDevAttrMemoryClockRate"))
+    wanted = (
+        ("clockRate", "SM clock, maximum", _ATTR_CLOCK_RATE, "cudaDevAttrClockRate"),
+        (
+            "memoryClockRate",
+            "memory clock, maximum",
+            _ATTR_MEMORY_CLOCK_RATE,
+            "cudaDevAttrMemoryClockRate",
+        ),
+    )
     readings: list[Reading] = []
     missing: list[tuple[str, str, str]] = []
     for key, label, attribute, attr_name in wanted:
@@ -232,9 +300,15 @@ def _clocks(device: CudaDevice) -> list[Reading]:
         if khz <= 0:
             missing.append((key, label, f"{attr_name} reported {khz}"))
             continue
-        readings.append(Reading(key, label, khz / 1000, "MHz",
-                                detail=f"cudaDeviceGetAttribute({attr_name}), reported in "
-                                       "kHz, shown in MHz"))
+        readings.append(
+            Reading(
+                key,
+                label,
+                khz / 1000,
+                "MHz",
+                detail=f"cudaDeviceGetAttribute({attr_name}), reported in kHz, shown in MHz",
+            )
+        )
     if missing:
         readings.extend(_nvml_clocks(device, missing))
     return readings
@@ -250,11 +324,18 @@ def _nvml_clocks(device: CudaDevice, missing: list[tuple[str, str, str]]) -> lis
             try:
                 pynvml = pynvml_module()
 
-                clock = (pynvml.NVML_CLOCK_SM if key == "clockRate" else pynvml.NVML_CLOCK_MEM)
+                clock = pynvml.NVML_CLOCK_SM if key == "clockRate" else pynvml.NVML_CLOCK_MEM
                 mhz = int(pynvml.nvmlDeviceGetMaxClockInfo(handle, clock))
             except Exception as exc:  # NotSupported and friends are data
                 readings.append(Reading.not_supported(key, label, f"{why}; NVML: {exc}"))
                 continue
-            readings.append(Reading(key, label, float(mhz), "MHz",
-                                    detail=f"{why}; read from NVML's maximum clock instead"))
+            readings.append(
+                Reading(
+                    key,
+                    label,
+                    float(mhz),
+                    "MHz",
+                    detail=f"{why}; read from NVML's maximum clock instead",
+                )
+            )
     return readings

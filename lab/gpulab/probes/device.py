@@ -52,8 +52,9 @@ class Gpus:
         s = self._session
         try:
             handle = s.call("nvmlDeviceGetHandleByIndex", int(gpu))
-            pids = frozenset(int(p.pid) for p in
-                             s.call("nvmlDeviceGetComputeRunningProcesses", handle))
+            pids = frozenset(
+                int(p.pid) for p in s.call("nvmlDeviceGetComputeRunningProcesses", handle)
+            )
             return GpuState(pids, int(s.call("nvmlDeviceGetMemoryInfo", handle).used))
         except Exception:  # NVML's errors are many classes (and a stand-in's); any: cannot tell
             return None
@@ -63,8 +64,9 @@ class Gpus:
         found: list[str] = []
         for call in ("nvmlDeviceGetName", "nvmlDeviceGetUUID"):
             try:
-                answer = self._session.call(call, self._session.call(
-                    "nvmlDeviceGetHandleByIndex", int(gpu)))
+                answer = self._session.call(
+                    call, self._session.call("nvmlDeviceGetHandleByIndex", int(gpu))
+                )
             except Exception:  # as in `state`: NVML's errors are many classes; cannot tell
                 answer = ""
             text = answer.decode(errors="replace") if isinstance(answer, bytes) else answer
@@ -101,7 +103,7 @@ def present(backend: Any = None, *, root: Path = Path("/")) -> bool | None:
         try:
             with open_gpus(backend) as here:
                 return bool(here.indices())
-        except NvmlUnavailable:        # no library, no driver or no GPU: none here
+        except NvmlUnavailable:  # no library, no driver or no GPU: none here
             return False
     folder = root / "sys/bus/pci/devices"
     try:

@@ -65,7 +65,7 @@ ReadingStatus = Literal["ok", "not_supported", "unknown", "error"]
 # missing (e.g. CuPy); error: the probe itself failed.
 ResultStatus = Literal["ok", "partial", "no_gpu", "unavailable", "error"]
 
-_NO_VALUE_UNLESS_OK = {      # the rule Reading.__post_init__ keeps, said in the schema
+_NO_VALUE_UNLESS_OK = {  # the rule Reading.__post_init__ keeps, said in the schema
     "if": {"properties": {"status": {"enum": ["not_supported", "unknown", "error"]}}},
     "then": {"properties": {"value": {"type": "null"}}},
 }
@@ -116,13 +116,19 @@ class Reading(_Record, frozen=True):
 
     def __post_init__(self) -> None:
         if self.status != "ok" and self.value is not None:
-            raise ValueError(f"a reading that is {self.status} has no value "
-                             f"(it has {self.value!r:.40})")
+            raise ValueError(
+                f"a reading that is {self.status} has no value (it has {self.value!r:.40})"
+            )
 
     @classmethod
     def not_supported(cls, key: str, label: str, detail: str = "") -> Reading:
-        return cls(key, label, None, status="not_supported",
-                   detail=detail or "not supported on this GPU or driver")
+        return cls(
+            key,
+            label,
+            None,
+            status="not_supported",
+            detail=detail or "not supported on this GPU or driver",
+        )
 
     @classmethod
     def unknown(cls, key: str, label: str, detail: str) -> Reading:
@@ -177,13 +183,14 @@ class Telemetry(_Record, frozen=True):
     say)."""
 
     samples: Annotated[int, Meta(ge=0)]
-    sm_clock_mhz: Annotated[tuple[float, float] | None,
-                            Meta(description="the lowest and highest SM clock seen")] = None
+    sm_clock_mhz: Annotated[
+        tuple[float, float] | None, Meta(description="the lowest and highest SM clock seen")
+    ] = None
     power_w: Annotated[float | None, Meta(description="the highest power seen")] = None
-    temperature_c: Annotated[float | None,
-                             Meta(description="the highest temperature seen")] = None
-    clock_event_reasons: Annotated[tuple[str, ...],
-                                   Meta(description="every clock-event reason seen")] = ()
+    temperature_c: Annotated[float | None, Meta(description="the highest temperature seen")] = None
+    clock_event_reasons: Annotated[
+        tuple[str, ...], Meta(description="every clock-event reason seen")
+    ] = ()
 
 
 class Recorded(_Record, frozen=True):
@@ -208,13 +215,14 @@ class ProbeResult(_Record, frozen=True, tag_field="schema", tag=SCHEMA_VERSION):
     tables: tuple[Table, ...] = ()
     telemetry: Telemetry | None = None
     device: Annotated[str, Meta(description='the GPU it ran on, "" for the host')] = ""
-    started: Annotated[str, Meta(description="when it started: ISO 8601, UTC")] = \
-        msgspec.field(default_factory=utc_now)
-    seconds: Annotated[float, Meta(ge=0, description="how long it ran, to the millisecond")] \
-        = 0.0
-    recorded: Annotated[Recorded | None,
-                        Meta(description="null for a result measured on the machine "
-                                         "that reports it")] = None
+    started: Annotated[str, Meta(description="when it started: ISO 8601, UTC")] = msgspec.field(
+        default_factory=utc_now
+    )
+    seconds: Annotated[float, Meta(ge=0, description="how long it ran, to the millisecond")] = 0.0
+    recorded: Annotated[
+        Recorded | None,
+        Meta(description="null for a result measured on the machine that reports it"),
+    ] = None
 
     def __post_init__(self) -> None:
         msgspec.structs.force_setattr(self, "seconds", round(self.seconds, 3))
@@ -259,7 +267,7 @@ class RunDocument(_Record, frozen=True, kw_only=True):
     learner's machine measured is saved in this format too, one file per probe."""
 
     gpulab: Annotated[str, Meta(description="the version of gpulab that wrote it")]
-    schema: Literal[1]                  # SCHEMA_VERSION
+    schema: Literal[1]  # SCHEMA_VERSION
     machine: Machine | UnsetType = UNSET
     results: tuple[ProbeResult, ...]
 
@@ -273,11 +281,19 @@ class RunDocument(_Record, frozen=True, kw_only=True):
 
 def run_schema() -> dict[str, Any]:
     """The JSON schema of `RunDocument`, generated from the types (``gpulab probe schema``)."""
-    schema: dict[str, Any] = msgspec.json.schema(Annotated[RunDocument, Meta(
-        title="gpulab probe run", description=f"Schema version {SCHEMA_VERSION}.",
-        extra_json_schema={"$schema": "https://json-schema.org/draft/2020-12/schema",
-                           "$id": f"https://gpulab.invalid/schema/probe-run-"
-                                  f"{SCHEMA_VERSION}.json"})])
+    schema: dict[str, Any] = msgspec.json.schema(
+        Annotated[
+            RunDocument,
+            Meta(
+                title="gpulab probe run",
+                description=f"Schema version {SCHEMA_VERSION}.",
+                extra_json_schema={
+                    "$schema": "https://json-schema.org/draft/2020-12/schema",
+                    "$id": f"https://gpulab.invalid/schema/probe-run-{SCHEMA_VERSION}.json",
+                },
+            ),
+        ]
+    )
     return schema
 
 

@@ -30,7 +30,7 @@ __all__ = ["NEEDS", "Driver", "cannot_run", "cupy_missing_text", "driver", "inst
 NEEDS = {"host": "Linux", "nvml": "NVIDIA driver", "cuda": "GPU + CuPy"}
 """What each kind of probe needs, as people say it."""
 
-_EXTRAS = (12, 13)   # gpulab's extras: cuda12, cuda13 (pyproject.toml)
+_EXTRAS = (12, 13)  # gpulab's extras: cuda12, cuda13 (pyproject.toml)
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,9 @@ class Driver:
     """What NVML says about the NVIDIA driver here."""
 
     status: Literal["ok", "no_gpu", "unavailable"]
-    reason: str = ""          # why NVML cannot be used ("" when it can)
-    cuda_version: str = ""    # the newest CUDA the driver supports, "13.0" ("" if unknown)
-    gpus: int = 0             # GPUs the driver lists
+    reason: str = ""  # why NVML cannot be used ("" when it can)
+    cuda_version: str = ""  # the newest CUDA the driver supports, "13.0" ("" if unknown)
+    gpus: int = 0  # GPUs the driver lists
 
     @property
     def message(self) -> str:
@@ -71,22 +71,31 @@ def install_advice(found: Driver) -> str:
     version = found.cuda_version
     major = int(version.split(".")[0]) if version[:1].isdigit() else 0
     if major in _EXTRAS:
-        return (f"pip install 'gpulab[cuda{major}]', the CuPy built for the CUDA {version} "
-                "that the NVIDIA driver here supports")
+        return (
+            f"pip install 'gpulab[cuda{major}]', the CuPy built for the CUDA {version} "
+            "that the NVIDIA driver here supports"
+        )
     if major > max(_EXTRAS):
         newest = max(_EXTRAS)
-        return (f"pip install 'gpulab[cuda{newest}]': the NVIDIA driver here supports CUDA "
-                f"{version}, which runs CUDA {newest} programs too")
+        return (
+            f"pip install 'gpulab[cuda{newest}]': the NVIDIA driver here supports CUDA "
+            f"{version}, which runs CUDA {newest} programs too"
+        )
     if major:
         oldest = min(_EXTRAS)
-        return (f"update the NVIDIA driver (it supports only CUDA {version}, and gpulab's CuPy "
-                f"needs CUDA {oldest} or newer), then pip install 'gpulab[cuda{oldest}]'")
-    return ("pip install 'gpulab[cuda12]' or 'gpulab[cuda13]', whichever matches the CUDA "
-            "version nvidia-smi reports")
+        return (
+            f"update the NVIDIA driver (it supports only CUDA {version}, and gpulab's CuPy "
+            f"needs CUDA {oldest} or newer), then pip install 'gpulab[cuda{oldest}]'"
+        )
+    return (
+        "pip install 'gpulab[cuda12]' or 'gpulab[cuda13]', whichever matches the CUDA "
+        "version nvidia-smi reports"
+    )
 
 
-def cannot_run(needs: str, nvml_backend: Any = None, *, probe: str = "",
-               title: str = "") -> ProbeResult | None:
+def cannot_run(
+    needs: str, nvml_backend: Any = None, *, probe: str = "", title: str = ""
+) -> ProbeResult | None:
     """Why probes that need `needs` cannot run here (a `no_gpu` or `unavailable` result, in
     the words the probe itself would use), or None when they can; blocking.
 
@@ -98,8 +107,9 @@ def cannot_run(needs: str, nvml_backend: Any = None, *, probe: str = "",
         found = driver(nvml_backend)
         if found.status == "ok":
             return None
-        return ProbeResult(probe, title, "no_gpu" if found.status == "no_gpu" else "unavailable",
-                           found.message)
+        return ProbeResult(
+            probe, title, "no_gpu" if found.status == "no_gpu" else "unavailable", found.message
+        )
     if needs == "cuda":
         from gpulab.probes.cuda import open_device
 

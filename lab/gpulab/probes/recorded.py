@@ -34,8 +34,14 @@ def recorded_results() -> dict[str, ProbeResult]:
     except FileNotFoundError:
         return {}
     except (OSError, msgspec.DecodeError) as exc:
-        raise GpulabError(f"{resource}: the recorded readings cannot be read: {exc}. This "
-                          "copy of gpulab is damaged: reinstall it.") from None
-    return {result.probe: msgspec.structs.replace(result, recorded=Recorded(
-                result.device or "NVIDIA H200", result.started[:10]))
-            for result in document.results if result.status in ("ok", "partial")}
+        raise GpulabError(
+            f"{resource}: the recorded readings cannot be read: {exc}. This "
+            "copy of gpulab is damaged: reinstall it."
+        ) from None
+    return {
+        result.probe: msgspec.structs.replace(
+            result, recorded=Recorded(result.device or "NVIDIA H200", result.started[:10])
+        )
+        for result in document.results
+        if result.status in ("ok", "partial")
+    }

@@ -21,7 +21,10 @@ from gpulab.probes.registry import PROBES
 __all__ = ["STATUS_STYLE", "render_probe_list", "render_result", "render_telemetry"]
 
 STATUS_STYLE = {
-    "ok": "green", "partial": "yellow", "no_gpu": "cyan", "unavailable": "cyan",
+    "ok": "green",
+    "partial": "yellow",
+    "no_gpu": "cyan",
+    "unavailable": "cyan",
     "error": "bold red",
 }
 _NEEDING = {"nvml": "the NVIDIA driver", "cuda": "a GPU and CuPy"}
@@ -37,8 +40,7 @@ def render_result(result: ProbeResult) -> RenderableType:
     if result.device:
         heading.append(f"  {result.device}", style="dim")
     if result.recorded:
-        heading.append(f"  ({result.recorded.label}, not this machine)",
-                       style="italic magenta")
+        heading.append(f"  ({result.recorded.label}, not this machine)", style="italic magenta")
     parts: list[RenderableType] = [heading, Text(result.message)]
     if result.readings:
         grid = RichTable(show_header=True, header_style="bold", box=None, pad_edge=False)
@@ -47,8 +49,11 @@ def render_result(result: ProbeResult) -> RenderableType:
         grid.add_column("how it counts / why not", style="dim", overflow="fold")
         for reading in result.readings:
             style = _READING_STYLE[reading.status]
-            grid.add_row(Text(reading.label, style=style), Text(reading.shown, style=style),
-                         reading.detail or reading.convention)
+            grid.add_row(
+                Text(reading.label, style=style),
+                Text(reading.shown, style=style),
+                reading.detail or reading.convention,
+            )
         parts.append(Padding(grid, (1, 0, 0, 2)))
     parts.extend(Padding(_table(table), (1, 0, 0, 2)) for table in result.tables)
     if result.telemetry is not None and result.telemetry.samples:
@@ -78,16 +83,16 @@ def render_probe_list(cannot_run: Mapping[str, ProbeResult]) -> RenderableType:
     for column in ("probe", "needs", "runs here", "what it measures"):
         grid.add_column(column)
     for info in PROBES:
-        here = (Text("no", style="yellow") if info.needs in cannot_run
-                else Text("yes", style="green"))
+        here = (
+            Text("no", style="yellow") if info.needs in cannot_run else Text("yes", style="green")
+        )
         grid.add_row(info.name, NEEDS[info.needs], here, info.summary)
     parts: list[RenderableType] = [grid]
-    reasons: dict[str, list[str]] = {}      # one line per reason, naming every need it stops
+    reasons: dict[str, list[str]] = {}  # one line per reason, naming every need it stops
     for needs, why in cannot_run.items():
         reasons.setdefault(why.message, []).append(_NEEDING[needs])
     for message, needing in reasons.items():
-        line = Text(f"\nProbes that need {' or '.join(needing)} cannot run here: ",
-                    style="bold")
+        line = Text(f"\nProbes that need {' or '.join(needing)} cannot run here: ", style="bold")
         line.append(message, style="")
         parts.append(line)
     return Group(*parts)

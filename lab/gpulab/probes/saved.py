@@ -38,8 +38,17 @@ import msgspec
 
 from gpulab.probes.model import PROBE_NAME, SCHEMA_VERSION, Gpu, Machine, ProbeResult, RunDocument
 
-__all__ = ["RESULTS_FOLDER", "Gpu", "Loaded", "Machine", "ResultStore", "Saved", "run_document",
-           "this_machine", "worth_saving"]
+__all__ = [
+    "RESULTS_FOLDER",
+    "Gpu",
+    "Loaded",
+    "Machine",
+    "ResultStore",
+    "Saved",
+    "run_document",
+    "this_machine",
+    "worth_saving",
+]
 
 RESULTS_FOLDER = "results"
 """The store's folder inside the user's state folder."""
@@ -47,7 +56,7 @@ RESULTS_FOLDER = "results"
 MAX_BYTES = 16 * 2**20
 """A saved file larger than this is not a probe result (they are a few kB): skipped."""
 
-_NAME = re.compile(PROBE_NAME)   # a probe's name: its file's name
+_NAME = re.compile(PROBE_NAME)  # a probe's name: its file's name
 
 
 def this_machine(backend: Any = None) -> Machine:
@@ -62,7 +71,7 @@ def this_machine(backend: Any = None) -> Machine:
         with open_gpus(backend) as here:
             gpus = [Gpu(*here.identity(index)) for index in here.indices()]
     except NvmlUnavailable:
-        pass                      # no library, driver or GPU: known by its hostname alone
+        pass  # no library, driver or GPU: known by its hostname alone
     return Machine(socket.gethostname(), tuple(gpus))
 
 
@@ -76,8 +85,12 @@ def run_document(results: Sequence[ProbeResult], machine: Machine | None) -> dic
     results with the machine that measured them (None for recorded readings)."""
     from gpulab import __version__
 
-    return RunDocument(gpulab=__version__, schema=SCHEMA_VERSION, results=tuple(results),
-                       machine=msgspec.UNSET if machine is None else machine).to_dict()
+    return RunDocument(
+        gpulab=__version__,
+        schema=SCHEMA_VERSION,
+        results=tuple(results),
+        machine=msgspec.UNSET if machine is None else machine,
+    ).to_dict()
 
 
 @dataclass(frozen=True)
@@ -105,10 +118,12 @@ class Loaded:
         by_machine: dict[str, list[str]] = {}
         for saved in self.others:
             by_machine.setdefault(saved.machine.label, []).append(saved.result.probe)
-        lines = [f"Saved results of {', '.join(probes)} were measured on another machine "
-                 f"({label}), not this one ({self.here.label}): not used here. "
-                 "`gpulab probe forget NAME` removes one." for label, probes in
-                 by_machine.items()]
+        lines = [
+            f"Saved results of {', '.join(probes)} were measured on another machine "
+            f"({label}), not this one ({self.here.label}): not used here. "
+            "`gpulab probe forget NAME` removes one."
+            for label, probes in by_machine.items()
+        ]
         return lines + list(self.skipped)
 
 
@@ -136,8 +151,9 @@ class ResultStore:
 
     def _listing(self) -> list[Path]:
         try:
-            return sorted(p for p in self.folder.iterdir()
-                          if p.suffix == ".json" and _NAME.match(p.stem))
+            return sorted(
+                p for p in self.folder.iterdir() if p.suffix == ".json" and _NAME.match(p.stem)
+            )
         except FileNotFoundError:
             return []
 
@@ -149,8 +165,7 @@ class ResultStore:
         if path is None or not worth_saving(result):
             return None
         self.folder.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=f".{result.probe}-", suffix=".tmp",
-                                         dir=self.folder)
+        fd, temporary = tempfile.mkstemp(prefix=f".{result.probe}-", suffix=".tmp", dir=self.folder)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(run_document([result], machine), handle, indent=1)
@@ -166,15 +181,19 @@ class ResultStore:
         try:
             paths = self._listing()
         except OSError as exc:
-            return [], [f"{self.folder} cannot be read ({exc.strerror or exc}): your saved "
-                        "results are not used"]
+            return [], [
+                f"{self.folder} cannot be read ({exc.strerror or exc}): your saved "
+                "results are not used"
+            ]
         found: list[Saved] = []
         skipped: list[str] = []
         for path in paths:
             saved = _read(path)
             if isinstance(saved, str):
-                skipped.append(f"{path} was skipped and left as it is: {saved}. "
-                               f"`gpulab probe forget {path.stem}` removes it.")
+                skipped.append(
+                    f"{path} was skipped and left as it is: {saved}. "
+                    f"`gpulab probe forget {path.stem}` removes it."
+                )
             else:
                 found.append(saved)
         return found, skipped
@@ -214,19 +233,24 @@ def _read(path: Path) -> Saved | str:
         document = RunDocument.from_json(path.read_bytes())
     except OSError as exc:
         return f"it cannot be read ({exc.strerror or exc})"
-    except msgspec.ValidationError as exc:      # JSON, but not this format: says where
+    except msgspec.ValidationError as exc:  # JSON, but not this format: says where
         return f"it does not follow `gpulab probe schema` (schema {SCHEMA_VERSION}): {exc}"
-    except (msgspec.DecodeError, RecursionError) as exc:    # not JSON, nested too deep
+    except (msgspec.DecodeError, RecursionError) as exc:  # not JSON, nested too deep
         return f"it is not JSON ({exc})"
     if isinstance(document.machine, msgspec.UnsetType):
-        return (f"it is not a result saved by gpulab (a `gpulab probe run --json` document "
-                f"of schema {SCHEMA_VERSION} with its machine)")
+        return (
+            f"it is not a result saved by gpulab (a `gpulab probe run --json` document "
+            f"of schema {SCHEMA_VERSION} with its machine)"
+        )
     if len(document.results) != 1:
         return "it does not hold exactly one result"
     (result,) = document.results
     if result.probe != path.stem:
         return f"it holds a result of {result.probe!r}, not of {path.stem!r}"
     if not worth_saving(result):
-        return (f"its result is {result.status}" + (", a recording" if result.recorded else "")
-                + ", which is never saved")
+        return (
+            f"its result is {result.status}"
+            + (", a recording" if result.recorded else "")
+            + ", which is never saved"
+        )
     return Saved(result, document.machine, path)

@@ -90,8 +90,14 @@ class GpulabApp(ClaimsApp):
 
     CSS_PATH = "gpulab.tcss"
     TITLE = "gpulab"
-    COMMANDS = App.COMMANDS | {LessonCommands, DayCommands, ExerciseCommands, FigureCommands,
-                               GpuCommands, ThemeCommands}
+    COMMANDS = App.COMMANDS | {
+        LessonCommands,
+        DayCommands,
+        ExerciseCommands,
+        FigureCommands,
+        GpuCommands,
+        ThemeCommands,
+    }
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (96, "-wide")]  # noqa: RUF012 - App's type
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help"),
@@ -148,8 +154,11 @@ class GpulabApp(ClaimsApp):
                 screen.show_report(report)
                 shown = shown or screen is self.screen
         if not shown:
-            self.notify(f"{exercise.name}: {self.exercise_states[exercise.name].plain}",
-                        title="Checked", timeout=5)
+            self.notify(
+                f"{exercise.name}: {self.exercise_states[exercise.name].plain}",
+                title="Checked",
+                timeout=5,
+            )
 
     # -- where the screens and the palette go ----------------------------------------------------
     def on_open_lesson(self, event: OpenLesson) -> None:
@@ -208,8 +217,7 @@ class GpulabApp(ClaimsApp):
                 if key is not None:
                     screen.reveal(key)
                 return
-        self._show(LessonScreen(self.course, lesson_id, key,
-                                tree_width=self.keeper.tree_width))
+        self._show(LessonScreen(self.course, lesson_id, key, tree_width=self.keeper.tree_width))
 
     def open_exercise(self, name: str, *, above: bool = False) -> None:
         """Show an exercise above the course map, or `above` the current screen (escape
@@ -234,8 +242,11 @@ class GpulabApp(ClaimsApp):
         if exercise is not None:
             self.open_exercise(exercise.name)
             return
-        here = next((e for e in self.course.exercises() if e.name == after), None) \
-            if self.course is not None else None
+        here = (
+            next((e for e in self.course.exercises() if e.name == after), None)
+            if self.course is not None
+            else None
+        )
         record = self.exercise_record(here) if here is not None else None
         if here is not None and (record is None or not record.passed):
             message = "This is the last exercise you have not passed yet."
@@ -245,8 +256,9 @@ class GpulabApp(ClaimsApp):
             message += " (Those that need an NVIDIA GPU wait for a machine with one.)"
         self.notify(message, title="Next exercise", timeout=6)
 
-    def show_map(self, *, day: int | None = None, lesson: str | None = None,
-                 exercise: str | None = None) -> None:
+    def show_map(
+        self, *, day: int | None = None, lesson: str | None = None, exercise: str | None = None
+    ) -> None:
         """Return to the course map, with the cursor on a day, a lesson or an exercise."""
         base = self.screen_stack[0]
         if not isinstance(base, CourseMapScreen):
@@ -323,9 +335,15 @@ def make_app(
         try:
             workspace = current_workspace()
         except WorkspaceError:
-            workspace = None        # the exercise screens say how to make one
-    return GpulabApp(course, Keeper(store or ProgressStore()), error=error,
-                     nvml_backend=nvml_backend, has_gpu=has_gpu, workspace=workspace)
+            workspace = None  # the exercise screens say how to make one
+    return GpulabApp(
+        course,
+        Keeper(store or ProgressStore()),
+        error=error,
+        nvml_backend=nvml_backend,
+        has_gpu=has_gpu,
+        workspace=workspace,
+    )
 
 
 def run_app() -> None:

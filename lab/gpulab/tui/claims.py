@@ -41,8 +41,9 @@ class ClaimsApp(LearnerApp):
     class ClaimMeasured(Message):
         """A claim's probe finished (posted from the probe's thread)."""
 
-        def __init__(self, claim: Claim, result: ProbeResult, predicted: float | None,
-                     at: str) -> None:
+        def __init__(
+            self, claim: Claim, result: ProbeResult, predicted: float | None, at: str
+        ) -> None:
             super().__init__()
             self.claim = claim
             self.result = result
@@ -58,7 +59,7 @@ class ClaimsApp(LearnerApp):
             self.result = result
 
     _board: ClaimBoard | None = None
-    _asked: frozenset[str] = frozenset()   # what each kind of probe needs, asked of this machine
+    _asked: frozenset[str] = frozenset()  # what each kind of probe needs, asked of this machine
 
     @property
     def board(self) -> ClaimBoard:
@@ -93,8 +94,13 @@ class ClaimsApp(LearnerApp):
                 found = None
             self.post_message(self.ProbeReadiness(probe, found))
 
-        self.run_worker(ask, thread=True, group="readiness", exit_on_error=False,
-                        description=f"can {probe} run here")
+        self.run_worker(
+            ask,
+            thread=True,
+            group="readiness",
+            exit_on_error=False,
+            description=f"can {probe} run here",
+        )
 
     def on_claims_app_probe_readiness(self, event: ProbeReadiness) -> None:
         if event.result is not None:
@@ -132,9 +138,13 @@ class ClaimsApp(LearnerApp):
         at = utc_now()
         self.board.start(claim.id)
         self._refresh_cards(claim)
-        self.run_worker(partial(self._run_claim_probe, claim, predicted, at), thread=True,
-                        group="measure", exit_on_error=False,
-                        description=f"measure {claim.id} with {claim.probe}")
+        self.run_worker(
+            partial(self._run_claim_probe, claim, predicted, at),
+            thread=True,
+            group="measure",
+            exit_on_error=False,
+            description=f"measure {claim.id} with {claim.probe}",
+        )
 
     def _run_claim_probe(self, claim: Claim, predicted: float | None, at: str) -> None:
         from gpulab.tui.measure import run_probe_for
@@ -151,11 +161,20 @@ class ClaimsApp(LearnerApp):
             self.progress_changed(now=True)
         self._refresh_cards(claim)
         if outcome.verdict is not None:
-            self.notify(outcome.verdict.text, title=f"Measured {claim.id}", timeout=5,
-                        severity="warning" if outcome.verdict.kind == "differs" else "information")
+            self.notify(
+                outcome.verdict.text,
+                title=f"Measured {claim.id}",
+                timeout=5,
+                severity="warning" if outcome.verdict.kind == "differs" else "information",
+            )
         else:
-            self.notify(outcome.problem, title=f"{claim.id}: not measured", timeout=5,
-                        severity="warning", markup=False)
+            self.notify(
+                outcome.problem,
+                title=f"{claim.id}: not measured",
+                timeout=5,
+                severity="warning",
+                markup=False,
+            )
 
     def _refresh_cards(self, claim: Claim) -> None:
         from gpulab.tui.widgets import ClaimCard

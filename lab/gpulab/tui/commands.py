@@ -18,8 +18,14 @@ from textual.message import Message
 from gpulab.tui.learner import LearnerApp
 from gpulab.tui.messages import OpenExercise, OpenFigures, OpenGpu, OpenLesson, ShowMap
 
-__all__ = ["DayCommands", "ExerciseCommands", "FigureCommands", "GpuCommands", "LessonCommands",
-           "ThemeCommands"]
+__all__ = [
+    "DayCommands",
+    "ExerciseCommands",
+    "FigureCommands",
+    "GpuCommands",
+    "LessonCommands",
+    "ThemeCommands",
+]
 
 Command = tuple[str, str, Callable[[], object]]
 """A palette entry: its text, its help line, and what it does."""
@@ -63,8 +69,11 @@ class LessonCommands(_LabProvider):
         if course is None:
             return
         for entry in course.entries:
-            yield (f"Go to lesson: {entry.title}", f"day {entry.day} · {entry.id}",
-                   self.send(OpenLesson(entry.id)))
+            yield (
+                f"Go to lesson: {entry.title}",
+                f"day {entry.day} · {entry.id}",
+                self.send(OpenLesson(entry.id)),
+            )
 
 
 class DayCommands(_LabProvider):
@@ -90,8 +99,11 @@ class ExerciseCommands(_LabProvider):
         for exercise in learner.course.exercises():
             where = "needs GPU" if exercise.gpu else "CPU"
             state = states[exercise.name].plain if exercise.name in states else ""
-            yield (f"Open exercise: {exercise.name}", f"{exercise.lesson} · {where} · {state}",
-                   self.send(OpenExercise(exercise.name)))
+            yield (
+                f"Open exercise: {exercise.name}",
+                f"{exercise.lesson} · {where} · {state}",
+                self.send(OpenExercise(exercise.name)),
+            )
 
 
 class FigureCommands(_LabProvider):
@@ -106,8 +118,12 @@ class FigureCommands(_LabProvider):
     def commands(self) -> Iterator[Command]:
         if self.learner.course is None:
             return
-        yield ("Figures", "every figure and diagram of the course, drawn from probe data and "
-               "datasheets (key f in a lesson)", self.send(OpenFigures()))
+        yield (
+            "Figures",
+            "every figure and diagram of the course, drawn from probe data and "
+            "datasheets (key f in a lesson)",
+            self.send(OpenFigures()),
+        )
         for figure_id, title in self._titles.items():
             yield title, figure_id, self.send(OpenFigures(figure_id))
 
@@ -116,13 +132,19 @@ class GpuCommands(_LabProvider):
     """Open the GPU screen."""
 
     def commands(self) -> Iterator[Command]:
-        yield ("GPU", "the GPU's inventory and its clocks, power and load, live (key g)",
-               self.send(OpenGpu()))
+        yield (
+            "GPU",
+            "the GPU's inventory and its clocks, power and load, live (key g)",
+            self.send(OpenGpu()),
+        )
 
 
 class ThemeCommands(_LabProvider):
     """Switch between the dark and the light theme."""
 
     def commands(self) -> Iterator[Command]:
-        yield ("Toggle theme (dark/light)", f"now {self.app.theme}; remembered for next time",
-               partial(self.app.run_action, "toggle_theme"))
+        yield (
+            "Toggle theme (dark/light)",
+            f"now {self.app.theme}; remembered for next time",
+            partial(self.app.run_action, "toggle_theme"),
+        )

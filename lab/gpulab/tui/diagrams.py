@@ -46,7 +46,7 @@ class DiagramSource:
             try:
                 specs = self.course.specs
             except CourseError:
-                specs = None      # `gpulab dev lint-lessons` says what is wrong with it
+                specs = None  # `gpulab dev lint-lessons` says what is wrong with it
         return DiagramInputs(recorded=recorded_results(), specs=specs, course=self.course)
 
     def data(self, diagram_id: str) -> DiagramData:

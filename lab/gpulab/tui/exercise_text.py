@@ -27,8 +27,15 @@ if TYPE_CHECKING:
 __all__ = ["exercise_facts", "exercise_guide", "solution_markdown"]
 
 
-def exercise_facts(exercise: ExerciseEntry, *, lesson: str, path: Path | None, shown: str,
-                   status: Text, watching: bool) -> Table:
+def exercise_facts(
+    exercise: ExerciseEntry,
+    *,
+    lesson: str,
+    path: Path | None,
+    shown: str,
+    status: Text,
+    watching: bool,
+) -> Table:
     """The exercise's facts and where the learner stands: its notebook at `path` (None without
     a workspace; `shown` as the screen names it), its `status`, and whether the screen is
     `watching` the notebook."""
@@ -37,8 +44,11 @@ def exercise_facts(exercise: ExerciseEntry, *, lesson: str, path: Path | None, s
     grid.add_column()
     grid.add_row("name", Text(exercise.name, style="bold"))
     grid.add_row("lesson", lesson)
-    gpu = Text("needs an NVIDIA GPU", style="bold yellow") if exercise.gpu else Text(
-        "runs on the CPU", style="green")
+    gpu = (
+        Text("needs an NVIDIA GPU", style="bold yellow")
+        if exercise.gpu
+        else Text("runs on the CPU", style="green")
+    )
     grid.add_row("runs on", gpu)
     grid.add_row("time limit", f"{exercise.time_limit} s")
     notebook = Text(shown)
@@ -47,9 +57,11 @@ def exercise_facts(exercise: ExerciseEntry, *, lesson: str, path: Path | None, s
     grid.add_row("notebook", notebook)
     grid.add_row("status", status)
     if path is not None:
-        watching_text = Text("saving the notebook runs the checks (w stops)", style="green") \
-            if watching else Text("not watching: press w to run the checks on "
-                                  "every save", style="dim")
+        watching_text = (
+            Text("saving the notebook runs the checks (w stops)", style="green")
+            if watching
+            else Text("not watching: press w to run the checks on every save", style="dim")
+        )
         grid.add_row("watching", watching_text)
     return grid
 
@@ -58,20 +70,24 @@ def exercise_guide(name: str, notebook: Path | None) -> str:
     """How to work on exercise `name` (Markdown), with the learner's `notebook`; without one
     (no workspace yet), how to make the workspace."""
     if notebook is None:
-        return ("1. In a shell, run `gpulab init`: it copies the exercises into a folder "
-                "of your own (`./gpulab-exercises`, or the folder you name).\n"
-                "2. Come back here: gpulab finds the workspace by itself.\n\n"
-                "Press **h** for a hint meanwhile; **n** opens the next exercise.")
-    return (f"1. Press **o** to open the notebook in JupyterLab (or open "
-            f"`{notebook}` in any Jupyter).\n"
-            "2. Write your answers where `# TODO` stands, and save the notebook: "
-            "while this screen is open, each save runs the checks.\n"
-            f"3. Or press **c** to run them (or `gpulab check {name}` in a shell, or "
-            "the notebook's last cell): each check says what it expected and what it "
-            "found.\n\n"
-            "Press **h** for a hint, gentlest first. "
-            "The solution (**s**) opens once your checks pass; **n** opens the next "
-            "exercise you have not passed.")
+        return (
+            "1. In a shell, run `gpulab init`: it copies the exercises into a folder "
+            "of your own (`./gpulab-exercises`, or the folder you name).\n"
+            "2. Come back here: gpulab finds the workspace by itself.\n\n"
+            "Press **h** for a hint meanwhile; **n** opens the next exercise."
+        )
+    return (
+        f"1. Press **o** to open the notebook in JupyterLab (or open "
+        f"`{notebook}` in any Jupyter).\n"
+        "2. Write your answers where `# TODO` stands, and save the notebook: "
+        "while this screen is open, each save runs the checks.\n"
+        f"3. Or press **c** to run them (or `gpulab check {name}` in a shell, or "
+        "the notebook's last cell): each check says what it expected and what it "
+        "found.\n\n"
+        "Press **h** for a hint, gentlest first. "
+        "The solution (**s**) opens once your checks pass; **n** opens the next "
+        "exercise you have not passed."
+    )
 
 
 def solution_markdown(exercise: ExerciseEntry) -> str:
@@ -87,8 +103,9 @@ def solution_markdown(exercise: ExerciseEntry) -> str:
         return f"The solution cannot be shown: {exc}"
     parts = [f"The solution's answers, from `{path.name}`: compare them with yours."]
     for part, cell in answers.items():
-        source = "\n".join(line for line in cell.source.splitlines()
-                           if line.strip() not in (BEGIN, END)).rstrip()
+        source = "\n".join(
+            line for line in cell.source.splitlines() if line.strip() not in (BEGIN, END)
+        ).rstrip()
         longest = max((len(run) for run in re.findall(r"`+", source)), default=0)
         fence = "`" * max(3, longest + 1)
         parts.append(f"**{part}**\n\n{fence}python\n{source}\n{fence}")

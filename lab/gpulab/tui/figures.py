@@ -24,8 +24,15 @@ if TYPE_CHECKING:
     from gpulab.course import Course
     from gpulab.probes import ProbeResult
 
-__all__ = ["FIGURE_BADGE", "FigureSource", "Measured", "fed_by", "placements", "runs_yours",
-           "source_line"]
+__all__ = [
+    "FIGURE_BADGE",
+    "FigureSource",
+    "Measured",
+    "fed_by",
+    "placements",
+    "runs_yours",
+    "source_line",
+]
 
 FIGURE_BADGE = "▦"
 """The mark of a figure, in the figures list, on a node pane and on a claim card."""
@@ -56,7 +63,7 @@ class FigureSource:
                 try:
                     specs = self.course.specs
                 except CourseError:
-                    specs = None      # `gpulab dev lint-lessons` says what is wrong with it
+                    specs = None  # `gpulab dev lint-lessons` says what is wrong with it
                 baseline = load_baseline(self.course.manifest.path.parent)
             self._inputs = Inputs(recorded=recorded_results(), specs=specs, baseline=baseline)
         return Inputs(self._inputs.recorded, own, self._inputs.specs, self._inputs.baseline)
@@ -64,7 +71,7 @@ class FigureSource:
     def data(self, figure_id: str, own: Measured) -> FigureData:
         """The figure `figure_id` drawn from `own` where it covers it, else the recording."""
         kept = self._built.get(figure_id)
-        if kept is None or kept[0] is not own:    # the app replaces `own` when it changes
+        if kept is None or kept[0] is not own:  # the app replaces `own` when it changes
             kept = (own, build_figure(FIGURES[figure_id], self.inputs(own)))
             self._built[figure_id] = kept
         return kept[1]

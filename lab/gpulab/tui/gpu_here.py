@@ -45,8 +45,13 @@ class GpuHereApp(ResultsApp):
         if self.gpu_here is not None or self._finding_gpu:
             return
         self._finding_gpu = True
-        self.run_worker(self._find_gpu, thread=True, group="find-gpu", exit_on_error=False,
-                        description="look for an NVIDIA GPU")
+        self.run_worker(
+            self._find_gpu,
+            thread=True,
+            group="find-gpu",
+            exit_on_error=False,
+            description="look for an NVIDIA GPU",
+        )
 
     def _find_gpu(self) -> None:
         from gpulab.tui.measure import gpu_present

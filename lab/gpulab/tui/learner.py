@@ -76,9 +76,11 @@ SAVE_DELAY = 1.0
 POLL_INTERVAL = 1.0
 """Seconds between two looks for progress saved by others (``gpulab check``)."""
 
-NO_WORKSPACE = ("You have no workspace yet: in a shell, `gpulab init` copies the exercises "
-                "into ./gpulab-exercises (or `gpulab init DIR` into a folder you choose); "
-                "gpulab then finds it by itself.")
+NO_WORKSPACE = (
+    "You have no workspace yet: in a shell, `gpulab init` copies the exercises "
+    "into ./gpulab-exercises (or `gpulab init DIR` into a folder you choose); "
+    "gpulab then finds it by itself."
+)
 """What to do before an exercise can be opened, checked or watched."""
 
 ExerciseStates = dict[str, Text]
@@ -118,8 +120,14 @@ class LearnerApp(GpuHereApp):
             self.report = report
             self.problem = problem
 
-    def __init__(self, course: Course | None, keeper: Keeper, workspace: Workspace | None,
-                 has_gpu: bool | None, nvml_backend: Any) -> None:
+    def __init__(
+        self,
+        course: Course | None,
+        keeper: Keeper,
+        workspace: Workspace | None,
+        has_gpu: bool | None,
+        nvml_backend: Any,
+    ) -> None:
         super().__init__()
         self.course = course
         """The course, or None when it cannot be read (the app then shows why)."""
@@ -152,10 +160,12 @@ class LearnerApp(GpuHereApp):
     def _states(self) -> ExerciseStates:
         if self.course is None:
             return {}
-        return {exercise.name: Text("checking…", style="italic")
-                if exercise.name in self.checking
-                else state_of(exercise, self.exercise_record(exercise), self.gpu_here)
-                for exercise in self.course.exercises()}
+        return {
+            exercise.name: Text("checking…", style="italic")
+            if exercise.name in self.checking
+            else state_of(exercise, self.exercise_record(exercise), self.gpu_here)
+            for exercise in self.course.exercises()
+        }
 
     def on_mount(self) -> None:
         self.screen_change_signal.subscribe(self, self._screen_changed)
@@ -232,9 +242,13 @@ class LearnerApp(GpuHereApp):
         """Bring the workspace up to date with the course, in a thread (nothing without one)."""
         if self.workspace is None or self.course is None:
             return
-        self.run_worker(partial(self._sync, self.workspace, self.course), thread=True,
-                        group="sync-workspace", exit_on_error=False,
-                        description="bring the workspace up to date")
+        self.run_worker(
+            partial(self._sync, self.workspace, self.course),
+            thread=True,
+            group="sync-workspace",
+            exit_on_error=False,
+            description="bring the workspace up to date",
+        )
 
     def _sync(self, workspace: Workspace, course: Course) -> None:
         try:
@@ -285,8 +299,10 @@ class LearnerApp(GpuHereApp):
         if self.course is None:
             return None
         lessons = [entry.id for entry in self.course.entries]
-        exercises = sorted(self.course.exercises(), key=lambda e: lessons.index(e.lesson)
-                           if e.lesson in lessons else len(lessons))
+        exercises = sorted(
+            self.course.exercises(),
+            key=lambda e: lessons.index(e.lesson) if e.lesson in lessons else len(lessons),
+        )
         names = [e.name for e in exercises]
         start = names.index(after) + 1 if after in names else 0
         for exercise in exercises[start:] + exercises[:start]:
@@ -311,8 +327,13 @@ class LearnerApp(GpuHereApp):
         if exercise.name in self.checking:
             return False
         self.checking = self.checking | {exercise.name}
-        self.run_worker(partial(self._run_checks, exercise), thread=True, group="check",
-                        exit_on_error=False, description=f"check {exercise.name}")
+        self.run_worker(
+            partial(self._run_checks, exercise),
+            thread=True,
+            group="check",
+            exit_on_error=False,
+            description=f"check {exercise.name}",
+        )
         return True
 
     def _run_checks(self, exercise: ExerciseEntry) -> None:
@@ -324,8 +345,11 @@ class LearnerApp(GpuHereApp):
                 raise WorkspaceError(NO_WORKSPACE)
             report = run_checks(exercise, notebook)
         except Exception as exc:  # the checks' failure must become a report
-            message = str(exc) if isinstance(exc, WorkspaceError) else \
-                f"the checks failed: {type(exc).__name__}: {exc}"
+            message = (
+                str(exc)
+                if isinstance(exc, WorkspaceError)
+                else f"the checks failed: {type(exc).__name__}: {exc}"
+            )
             report = CheckReport(exercise.name, notebook or exercise.notebook, "error", message)
         at = utc_now()
         self.post_message(self.ExerciseChecked(exercise, report, at))

@@ -76,13 +76,18 @@ def run_probe_for(name: str, nvml_backend: Any = None) -> ProbeResult:
             try:
                 result: ProbeResult = getattr(nvml, _NVML_PROBES[name])(nvml_backend)
             except Exception as exc:  # a probe's failure must become a result
-                result = ProbeResult(name, name, "error",
-                                     f"the probe failed: {type(exc).__name__}: {exc}")
+                result = ProbeResult(
+                    name, name, "error", f"the probe failed: {type(exc).__name__}: {exc}"
+                )
             return msgspec.structs.replace(result, seconds=time.perf_counter() - start)
         return run_probe(name)
     except UnknownProbe:
-        return ProbeResult(name, name, "error", f"there is no probe named {name!r}: "
-                           "`gpulab probe list` shows the ones that exist")
+        return ProbeResult(
+            name,
+            name,
+            "error",
+            f"there is no probe named {name!r}: `gpulab probe list` shows the ones that exist",
+        )
 
 
 def gpu_present(nvml_backend: Any = None) -> bool | None:
@@ -121,9 +126,9 @@ class Outcome:
 
     result: ProbeResult
     reading: Reading | None = None
-    verdict: Verdict | None = None   # None when there is no number to judge
-    measured: float | None = None    # the reading in the claim's unit
-    problem: str = ""                # why there is no verdict
+    verdict: Verdict | None = None  # None when there is no number to judge
+    measured: float | None = None  # the reading in the claim's unit
+    problem: str = ""  # why there is no verdict
 
     @property
     def cannot_run(self) -> bool:
@@ -136,19 +141,22 @@ def outcome_of(claim: Claim, result: ProbeResult) -> Outcome:
     if result.status in (*CANNOT_RUN, "error"):
         return Outcome(result, problem=result.message)
     if not claim.reading:
-        return Outcome(result, problem=f"the {claim.probe} probe's result has no reading "
-                                       "for this claim yet")
+        return Outcome(
+            result, problem=f"the {claim.probe} probe's result has no reading for this claim yet"
+        )
     reading = result.reading(claim.reading)
     if reading is None:
-        return Outcome(result, problem=f"the {claim.probe} probe returned no reading "
-                                       f"{claim.reading!r}")
+        return Outcome(
+            result, problem=f"the {claim.probe} probe returned no reading {claim.reading!r}"
+        )
     if reading.status != "ok":
         why = f": {reading.detail}" if reading.detail else ""
         return Outcome(result, reading, problem=f"{reading.label}: {reading.shown}{why}")
     value = reading.value
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return Outcome(result, reading, problem=f"{reading.label} is {reading.shown}, "
-                                                "not a number to compare")
+        return Outcome(
+            result, reading, problem=f"{reading.label} is {reading.shown}, not a number to compare"
+        )
     verdict = judge(claim, float(value), reading.unit, result.device)
     measured = verdict.measured
     if measured is None:
@@ -195,12 +203,12 @@ class ClaimState:
     """Everything a claim card shows beyond the claim itself."""
 
     measuring: bool = False
-    outcome: Outcome | None = None      # this session's latest run
-    predicted: float | None = None      # the prediction made for that run
-    last: Prediction | None = None      # the learner's last saved measurement
-    missing: str = ""                   # why the probe cannot run here, if known
-    recorded: Outcome | None = None     # a recorded run, shown only when it cannot run here
-    guess: Prediction | None = None     # the last saved prediction of the recorded value
+    outcome: Outcome | None = None  # this session's latest run
+    predicted: float | None = None  # the prediction made for that run
+    last: Prediction | None = None  # the learner's last saved measurement
+    missing: str = ""  # why the probe cannot run here, if known
+    recorded: Outcome | None = None  # a recorded run, shown only when it cannot run here
+    guess: Prediction | None = None  # the last saved prediction of the recorded value
 
 
 class ClaimBoard:
@@ -254,8 +262,15 @@ class ClaimBoard:
             if recorded is not None and recorded.result.recorded is not None:
                 device = recorded.result.device or recorded.result.recorded.machine
         verdict = outcome.verdict.kind if outcome.verdict is not None else "not_measured"
-        return Prediction(claim=claim.id, predicted=predicted, unit=claim.unit, at=at,
-                          measured=outcome.measured, verdict=verdict, device=device)
+        return Prediction(
+            claim=claim.id,
+            predicted=predicted,
+            unit=claim.unit,
+            at=at,
+            measured=outcome.measured,
+            verdict=verdict,
+            device=device,
+        )
 
     def state(self, claim: Claim, predictions: list[Prediction]) -> ClaimState:
         """What the card of `claim` shows now."""
@@ -263,16 +278,25 @@ class ClaimBoard:
         missing = self.missing(claim)
         if outcome is not None and outcome.cannot_run:
             missing = outcome.problem
-        last = next((p for p in reversed(predictions)
-                     if p.claim == claim.id and p.measured is not None), None)
+        last = next(
+            (p for p in reversed(predictions) if p.claim == claim.id and p.measured is not None),
+            None,
+        )
         recorded = recorded_outcome(claim) if missing else None
         guess = None
         if recorded is not None and recorded.result.recorded is not None:
             machine = recorded.result.device or recorded.result.recorded.machine
-            guess = next((p for p in reversed(predictions) if p.claim == claim.id
-                          and p.measured is None and p.device == machine), None)
-        return ClaimState(claim.id in self._measuring, outcome, predicted, last, missing,
-                          recorded, guess)
+            guess = next(
+                (
+                    p
+                    for p in reversed(predictions)
+                    if p.claim == claim.id and p.measured is None and p.device == machine
+                ),
+                None,
+            )
+        return ClaimState(
+            claim.id in self._measuring, outcome, predicted, last, missing, recorded, guess
+        )
 
 
 def recorded_outcome(claim: Claim) -> Outcome | None:

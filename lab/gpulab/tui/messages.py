@@ -40,6 +40,7 @@ __all__ = [
 
 # -- where to go --------------------------------------------------------------------------------
 
+
 class OpenLesson(Message):
     """Show a lesson, at one of its nodes if `node_key` is given."""
 
@@ -70,8 +71,9 @@ class OpenNextExercise(Message):
 class ShowMap(Message):
     """Return to the course map, with its cursor on a day, a lesson or an exercise."""
 
-    def __init__(self, *, day: int | None = None, lesson: str | None = None,
-                 exercise: str | None = None) -> None:
+    def __init__(
+        self, *, day: int | None = None, lesson: str | None = None, exercise: str | None = None
+    ) -> None:
         super().__init__()
         self.day = day
         self.lesson = lesson
@@ -101,6 +103,7 @@ class OpenFigures(Message):
 
 # -- work for the app's workers -----------------------------------------------------------------
 
+
 class MeasureClaim(Message):
     """Run a claim's probe; `predicted` is the learner's prediction in the claim's unit
     (None: measure without one)."""
@@ -124,6 +127,7 @@ class FindGpu(Message):
 
 
 # -- what the learner did (the app keeps it in the progress) ------------------------------------
+
 
 class LessonOpened(Message):
     """A lesson was opened: it is the one to return to next time."""

@@ -100,28 +100,45 @@ class ResultsApp(App[None]):
 
     def read_saved_results(self) -> None:
         """Read this machine's saved results into `measured`, in a thread."""
-        self.run_worker(self._read_saved, thread=True, group="saved-results",
-                        exit_on_error=False, description="read your saved probe results")
+        self.run_worker(
+            self._read_saved,
+            thread=True,
+            group="saved-results",
+            exit_on_error=False,
+            description="read your saved probe results",
+        )
 
     def _read_saved(self) -> None:
         store = self.result_store
         if not store.files():
-            return                         # nothing saved: NVML is not even asked
+            return  # nothing saved: NVML is not even asked
         try:
             loaded = store.load(self.this_machine())
         except Exception as exc:  # not knowing the machine: nothing saved can be used
-            self.post_message(self.SavedResultsRead({}, [
-                f"gpulab could not tell which machine this is ({type(exc).__name__}: {exc}), "
-                f"so the results saved in {store.folder} are not used"]))
+            self.post_message(
+                self.SavedResultsRead(
+                    {},
+                    [
+                        "gpulab could not tell which machine this is "
+                        f"({type(exc).__name__}: {exc}), so the results saved in "
+                        f"{store.folder} are not used"
+                    ],
+                )
+            )
             return
         self.post_message(self.SavedResultsRead(loaded.mine, loaded.notes()))
 
     def on_results_app_saved_results_read(self, event: SavedResultsRead) -> None:
-        if event.results:        # what this session measured meanwhile is newer
+        if event.results:  # what this session measured meanwhile is newer
             self.measured = {**event.results, **self.measured}
         if event.notes:
-            self.notify("\n\n".join(event.notes), title=NOTES_TITLE, severity="warning",
-                        timeout=20, markup=False)
+            self.notify(
+                "\n\n".join(event.notes),
+                title=NOTES_TITLE,
+                severity="warning",
+                timeout=20,
+                markup=False,
+            )
 
     def keep_result(self, result: ProbeResult) -> None:
         """Keep a probe result measured here (one that ran: ok or partial, no recording) for
@@ -130,8 +147,13 @@ class ResultsApp(App[None]):
 
         if worth_saving(result):
             self.measured = {**self.measured, result.probe: result}
-            self.run_worker(partial(self._save, result), thread=True, group="save-result",
-                            exit_on_error=False, description=f"save {result.probe}'s result")
+            self.run_worker(
+                partial(self._save, result),
+                thread=True,
+                group="save-result",
+                exit_on_error=False,
+                description=f"save {result.probe}'s result",
+            )
 
     def _save(self, result: ProbeResult) -> None:
         store = self.result_store
@@ -139,13 +161,15 @@ class ResultsApp(App[None]):
             store.save(result, self.this_machine())
         except Exception as exc:  # a result not saved is said, never raised
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            self.post_message(self.ResultNotSaved(
-                f"The result of {result.probe} could not be saved in {store.folder}: {why}. "
-                "It is used in this session only."))
+            self.post_message(
+                self.ResultNotSaved(
+                    f"The result of {result.probe} could not be saved in {store.folder}: {why}. "
+                    "It is used in this session only."
+                )
+            )
 
     def on_results_app_result_not_saved(self, event: ResultNotSaved) -> None:
-        self.notify(event.problem, title=NOTES_TITLE, severity="error", timeout=10,
-                    markup=False)
+        self.notify(event.problem, title=NOTES_TITLE, severity="error", timeout=10, markup=False)
 
     # -- figures -------------------------------------------------------------------------------
     def figure(self, figure_id: str) -> FigureData:

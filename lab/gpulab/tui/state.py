@@ -39,7 +39,7 @@ class Keeper:
         """No progress was saved before: the learner has never used gpulab here."""
         self.progress: Progress = store.load()
         self.dirty = False
-        self._seen: tuple[int, int] | None = None   # the file's (mtime in ns, size) last looked at
+        self._seen: tuple[int, int] | None = None  # the file's (mtime in ns, size) last looked at
         self._look_file = store.path.with_name("app.json")
         self._look = _read_json(self._look_file)
 

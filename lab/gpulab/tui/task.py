@@ -36,7 +36,7 @@ class Part:
     text: str
     signatures: tuple[str, ...] = ()  # ``ns_inode(link)``, one per function
     points: float = 0.0
-    gpu_points: float = 0.0           # of `points`, those of checks that need a GPU
+    gpu_points: float = 0.0  # of `points`, those of checks that need a GPU
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Task:
     parts: tuple[Part, ...] = ()
     shared: tuple[tuple[tuple[str, ...], float, float], ...] = ()
     """Checks that use several parts at once: (the parts, points, of them on a GPU)."""
-    other: float = 0.0                # points of checks that name no part's function
+    other: float = 0.0  # points of checks that name no part's function
     hidden_points: float | None = None  # what the instructor's hidden checks add, if known
     problems: tuple[str, ...] = field(default=())
 
@@ -105,10 +105,15 @@ def read_task(entry: ExerciseEntry, notebook: Path | None = None) -> Task:
         else:
             other += worth
     return Task(
-        tuple(Part(p.name, p.functions, p.text, p.signatures, points[p.name], on_gpu[p.name])
-              for p in parts),
-        tuple((names, total, gpu) for names, (total, gpu) in shared.items()), other,
-        hidden_points, tuple(problems))
+        tuple(
+            Part(p.name, p.functions, p.text, p.signatures, points[p.name], on_gpu[p.name])
+            for p in parts
+        ),
+        tuple((names, total, gpu) for names, (total, gpu) in shared.items()),
+        other,
+        hidden_points,
+        tuple(problems),
+    )
 
 
 def _parts(notebook: object) -> list[Part]:
@@ -130,9 +135,10 @@ def _parts(notebook: object) -> list[Part]:
         name = meta.get("part")
         if isinstance(name, str) and name and name not in {p.name for p in parts}:
             defined = _functions(source)
-            parts.append(Part(name, tuple(n for n, _ in defined), text,
-                              tuple(s for _, s in defined)))
-            text = ""          # one cell of words belongs to one part
+            parts.append(
+                Part(name, tuple(n for n, _ in defined), text, tuple(s for _, s in defined))
+            )
+            text = ""  # one cell of words belongs to one part
     return parts
 
 
@@ -160,16 +166,22 @@ def _functions(source: str) -> list[tuple[str, str]]:
 
 def _checks(tree: ast.Module) -> list[tuple[set[str], float, bool]]:
     """Each check as (the strings it can reach, its points, whether it needs a GPU)."""
-    functions = {node.name: node for node in tree.body
-                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+    functions = {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
     reached: dict[str, set[str]] = {}
 
     def reach(name: str, seen: frozenset[str]) -> set[str]:
         if name in reached:
             return reached[name]
         node = functions[name]
-        found = {n.value for n in ast.walk(node)
-                 if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        found = {
+            n.value
+            for n in ast.walk(node)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        }
         uses = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
         uses |= {a.arg for a in node.args.args + node.args.kwonlyargs}  # fixtures
         for used in sorted(uses & functions.keys() - seen - {name}):

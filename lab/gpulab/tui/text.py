@@ -19,8 +19,14 @@ if TYPE_CHECKING:
 
     from gpulab.course import ExerciseEntry, ExerciseRecord, Node, Problem
 
-__all__ = ["NO_GPU", "exercise_state", "inline_markdown", "node_label", "problem_text",
-           "progress_bar"]
+__all__ = [
+    "NO_GPU",
+    "exercise_state",
+    "inline_markdown",
+    "node_label",
+    "problem_text",
+    "progress_bar",
+]
 
 _STYLES = {"strong": "bold", "em": "italic", "s": "strike", "link": "underline"}
 CLAIM_BADGE = "◆"
@@ -101,8 +107,9 @@ def problem_text(problems: tuple[Problem, ...] | list[Problem], root: Path | Non
     return text
 
 
-def exercise_state(exercise: ExerciseEntry, record: ExerciseRecord | None,
-                   gpu_here: bool | None) -> Text:
+def exercise_state(
+    exercise: ExerciseEntry, record: ExerciseRecord | None, gpu_here: bool | None
+) -> Text:
     """Where the learner stands on an exercise: ``not started``, ``failing (3/11)``,
     ``passed (11/11)``, or ``needs an NVIDIA GPU`` (a GPU exercise on a machine known to
     have none, unless it was passed elsewhere)."""

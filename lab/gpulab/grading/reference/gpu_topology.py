@@ -13,11 +13,10 @@ import importlib
 import statistics
 from typing import Any
 
-__all__ = ["COPY_BYTES", "bus_id", "cuda_index_by_bus", "enable_peers", "own_copy",
-           "own_topology"]
+__all__ = ["COPY_BYTES", "bus_id", "cuda_index_by_bus", "enable_peers", "own_copy", "own_topology"]
 
-COPY_BYTES = 256 * 2**20          # 256 MiB: long enough that the per-copy cost vanishes
-TRIALS, REPEATS = 3, 4            # median of 3 timings of 4 copies each
+COPY_BYTES = 256 * 2**20  # 256 MiB: long enough that the per-copy cost vanishes
+TRIALS, REPEATS = 3, 4  # median of 3 timings of 4 copies each
 
 
 def bus_id(value: Any) -> str:
@@ -35,7 +34,7 @@ def _far_ends(pm: Any, handle: Any) -> list[str | None]:
             if pm.nvmlDeviceGetNvLinkState(handle, link) != pm.NVML_FEATURE_ENABLED:
                 continue
         except (pm.NVMLError_NotSupported, pm.NVMLError_InvalidArgument):
-            continue                    # no NVLink on this GPU, or no link with this number
+            continue  # no NVLink on this GPU, or no link with this number
         try:
             ends.append(bus_id(pm.nvmlDeviceGetNvLinkRemotePciInfo(handle, link).busId))
         except pm.NVMLError_NotSupported:
@@ -50,14 +49,20 @@ def _nvlinks(ends: list[list[str | None]], buses: list[str], a: int, b: int) -> 
     if direct:
         return direct
     gpus = set(buses)
-    return min(sum(1 for end in ends[a] if end not in gpus),
-               sum(1 for end in ends[b] if end not in gpus))
+    return min(
+        sum(1 for end in ends[a] if end not in gpus), sum(1 for end in ends[b] if end not in gpus)
+    )
 
 
 def _pcie_label(pm: Any, a: Any, b: Any) -> str:
-    levels = {pm.NVML_TOPOLOGY_INTERNAL: "PIX", pm.NVML_TOPOLOGY_SINGLE: "PIX",
-              pm.NVML_TOPOLOGY_MULTIPLE: "PXB", pm.NVML_TOPOLOGY_HOSTBRIDGE: "PHB",
-              pm.NVML_TOPOLOGY_NODE: "NODE", pm.NVML_TOPOLOGY_SYSTEM: "SYS"}
+    levels = {
+        pm.NVML_TOPOLOGY_INTERNAL: "PIX",
+        pm.NVML_TOPOLOGY_SINGLE: "PIX",
+        pm.NVML_TOPOLOGY_MULTIPLE: "PXB",
+        pm.NVML_TOPOLOGY_HOSTBRIDGE: "PHB",
+        pm.NVML_TOPOLOGY_NODE: "NODE",
+        pm.NVML_TOPOLOGY_SYSTEM: "SYS",
+    }
     try:
         return levels.get(pm.nvmlDeviceGetTopologyCommonAncestor(a, b), "SYS")
     except pm.NVMLError_NotSupported:
@@ -83,8 +88,9 @@ def own_topology(pm: Any = None) -> dict[str, Any]:
             for b in range(count):
                 if a != b:
                     nvlinks = _nvlinks(ends, buses, a, b)
-                    links[names[a]][names[b]] = (f"NV{nvlinks}" if nvlinks else
-                                                 _pcie_label(pm, handles[a], handles[b]))
+                    links[names[a]][names[b]] = (
+                        f"NV{nvlinks}" if nvlinks else _pcie_label(pm, handles[a], handles[b])
+                    )
         return {"gpus": names, "links": links, "buses": buses}
     finally:
         pm.nvmlShutdown()
@@ -124,7 +130,7 @@ def own_copy(src: int, dst: int, nbytes: int = COPY_BYTES) -> float:
             rt.memcpyPeerAsync(target.data.ptr, dst, source.data.ptr, src, nbytes, stream.ptr)
 
         copy()
-        stream.synchronize()                        # warm-up
+        stream.synchronize()  # warm-up
         seconds = []
         for _ in range(TRIALS):
             start.record(stream)

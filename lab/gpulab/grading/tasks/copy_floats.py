@@ -40,12 +40,16 @@ RULES = Rules("coalescing")
 
 
 def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
-    check_rules(source, RULES)               # before anything compiles it
+    check_rules(source, RULES)  # before anything compiles it
     if "sanitize" in params:
         return sanitize.under_sanitizer("copy_floats", source, params)
     if params.get("plain"):
-        return sanitize.plain_launches(compile_kernel(source, KERNEL, ("-lineinfo",)),
-                                       params["cases"], int(params["seed"]), _plain_args)
+        return sanitize.plain_launches(
+            compile_kernel(source, KERNEL, ("-lineinfo",)),
+            params["cases"],
+            int(params["seed"]),
+            _plain_args,
+        )
     cp = cupy()
     kernel = compile_kernel(source, KERNEL)
     rng = cp.random.default_rng(int(params["seed"]))
@@ -73,7 +77,7 @@ def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
 
 def _prepare(rng: Any, n: int) -> dict[str, Any]:
     cp = cupy()
-    _, src = judge.guarded(n, guard=judge.IN_GUARD)    # views 16 KiB in: float4-aligned
+    _, src = judge.guarded(n, guard=judge.IN_GUARD)  # views 16 KiB in: float4-aligned
     src[...] = rng.random(n, dtype=cp.float32)
     dst_buffer, dst = judge.guarded(n)
     return {"n": n, "src": src, "want": src.copy(), "dst": dst, "dst_buffer": dst_buffer}
@@ -97,20 +101,36 @@ def _timed(kernel: Any, n: int, config: Any, rng: Any) -> dict[str, Any]:
     nbytes = 4 * n
 
     def memcpy(work: dict[str, Any]) -> None:
-        runtime.memcpyAsync(work["dst"].data.ptr, work["src"].data.ptr, nbytes,
-                            runtime.memcpyDeviceToDevice, cp.cuda.get_current_stream().ptr)
+        runtime.memcpyAsync(
+            work["dst"].data.ptr,
+            work["src"].data.ptr,
+            nbytes,
+            runtime.memcpyDeviceToDevice,
+            cp.cuda.get_current_stream().ptr,
+        )
 
-    timing = judge.time_each({
-        "yours": judge.Contender(lambda: _prepare(rng, n),
-                                 lambda work: _launch(kernel, config, work, what), _check),
-        "memcpy": judge.Contender(lambda: _prepare(rng, n), memcpy),
-    }, what)
+    timing = judge.time_each(
+        {
+            "yours": judge.Contender(
+                lambda: _prepare(rng, n), lambda work: _launch(kernel, config, work, what), _check
+            ),
+            "memcpy": judge.Contender(lambda: _prepare(rng, n), memcpy),
+        },
+        what,
+    )
     ms = timing["ms"]
-    gigabytes = 2 * nbytes / 1e9            # read + written
-    return {"n": n, "config": config, "ms": ms["yours"], "gbs": gigabytes / (ms["yours"] * 1e-3),
-            "reference": "cudaMemcpyAsync device-to-device", "reference_ms": ms["memcpy"],
-            "reference_gbs": gigabytes / (ms["memcpy"] * 1e-3), "ratio": ms["memcpy"] / ms["yours"],
-            **judge.summary(timing["checks"]["yours"])}
+    gigabytes = 2 * nbytes / 1e9  # read + written
+    return {
+        "n": n,
+        "config": config,
+        "ms": ms["yours"],
+        "gbs": gigabytes / (ms["yours"] * 1e-3),
+        "reference": "cudaMemcpyAsync device-to-device",
+        "reference_ms": ms["memcpy"],
+        "reference_gbs": gigabytes / (ms["memcpy"] * 1e-3),
+        "ratio": ms["memcpy"] / ms["yours"],
+        **judge.summary(timing["checks"]["yours"]),
+    }
 
 
 def _plain_args(np: Any, rng: Any, case: dict[str, Any]) -> tuple[Any, ...]:

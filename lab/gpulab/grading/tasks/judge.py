@@ -32,16 +32,27 @@ from typing import Any
 
 from gpulab.grading.tasks.common import cupy, launch, numpy, synchronize
 
-__all__ = ["GUARD", "IN_GUARD", "OUT_GUARD", "ROUNDS", "Busy", "Contender", "guarded",
-           "overrun", "repeat_case", "summary", "time_each"]
+__all__ = [
+    "GUARD",
+    "IN_GUARD",
+    "OUT_GUARD",
+    "ROUNDS",
+    "Busy",
+    "Contender",
+    "guarded",
+    "overrun",
+    "repeat_case",
+    "summary",
+    "time_each",
+]
 
-GUARD = 4096                  # floats on each side: 16 KiB, so views stay 256-byte aligned
-OUT_GUARD = 0x7FC05A5A        # a NaN with a payload: guards around an output
-IN_GUARD = 0x7FC0A5A5         # another: guards around an input (a copy past its end shows)
-ROUNDS = 11                   # timed launches per contender, after one warm-up round
-BUDGET_S = 25.0               # fewer rounds (at least MIN_ROUNDS) when a round is slow
+GUARD = 4096  # floats on each side: 16 KiB, so views stay 256-byte aligned
+OUT_GUARD = 0x7FC05A5A  # a NaN with a payload: guards around an output
+IN_GUARD = 0x7FC0A5A5  # another: guards around an input (a copy past its end shows)
+ROUNDS = 11  # timed launches per contender, after one warm-up round
+BUDGET_S = 25.0  # fewer rounds (at least MIN_ROUNDS) when a round is slow
 MIN_ROUNDS = 3
-BUSY_CYCLES = 200_000         # about 0.1 ms at 2 GHz: longer than a small case's launch
+BUSY_CYCLES = 200_000  # about 0.1 ms at 2 GHz: longer than a small case's launch
 
 _TRUSTED = r"""
 extern "C" __global__ void flush_write(float4* __restrict__ buffer, unsigned long long n4,
@@ -90,8 +101,9 @@ def _trusted(name: str) -> Any:
     return _MODULE[0].get_function(name)
 
 
-def guarded(size: int, *, guard: int = OUT_GUARD, fill: float = float("nan"),
-            dtype: Any = None) -> tuple[Any, Any]:
+def guarded(
+    size: int, *, guard: int = OUT_GUARD, fill: float = float("nan"), dtype: Any = None
+) -> tuple[Any, Any]:
     """A buffer of GUARD + size + GUARD 4-byte words, and the view of `size` between the guards.
 
     The guards hold the bit pattern `guard`; the view holds `fill` (NaN: an
@@ -100,7 +112,7 @@ def guarded(size: int, *, guard: int = OUT_GUARD, fill: float = float("nan"),
     cp = cupy()
     buffer = cp.empty(size + 2 * GUARD, dtype=cp.float32 if dtype is None else dtype)
     buffer.view(cp.uint32).fill(guard)
-    view = buffer[GUARD:GUARD + size]
+    view = buffer[GUARD : GUARD + size]
     view.fill(fill)
     return buffer, view
 
@@ -137,8 +149,9 @@ class Busy:
         self.stream.synchronize()
 
 
-def repeat_case(case: dict[str, Any], once: Callable[[Any, bool], dict[str, Any]],
-                busy: Busy | None) -> dict[str, Any]:
+def repeat_case(
+    case: dict[str, Any], once: Callable[[Any, bool], dict[str, Any]], busy: Busy | None
+) -> dict[str, Any]:
     """Run a case ``case.get("repeat", 1)`` times; the first failing launch's result, or the last.
 
     Each call of ``once(config, beside_busy)`` makes fresh inputs, launches
@@ -182,8 +195,9 @@ class Contender:
     check: Callable[[Any], dict[str, Any]] | None = None
 
 
-def time_each(contenders: dict[str, Contender], what: str, *,
-              rounds: int = ROUNDS) -> dict[str, Any]:
+def time_each(
+    contenders: dict[str, Contender], what: str, *, rounds: int = ROUNDS
+) -> dict[str, Any]:
     """Time launches one at a time, interleaved round by round, each on fresh inputs.
 
     Before every launch the L2 is flushed (a buffer twice its size written,
@@ -197,7 +211,8 @@ def time_each(contenders: dict[str, Contender], what: str, *,
     flush = _flush()
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     checks: dict[str, list[dict[str, Any]]] = {
-        name: [] for name, contender in contenders.items() if contender.check}
+        name: [] for name, contender in contenders.items() if contender.check
+    }
     total = rounds + 1
     number = 0
     while number < total:
@@ -215,20 +230,27 @@ def time_each(contenders: dict[str, Contender], what: str, *,
             if contender.check:
                 checks[name].append(contender.check(state))
             del state
-        if number == 1:                   # the first timed round says how many fit
+        if number == 1:  # the first timed round says how many fit
             took = time.monotonic() - began
             total = 1 + max(MIN_ROUNDS, min(rounds, int(BUDGET_S / max(took, 1e-3))))
         number += 1
-    return {"ms": {name: float(statistics.median(values)) for name, values in samples.items()},
-            "samples": samples, "checks": checks}
+    return {
+        "ms": {name: float(statistics.median(values)) for name, values in samples.items()},
+        "samples": samples,
+        "checks": checks,
+    }
 
 
 def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
     """The checked launches of a contender in a few numbers, with the first failing one."""
     bad = [number for number, result in enumerate(results) if not result["ok"]]
     first = results[bad[0]] if bad else results[-1]
-    return {**first, "launches": len(results), "failed_launches": len(bad),
-            **({"failed_at": bad[0] + 1} if bad else {})}
+    return {
+        **first,
+        "launches": len(results),
+        "failed_launches": len(bad),
+        **({"failed_at": bad[0] + 1} if bad else {}),
+    }
 
 
 def _flush() -> Callable[[], None]:

@@ -46,30 +46,41 @@ from gpulab.grading.tasks.rules import Rules, check_rules
 __all__ = ["RTOL", "RULES", "run"]
 
 KERNEL = "reduce_sum"
-RULES = Rules("reduction", (
-    (r"\b(cub|thrust|cooperative_groups|cg)\s*::",
-     "the exercise asks for your own tree: no library code (cub::, thrust::, cooperative "
-     "groups); use __shfl_down_sync, shared memory and atomicAdd"),
-    (r"\b__reduce_\w+_sync\b",
-     "the exercise asks for your own tree: no __reduce_*_sync intrinsics; use "
-     "__shfl_down_sync"),
-))
-RTOL = 1e-5             # of sum |x|: float32 rounding in any order stays far below
+RULES = Rules(
+    "reduction",
+    (
+        (
+            r"\b(cub|thrust|cooperative_groups|cg)\s*::",
+            "the exercise asks for your own tree: no library code (cub::, thrust::, cooperative "
+            "groups); use __shfl_down_sync, shared memory and atomicAdd",
+        ),
+        (
+            r"\b__reduce_\w+_sync\b",
+            "the exercise asks for your own tree: no __reduce_*_sync intrinsics; use "
+            "__shfl_down_sync",
+        ),
+    ),
+)
+RTOL = 1e-5  # of sum |x|: float32 rounding in any order stays far below
 ATOL = 1e-3
-SPIKE_FLOOR = 1000.0    # a spike is never smaller than this
+SPIKE_FLOOR = 1000.0  # a spike is never smaller than this
 # Spike sizes, in units of the smallest: 1 + k / 50 with k from a Sidon set (all pairwise
 # sums differ), so one missing spike, or any two, leave a deficit that names them.
 SPIKE_STEPS = tuple(1 + k / 50 for k in (0, 1, 3, 7, 12, 20, 30, 44))
-SPIKE_MARGIN = 20.0     # the smallest spike is this many tolerances
+SPIKE_MARGIN = 20.0  # the smallest spike is this many tolerances
 
 
 def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
-    check_rules(source, RULES)               # before anything compiles it
+    check_rules(source, RULES)  # before anything compiles it
     if "sanitize" in params:
         return sanitize.under_sanitizer("reduce_sum", source, params)
     if params.get("plain"):
-        return sanitize.plain_launches(compile_kernel(source, KERNEL, ("-lineinfo",)),
-                                       params["cases"], int(params["seed"]), _plain_args)
+        return sanitize.plain_launches(
+            compile_kernel(source, KERNEL, ("-lineinfo",)),
+            params["cases"],
+            int(params["seed"]),
+            _plain_args,
+        )
     cp, np = cupy(), numpy()
     kernel = compile_kernel(source, KERNEL)
     seed = int(params["seed"])
@@ -99,32 +110,50 @@ def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
 def _timed(kernel: Any, rng: Any, host: Any, n: int, config: Any) -> dict[str, Any]:
     cp = cupy()
     what = f"the timed run (n = {n:,})"
-    timing = judge.time_each({
-        "yours": judge.Contender(lambda: _prepare(n, rng, host),
-                                 lambda work: _launch(kernel, config, work, what), _compare),
-        "cupy.sum": judge.Contender(lambda: _prepare(n, rng, host),
-                                    lambda work: cp.sum(work["x"])),
-    }, what)
+    timing = judge.time_each(
+        {
+            "yours": judge.Contender(
+                lambda: _prepare(n, rng, host),
+                lambda work: _launch(kernel, config, work, what),
+                _compare,
+            ),
+            "cupy.sum": judge.Contender(
+                lambda: _prepare(n, rng, host), lambda work: cp.sum(work["x"])
+            ),
+        },
+        what,
+    )
     ms = timing["ms"]
     gigabytes = 4 * n / 1e9
-    return {"n": n, "config": config, "ms": ms["yours"], "gbs": gigabytes / (ms["yours"] * 1e-3),
-            "reference": "cupy.sum", "reference_ms": ms["cupy.sum"],
-            "reference_gbs": gigabytes / (ms["cupy.sum"] * 1e-3),
-            "ratio": ms["cupy.sum"] / ms["yours"], **judge.summary(timing["checks"]["yours"])}
+    return {
+        "n": n,
+        "config": config,
+        "ms": ms["yours"],
+        "gbs": gigabytes / (ms["yours"] * 1e-3),
+        "reference": "cupy.sum",
+        "reference_ms": ms["cupy.sum"],
+        "reference_gbs": gigabytes / (ms["cupy.sum"] * 1e-3),
+        "ratio": ms["cupy.sum"] / ms["yours"],
+        **judge.summary(timing["checks"]["yours"]),
+    }
 
 
 def _prepare(n: int, rng: Any, host: Any) -> dict[str, Any]:
     """x (n floats, NaN guards on both sides), what the comparison needs to know about it,
     and out[0] = 0 with guards of its own."""
     cp, np = cupy(), numpy()
-    _, x = judge.guarded(n, guard=judge.IN_GUARD)   # views 16 KiB in: float4-aligned
+    _, x = judge.guarded(n, guard=judge.IN_GUARD)  # views 16 KiB in: float4-aligned
     x[...] = rng.random(n, dtype=cp.float32) * 2 - 1
     base_abs = float(cp.sum(cp.abs(x), dtype=cp.float64))
-    draws = [0, n - 1, n - 1 - int(host.integers(0, min(4, n))),
-             n - 1 - int(host.integers(0, min(1024, n)))]
+    draws = [
+        0,
+        n - 1,
+        n - 1 - int(host.integers(0, min(4, n))),
+        n - 1 - int(host.integers(0, min(1024, n))),
+    ]
     draws += [int(host.integers(0, n)) for _ in range(len(SPIKE_STEPS) - len(draws))]
     positions = list(dict.fromkeys(draws))  # in order, without repeats (n may be tiny)
-    steps = host.permutation(np.array(SPIKE_STEPS[:len(positions)]))
+    steps = host.permutation(np.array(SPIKE_STEPS[: len(positions)]))
     # The smallest spike is SPIKE_MARGIN tolerances, counting the spikes' own share of sum |x|.
     size = SPIKE_MARGIN * (RTOL * base_abs + ATOL) / (1 - SPIKE_MARGIN * RTOL * sum(SPIKE_STEPS))
     size = max(SPIKE_FLOOR, size)
@@ -132,9 +161,12 @@ def _prepare(n: int, rng: Any, host: Any) -> dict[str, Any]:
     x[cp.asarray(positions, dtype=cp.int64)] = cp.asarray(values, dtype=cp.float32)
     sum_abs = float(cp.sum(cp.abs(x), dtype=cp.float64))
     out_buffer, out = judge.guarded(1, fill=0.0)
-    facts = {"want": float(cp.sum(x, dtype=cp.float64)), "sum_abs": sum_abs,
-             "tolerance": RTOL * sum_abs + ATOL,
-             "spikes": [{"index": i, "value": v} for i, v in zip(positions, values, strict=True)]}
+    facts = {
+        "want": float(cp.sum(x, dtype=cp.float64)),
+        "sum_abs": sum_abs,
+        "tolerance": RTOL * sum_abs + ATOL,
+        "spikes": [{"index": i, "value": v} for i, v in zip(positions, values, strict=True)],
+    }
     return {"n": n, "x": x, "out": out, "out_buffer": out_buffer, "facts": facts}
 
 
@@ -148,8 +180,13 @@ def _compare(work: dict[str, Any]) -> dict[str, Any]:
     facts = work["facts"]
     guards = judge.overrun(work["out_buffer"])["overrun"]
     ok = abs(got - facts["want"]) <= facts["tolerance"] and not guards  # False for NaN
-    return {"got": plain(got), "error": plain(got - facts["want"]), "out_overrun": guards,
-            "ok": ok, **facts}
+    return {
+        "got": plain(got),
+        "error": plain(got - facts["want"]),
+        "out_overrun": guards,
+        "ok": ok,
+        **facts,
+    }
 
 
 def _plain_args(np: Any, rng: Any, case: dict[str, Any]) -> tuple[Any, ...]:

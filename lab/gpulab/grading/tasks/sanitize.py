@@ -31,21 +31,33 @@ from typing import Any
 from gpulab.grading.protocol import Failure, failure_named
 from gpulab.grading.tasks.common import TaskError, cupy, launch, numpy, synchronize
 
-__all__ = ["NOT_AVAILABLE", "TOOLS", "find_sanitizer", "parse", "plain_launches",
-           "under_sanitizer", "verdict"]
+__all__ = [
+    "NOT_AVAILABLE",
+    "TOOLS",
+    "find_sanitizer",
+    "parse",
+    "plain_launches",
+    "under_sanitizer",
+    "verdict",
+]
 
 NOT_AVAILABLE = "not run: compute-sanitizer is not available here"
 TOOLS = ("memcheck", "racecheck")
-TOOL_TIMEOUT = 60.0           # seconds per tool: small cases, but the tool starts slowly
+TOOL_TIMEOUT = 60.0  # seconds per tool: small cases, but the tool starts slowly
 _PASSED_ON: tuple[Failure, ...] = ("compile", "missing", "config", "launch", "rule")  # its own
 _MEMCHECK_SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+) errors?")
 _RACECHECK_SUMMARY = re.compile(
-    r"RACECHECK SUMMARY:\s*(\d+) hazards? displayed\s*\((\d+) errors?,\s*(\d+) warnings?\)")
-_REPORT_START = re.compile(r"Invalid|Race reported|out of bounds|Misaligned|Barrier|"
-                           r"Program hit|Hazard|Error:")
+    r"RACECHECK SUMMARY:\s*(\d+) hazards? displayed\s*\((\d+) errors?,\s*(\d+) warnings?\)"
+)
+_REPORT_START = re.compile(
+    r"Invalid|Race reported|out of bounds|Misaligned|Barrier|"
+    r"Program hit|Hazard|Error:"
+)
 _CONTINUED = re.compile(r"^(at |and |by thread|Address|in |Write |Read )")
-_SKIPPED_LINES = re.compile(r"SUMMARY|COMPUTE-SANITIZER|Saved host backtrace|Host Frame|"
-                            r"Process ID|Target application")
+_SKIPPED_LINES = re.compile(
+    r"SUMMARY|COMPUTE-SANITIZER|Saved host backtrace|Host Frame|"
+    r"Process ID|Target application"
+)
 
 
 def find_sanitizer() -> str | None:
@@ -56,8 +68,10 @@ def find_sanitizer() -> str | None:
     for base in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if not base:
             continue
-        for candidate in (Path(base) / "bin" / "compute-sanitizer",
-                          Path(base) / "compute-sanitizer" / "compute-sanitizer"):
+        for candidate in (
+            Path(base) / "bin" / "compute-sanitizer",
+            Path(base) / "compute-sanitizer" / "compute-sanitizer",
+        ):
             if candidate.is_file() and os.access(candidate, os.X_OK):
                 return str(candidate)
     return None
@@ -73,35 +87,69 @@ def under_sanitizer(task: str, source: str, params: dict[str, Any]) -> dict[str,
     for tool in spec.get("tools", TOOLS):
         if tool not in TOOLS:
             raise ValueError(f"not a sanitizer tool this task runs: {tool!r}")
-        found = _run_tool(program, tool, task, source, spec["cases"], int(params["seed"]),
-                          float(spec.get("timeout", TOOL_TIMEOUT)))
+        found = _run_tool(
+            program,
+            tool,
+            task,
+            source,
+            spec["cases"],
+            int(params["seed"]),
+            float(spec.get("timeout", TOOL_TIMEOUT)),
+        )
         answer = found.pop("answer")
         if answer and not answer.get("ok") and answer.get("kind") in _PASSED_ON:
             raise TaskError(failure_named(answer["kind"]), str(answer.get("message", "")))
         tools.append(found)
         if not found["ran"]:
-            break                          # the next tool would not run either
+            break  # the next tool would not run either
     return {"sanitizer": {"ran": True, "tools": tools}}
 
 
-def _run_tool(program: str, tool: str, task: str, source: str, cases: list[Any], seed: int,
-              timeout: float) -> dict[str, Any]:
+def _run_tool(
+    program: str, tool: str, task: str, source: str, cases: list[Any], seed: int, timeout: float
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="gpulab-sanitizer-") as folder:
         log, reply = Path(folder) / "report.txt", Path(folder) / "reply.json"
-        argv = [program, "--tool", tool, "--report-api-errors", "no", "--log-file", str(log),
-                sys.executable, "-m", "gpulab.grading.kernel_worker", str(reply)]
-        job = json.dumps({"task": task, "source": source,
-                          "params": {"seed": seed, "plain": True, "cases": cases}})
-        process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, cwd=folder, start_new_session=True)
+        argv = [
+            program,
+            "--tool",
+            tool,
+            "--report-api-errors",
+            "no",
+            "--log-file",
+            str(log),
+            sys.executable,
+            "-m",
+            "gpulab.grading.kernel_worker",
+            str(reply),
+        ]
+        job = json.dumps(
+            {
+                "task": task,
+                "source": source,
+                "params": {"seed": seed, "plain": True, "cases": cases},
+            }
+        )
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd=folder,
+            start_new_session=True,
+        )
         try:
             _, err = process.communicate(job.encode(), timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
-            return {"tool": tool, "ran": False, "answer": None,
-                    "reason": f"not run: compute-sanitizer's {tool} did not finish within "
-                              f"{timeout:g} s here"}
+            return {
+                "tool": tool,
+                "ran": False,
+                "answer": None,
+                "reason": f"not run: compute-sanitizer's {tool} did not finish within "
+                f"{timeout:g} s here",
+            }
         text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
         try:
             data = json.loads(reply.read_text(encoding="utf-8")) if reply.is_file() else None
@@ -116,10 +164,15 @@ def _run_tool(program: str, tool: str, task: str, source: str, cases: list[Any],
     ran = found["errors"] is not None and reached
     result: dict[str, Any] = {"tool": tool, **found, "ran": ran, "answer": answer}
     if not ran:
-        why = (answer or {}).get("message") or _last_line(text) or _last_line(
-            err.decode(errors="replace")) or f"exit status {process.returncode}"
-        result["reason"] = f"not run: compute-sanitizer's {tool} could not run the kernel " \
-                           f"here ({why[:300]})"
+        why = (
+            (answer or {}).get("message")
+            or _last_line(text)
+            or _last_line(err.decode(errors="replace"))
+            or f"exit status {process.returncode}"
+        )
+        result["reason"] = (
+            f"not run: compute-sanitizer's {tool} could not run the kernel here ({why[:300]})"
+        )
     return result
 
 
@@ -154,8 +207,7 @@ def _first_report(text: str) -> str:
             if line and not _SKIPPED_LINES.search(line) and _REPORT_START.search(line):
                 kept.append(line)
             continue
-        if not line or _SKIPPED_LINES.search(line) or not _CONTINUED.match(line) or \
-                len(kept) == 5:
+        if not line or _SKIPPED_LINES.search(line) or not _CONTINUED.match(line) or len(kept) == 5:
             break
         kept.append(line)
     cleaned = " ".join(kept)
@@ -185,20 +237,27 @@ def _finding(tool: dict[str, Any]) -> str:
     count = int(tool["errors"])
     first = f" The first: {tool['first']}." if tool.get("first") else ""
     if tool["tool"] == "racecheck":
-        return (f"compute-sanitizer's racecheck found {count} shared-memory race"
-                f"{'s' if count != 1 else ''} in your kernel.{first} A thread read shared "
-                "memory that another thread of its block writes, or overwrote what another "
-                "still reads, with no __syncthreads() between the two: the result then "
-                "depends on which warp runs first. Which barrier is missing?")
-    return (f"compute-sanitizer's memcheck found {count} invalid memory access"
-            f"{'es' if count != 1 else ''} in your kernel.{first} An index reaches past the "
-            "end of an array (or before its start): check every index against its bound "
-            "before the access, loads as well as stores.")
+        return (
+            f"compute-sanitizer's racecheck found {count} shared-memory race"
+            f"{'s' if count != 1 else ''} in your kernel.{first} A thread read shared "
+            "memory that another thread of its block writes, or overwrote what another "
+            "still reads, with no __syncthreads() between the two: the result then "
+            "depends on which warp runs first. Which barrier is missing?"
+        )
+    return (
+        f"compute-sanitizer's memcheck found {count} invalid memory access"
+        f"{'es' if count != 1 else ''} in your kernel.{first} An index reaches past the "
+        "end of an array (or before its start): check every index against its bound "
+        "before the access, loads as well as stores."
+    )
 
 
-def plain_launches(kernel: Any, cases: Sequence[dict[str, Any]], seed: int,
-                   args_of: Callable[[Any, Any, dict[str, Any]], tuple[Any, ...]]
-                   ) -> dict[str, Any]:
+def plain_launches(
+    kernel: Any,
+    cases: Sequence[dict[str, Any]],
+    seed: int,
+    args_of: Callable[[Any, Any, dict[str, Any]], tuple[Any, ...]],
+) -> dict[str, Any]:
     """Inside compute-sanitizer: launch `kernel` once per case, on inputs made on the host.
 
     `args_of(numpy, rng, case)` gives the kernel's arguments as NumPy arrays
@@ -206,12 +265,11 @@ def plain_launches(kernel: Any, cases: Sequence[dict[str, Any]], seed: int,
     scalars. Nothing is compared here: the sanitizer is the judge.
     """
     cp, np = cupy(), numpy()
-    cp.cuda.set_allocator(None)          # every array its own cudaMalloc: memcheck sees its ends
+    cp.cuda.set_allocator(None)  # every array its own cudaMalloc: memcheck sees its ends
     rng = np.random.default_rng(seed)
     for number, case in enumerate(cases, start=1):
         what = f"{case.get('label', 'case')} ({number} of {len(cases)}, under compute-sanitizer)"
-        args = [cp.asarray(a) if isinstance(a, np.ndarray) else a
-                for a in args_of(np, rng, case)]
+        args = [cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args_of(np, rng, case)]
         launch(kernel, case["config"], args, what)
         synchronize(what)
     return {"launched": len(cases)}

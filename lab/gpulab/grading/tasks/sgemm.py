@@ -41,12 +41,17 @@ from gpulab.grading.tasks.rules import Rules, check_rules
 __all__ = ["RULES", "rtol", "run"]
 
 KERNEL = "sgemm"
-RULES = Rules("tiled-matmul", (
-    (r"\b(wmma|nvcuda|cublas\w*)\b",
-     "the exercise is FP32 on the CUDA cores, written by you: no Tensor Core (wmma) or "
-     "library calls"),
-))
-TOLERANCE = 16          # in units of sqrt(K) float32 roundings of the magnitude sum
+RULES = Rules(
+    "tiled-matmul",
+    (
+        (
+            r"\b(wmma|nvcuda|cublas\w*)\b",
+            "the exercise is FP32 on the CUDA cores, written by you: no Tensor Core (wmma) or "
+            "library calls",
+        ),
+    ),
+)
+TOLERANCE = 16  # in units of sqrt(K) float32 roundings of the magnitude sum
 
 
 def rtol(k: int) -> float:
@@ -55,12 +60,16 @@ def rtol(k: int) -> float:
 
 
 def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
-    check_rules(source, RULES)               # before anything compiles it
+    check_rules(source, RULES)  # before anything compiles it
     if "sanitize" in params:
         return sanitize.under_sanitizer("sgemm", source, params)
     if params.get("plain"):
-        return sanitize.plain_launches(compile_kernel(source, KERNEL, ("-lineinfo",)),
-                                       params["cases"], int(params["seed"]), _plain_args)
+        return sanitize.plain_launches(
+            compile_kernel(source, KERNEL, ("-lineinfo",)),
+            params["cases"],
+            int(params["seed"]),
+            _plain_args,
+        )
     cp = cupy()
     kernel = compile_kernel(source, KERNEL)
     rng = cp.random.default_rng(int(params["seed"]))
@@ -70,8 +79,9 @@ def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
         m, n, k = int(case["M"]), int(case["N"]), int(case["K"])
         what = f"{case.get('label', 'a case')} (M = {m}, N = {n}, K = {k})"
 
-        def once(config: Any, beside: bool, shape: tuple[int, int, int] = (m, n, k),
-                 what: str = what) -> dict[str, Any]:
+        def once(
+            config: Any, beside: bool, shape: tuple[int, int, int] = (m, n, k), what: str = what
+        ) -> dict[str, Any]:
             work = _prepare(rng, *shape)
             if beside and busy is not None:
                 busy.start()
@@ -109,13 +119,19 @@ def _prepare(rng: Any, m: int, n: int, k: int, *, judged: bool = True) -> dict[s
 def _launch(kernel: Any, config: Any, work: dict[str, Any], what: str) -> None:
     np = numpy()
     m, n, k = work["shape"]
-    launch(kernel, config, (work["A"], work["B"], work["C"], np.int32(m), np.int32(n),
-                            np.int32(k)), what)
+    launch(
+        kernel,
+        config,
+        (work["A"], work["B"], work["C"], np.int32(m), np.int32(n), np.int32(k)),
+        what,
+    )
 
 
 def _check(work: dict[str, Any]) -> dict[str, Any]:
-    found = {**mismatch(work["C"], work["want"], rtol=rtol(work["shape"][2]),
-                        scale=work["scale"]), **judge.overrun(work["C_buffer"])}
+    found = {
+        **mismatch(work["C"], work["want"], rtol=rtol(work["shape"][2]), scale=work["scale"]),
+        **judge.overrun(work["C_buffer"]),
+    }
     found["ok"] = not found["wrong"] and not found["overrun"]
     return found
 
@@ -129,22 +145,35 @@ def _timed(kernel: Any, rng: Any, timed: dict[str, Any]) -> dict[str, Any]:
     def cublas(work: dict[str, Any]) -> None:
         cp.matmul(work["A"], work["B"], out=work["C"])
 
-    timing = judge.time_each({
-        "yours": judge.Contender(lambda: _prepare(rng, m, n, k),
-                                 lambda work: _launch(kernel, config, work, what), _check),
-        "cublas": judge.Contender(lambda: _prepare(rng, m, n, k, judged=False), cublas),
-    }, what, rounds=9)
+    timing = judge.time_each(
+        {
+            "yours": judge.Contender(
+                lambda: _prepare(rng, m, n, k),
+                lambda work: _launch(kernel, config, work, what),
+                _check,
+            ),
+            "cublas": judge.Contender(lambda: _prepare(rng, m, n, k, judged=False), cublas),
+        },
+        what,
+        rounds=9,
+    )
     ms = timing["ms"]
     flops = 2.0 * m * n * k
-    return {"M": m, "N": n, "K": k, "config": config, "ms": ms,
-            "tflops": {name: flops / (value * 1e-3) / 1e12 for name, value in ms.items()},
-            "ratio": ms["cublas"] / ms["yours"], "reference": "cupy.matmul (cuBLAS, FP32)",
-            **judge.summary(timing["checks"]["yours"])}
+    return {
+        "M": m,
+        "N": n,
+        "K": k,
+        "config": config,
+        "ms": ms,
+        "tflops": {name: flops / (value * 1e-3) / 1e12 for name, value in ms.items()},
+        "ratio": ms["cublas"] / ms["yours"],
+        "reference": "cupy.matmul (cuBLAS, FP32)",
+        **judge.summary(timing["checks"]["yours"]),
+    }
 
 
 def _plain_args(np: Any, rng: Any, case: dict[str, Any]) -> tuple[Any, ...]:
     m, n, k = int(case["M"]), int(case["N"]), int(case["K"])
     a = (rng.random((m, k), dtype=np.float32) * 2 - 1).astype(np.float32)
     b = (rng.random((k, n), dtype=np.float32) * 2 - 1).astype(np.float32)
-    return (a, b, np.full((m, n), np.nan, dtype=np.float32), np.int32(m), np.int32(n),
-            np.int32(k))
+    return (a, b, np.full((m, n), np.nan, dtype=np.float32), np.int32(m), np.int32(n), np.int32(k))

@@ -82,12 +82,16 @@ def trusted_config(rows: int, cols: int) -> dict[str, Any]:
 
 
 def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
-    check_rules(source, RULES)               # before anything compiles it
+    check_rules(source, RULES)  # before anything compiles it
     if "sanitize" in params:
         return sanitize.under_sanitizer("transpose", source, params)
     if params.get("plain"):
-        return sanitize.plain_launches(compile_kernel(source, KERNEL, ("-lineinfo",)),
-                                       params["cases"], int(params["seed"]), _plain_args)
+        return sanitize.plain_launches(
+            compile_kernel(source, KERNEL, ("-lineinfo",)),
+            params["cases"],
+            int(params["seed"]),
+            _plain_args,
+        )
     cp = cupy()
     kernel = compile_kernel(source, KERNEL)
     rng = cp.random.default_rng(int(params["seed"]))
@@ -97,8 +101,9 @@ def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
         rows, cols = int(case["rows"]), int(case["cols"])
         what = f"{case.get('label', 'a case')} ({rows} x {cols})"
 
-        def once(config: Any, beside: bool, shape: tuple[int, int] = (rows, cols),
-                 what: str = what) -> dict[str, Any]:
+        def once(
+            config: Any, beside: bool, shape: tuple[int, int] = (rows, cols), what: str = what
+        ) -> dict[str, Any]:
             work = _prepare(rng, *shape)
             if beside and busy is not None:
                 busy.start()
@@ -107,8 +112,7 @@ def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
             return {"config": config, **_check(work)}
 
         found = judge.repeat_case(case, once, busy)
-        out["cases"].append({"label": case.get("label", ""), "rows": rows, "cols": cols,
-                             **found})
+        out["cases"].append({"label": case.get("label", ""), "rows": rows, "cols": cols, **found})
     timed = params.get("timed")
     if timed:
         out["timed"] = _timed(kernel, rng, timed)
@@ -121,8 +125,13 @@ def _prepare(rng: Any, rows: int, cols: int) -> dict[str, Any]:
     flat[...] = rng.random(rows * cols, dtype=cp.float32)
     src = flat.reshape(rows, cols)
     out_buffer, out = judge.guarded(rows * cols)
-    return {"shape": (rows, cols), "src": src, "want": cp.ascontiguousarray(src.T),
-            "out": out, "out_buffer": out_buffer}
+    return {
+        "shape": (rows, cols),
+        "src": src,
+        "want": cp.ascontiguousarray(src.T),
+        "out": out,
+        "out_buffer": out_buffer,
+    }
 
 
 def _launch(kernel: Any, config: Any, work: dict[str, Any], what: str) -> None:
@@ -133,8 +142,10 @@ def _launch(kernel: Any, config: Any, work: dict[str, Any], what: str) -> None:
 
 def _check(work: dict[str, Any]) -> dict[str, Any]:
     rows, cols = work["shape"]
-    found = {**mismatch(work["out"].reshape(cols, rows), work["want"]),
-             **judge.overrun(work["out_buffer"])}
+    found = {
+        **mismatch(work["out"].reshape(cols, rows), work["want"]),
+        **judge.overrun(work["out_buffer"]),
+    }
     found["ok"] = not found["wrong"] and not found["overrun"]
     return found
 
@@ -149,32 +160,53 @@ def _timed(kernel: Any, rng: Any, timed: dict[str, Any]) -> dict[str, Any]:
     nbytes = 4 * rows * cols
 
     def copy(work: dict[str, Any]) -> None:
-        cp.cuda.runtime.memcpyAsync(work["out"].data.ptr, work["src"].data.ptr, nbytes,
-                                    cp.cuda.runtime.memcpyDeviceToDevice,
-                                    cp.cuda.get_current_stream().ptr)
+        cp.cuda.runtime.memcpyAsync(
+            work["out"].data.ptr,
+            work["src"].data.ptr,
+            nbytes,
+            cp.cuda.runtime.memcpyDeviceToDevice,
+            cp.cuda.get_current_stream().ptr,
+        )
 
     def reference(name: str) -> judge.Contender:
         function = trusted.get_function(name)
-        return judge.Contender(lambda: _prepare(rng, rows, cols),
-                               lambda work: _launch(function, ours, work, name))
+        return judge.Contender(
+            lambda: _prepare(rng, rows, cols), lambda work: _launch(function, ours, work, name)
+        )
 
-    timing = judge.time_each({
-        "yours": judge.Contender(lambda: _prepare(rng, rows, cols),
-                                 lambda work: _launch(kernel, config, work, what), _check),
-        "unpadded": reference("transpose_unpadded"),
-        "padded": reference("transpose_padded"),
-        "copy": judge.Contender(lambda: _prepare(rng, rows, cols), copy),
-    }, what)
+    timing = judge.time_each(
+        {
+            "yours": judge.Contender(
+                lambda: _prepare(rng, rows, cols),
+                lambda work: _launch(kernel, config, work, what),
+                _check,
+            ),
+            "unpadded": reference("transpose_unpadded"),
+            "padded": reference("transpose_padded"),
+            "copy": judge.Contender(lambda: _prepare(rng, rows, cols), copy),
+        },
+        what,
+    )
     ms = timing["ms"]
-    moved = 8 * rows * cols / 1e9          # GB: every element read once and written once
-    return {"rows": rows, "cols": cols, "config": config, "ms": ms,
-            "gbs": {name: moved / (value * 1e-3) for name, value in ms.items()},
-            "vs_padded": ms["padded"] / ms["yours"],
-            "vs_unpadded": ms["unpadded"] / ms["yours"],
-            "vs_copy": ms["copy"] / ms["yours"], **judge.summary(timing["checks"]["yours"])}
+    moved = 8 * rows * cols / 1e9  # GB: every element read once and written once
+    return {
+        "rows": rows,
+        "cols": cols,
+        "config": config,
+        "ms": ms,
+        "gbs": {name: moved / (value * 1e-3) for name, value in ms.items()},
+        "vs_padded": ms["padded"] / ms["yours"],
+        "vs_unpadded": ms["unpadded"] / ms["yours"],
+        "vs_copy": ms["copy"] / ms["yours"],
+        **judge.summary(timing["checks"]["yours"]),
+    }
 
 
 def _plain_args(np: Any, rng: Any, case: dict[str, Any]) -> tuple[Any, ...]:
     rows, cols = int(case["rows"]), int(case["cols"])
-    return (rng.random((rows, cols), dtype=np.float32),
-            np.full(rows * cols, np.nan, dtype=np.float32), np.int32(rows), np.int32(cols))
+    return (
+        rng.random((rows, cols), dtype=np.float32),
+        np.full(rows * cols, np.nan, dtype=np.float32),
+        np.int32(rows),
+        np.int32(cols),
+    )

@@ -58,12 +58,16 @@ def trusted_config(n: int, sm_count: int) -> dict[str, int]:
 
 
 def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
-    check_rules(source, RULES)               # before anything compiles it
+    check_rules(source, RULES)  # before anything compiles it
     if "sanitize" in params:
         return sanitize.under_sanitizer("vector_add", source, params)
     if params.get("plain"):
-        return sanitize.plain_launches(compile_kernel(source, KERNEL, ("-lineinfo",)),
-                                       params["cases"], int(params["seed"]), _plain_args)
+        return sanitize.plain_launches(
+            compile_kernel(source, KERNEL, ("-lineinfo",)),
+            params["cases"],
+            int(params["seed"]),
+            _plain_args,
+        )
     cp = cupy()
     kernel = compile_kernel(source, KERNEL)
     rng = cp.random.default_rng(int(params["seed"]))
@@ -96,7 +100,7 @@ def _prepare(rng: Any, n: int) -> dict[str, Any]:
     for name in ("a", "b"):
         _, work[name] = judge.guarded(n, guard=judge.IN_GUARD)
         work[name][...] = rng.random(n, dtype=cp.float32)
-    work["want"] = work["a"] + work["b"]     # before the launch: from inputs it cannot change
+    work["want"] = work["a"] + work["b"]  # before the launch: from inputs it cannot change
     work["c_buffer"], work["c"] = judge.guarded(n)
     return work
 
@@ -115,26 +119,43 @@ def _check(work: dict[str, Any]) -> dict[str, Any]:
 def _timed(kernel: Any, rng: Any, n: int, config: Any) -> dict[str, Any]:
     cp = cupy()
     what = f"the timed run (n = {n:,})"
-    sm_count = int(cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-                   ["multiProcessorCount"])
+    sm_count = int(cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["multiProcessorCount"])
     trusted = cp.RawModule(code=TRUSTED, options=("--std=c++17",)).get_function(
-        "vector_add_trusted")
+        "vector_add_trusted"
+    )
     ours = trusted_config(n, sm_count)
-    timing = judge.time_each({
-        "yours": judge.Contender(lambda: _prepare(rng, n),
-                                 lambda work: _launch(kernel, config, work, what), _check),
-        "trusted": judge.Contender(lambda: _prepare(rng, n),
-                                   lambda work: _launch(trusted, ours, work, "trusted kernel")),
-    }, what)
+    timing = judge.time_each(
+        {
+            "yours": judge.Contender(
+                lambda: _prepare(rng, n), lambda work: _launch(kernel, config, work, what), _check
+            ),
+            "trusted": judge.Contender(
+                lambda: _prepare(rng, n),
+                lambda work: _launch(trusted, ours, work, "trusted kernel"),
+            ),
+        },
+        what,
+    )
     ms = timing["ms"]
     gigabytes = 12 * n / 1e9
-    return {"n": n, "config": config, "ms": ms["yours"], "gbs": gigabytes / (ms["yours"] * 1e-3),
-            "reference": f"a trusted grid-stride kernel ({ours['blocks']} blocks of 256 threads)",
-            "reference_ms": ms["trusted"], "reference_gbs": gigabytes / (ms["trusted"] * 1e-3),
-            "ratio": ms["trusted"] / ms["yours"], **judge.summary(timing["checks"]["yours"])}
+    return {
+        "n": n,
+        "config": config,
+        "ms": ms["yours"],
+        "gbs": gigabytes / (ms["yours"] * 1e-3),
+        "reference": f"a trusted grid-stride kernel ({ours['blocks']} blocks of 256 threads)",
+        "reference_ms": ms["trusted"],
+        "reference_gbs": gigabytes / (ms["trusted"] * 1e-3),
+        "ratio": ms["trusted"] / ms["yours"],
+        **judge.summary(timing["checks"]["yours"]),
+    }
 
 
 def _plain_args(np: Any, rng: Any, case: dict[str, Any]) -> tuple[Any, ...]:
     n = int(case["n"])
-    return (rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32),
-            np.full(n, np.nan, dtype=np.float32), np.int32(n))
+    return (
+        rng.random(n, dtype=np.float32),
+        rng.random(n, dtype=np.float32),
+        np.full(n, np.nan, dtype=np.float32),
+        np.int32(n),
+    )

@@ -105,14 +105,20 @@ def _hbm_bandwidth(device: CudaDevice) -> Outcome:
 
     cp = device.cupy
     runtime = cp.cuda.runtime
-    nbytes = scaled_bytes(prop(device, "totalGlobalMem"), prop(device, "l2CacheSize"),
-                          share=16, cap=4 * GiB)
+    nbytes = scaled_bytes(
+        prop(device, "totalGlobalMem"), prop(device, "l2CacheSize"), share=16, cap=4 * GiB
+    )
     src = cp.arange(nbytes // 4, dtype=cp.uint32)
     dst = cp.empty_like(src)
 
     def memcpy() -> None:
-        runtime.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, runtime.memcpyDeviceToDevice,
-                            cp.cuda.get_current_stream().ptr)
+        runtime.memcpyAsync(
+            dst.data.ptr,
+            src.data.ptr,
+            nbytes,
+            runtime.memcpyDeviceToDevice,
+            cp.cuda.get_current_stream().ptr,
+        )
 
     def timed_memcpy() -> list[float]:
         dst.fill(0)
@@ -125,8 +131,7 @@ def _hbm_bandwidth(device: CudaDevice) -> Outcome:
         memcpy_ms = timed_memcpy()
         for variant, threads, blocks in _copy_configs(device, nbytes // 16):
             dst.fill(0)
-            run = functools.partial(launch.copy, variant, src, dst, blocks=blocks,
-                                    threads=threads)
+            run = functools.partial(launch.copy, variant, src, dst, blocks=blocks, threads=threads)
             ms = median_ms(launch.time_ms(run, iters=5, repeats=5))
             check_equal(cp, dst, src, f"{variant} ({blocks} blocks of {threads} threads)")
             rows.append((variant, threads, blocks, round(gb_per_s(2 * nbytes, ms), 1)))
@@ -136,23 +141,53 @@ def _hbm_bandwidth(device: CudaDevice) -> Outcome:
     wave = next(row for row in rows if row[0] == "copy_float4")
     size = f"{nbytes / GiB:g} GiB" if nbytes >= GiB else f"{nbytes // MiB} MiB"
     readings = [
-        Reading("copy_kernel_bandwidth", "SM copy kernel", round(best, 1), "GB/s", _READ_WRITE,
-                detail=f"best of {len(rows)} launch shapes: {variant}, {blocks} blocks of "
-                       f"{threads} threads; {size} buffers, median of 5 x 5 copies"),
-        Reading("gridstride_copy_bandwidth", "grid-stride copy, one full wave", wave[3], "GB/s",
-                _READ_WRITE, detail=f"copy_float4, {wave[2]} blocks of {wave[1]} threads "
-                                    "(every SM full), looping over the buffer"),
-        Reading("memcpy_bandwidth", "cudaMemcpy device-to-device", round(memcpy_gbs, 1), "GB/s",
-                _READ_WRITE, detail=f"cudaMemcpyAsync on the same {size} buffers, timed before "
-                                    "and after the kernels; median of 10 x 5 copies"),
-        Reading("ratio", "copy kernel / cudaMemcpy", ratio(best, memcpy_gbs), "x",
-                "copy_kernel_bandwidth / memcpy_bandwidth, same run"),
+        Reading(
+            "copy_kernel_bandwidth",
+            "SM copy kernel",
+            round(best, 1),
+            "GB/s",
+            _READ_WRITE,
+            detail=f"best of {len(rows)} launch shapes: {variant}, {blocks} blocks of "
+            f"{threads} threads; {size} buffers, median of 5 x 5 copies",
+        ),
+        Reading(
+            "gridstride_copy_bandwidth",
+            "grid-stride copy, one full wave",
+            wave[3],
+            "GB/s",
+            _READ_WRITE,
+            detail=f"copy_float4, {wave[2]} blocks of {wave[1]} threads "
+            "(every SM full), looping over the buffer",
+        ),
+        Reading(
+            "memcpy_bandwidth",
+            "cudaMemcpy device-to-device",
+            round(memcpy_gbs, 1),
+            "GB/s",
+            _READ_WRITE,
+            detail=f"cudaMemcpyAsync on the same {size} buffers, timed before "
+            "and after the kernels; median of 10 x 5 copies",
+        ),
+        Reading(
+            "ratio",
+            "copy kernel / cudaMemcpy",
+            ratio(best, memcpy_gbs),
+            "x",
+            "copy_kernel_bandwidth / memcpy_bandwidth, same run",
+        ),
     ]
-    table = Table("Copy kernel launch shapes", ("kernel", "threads per block", "blocks",
-                                                "bandwidth"),
-                  tuple(rows), ("", "threads", "blocks", "GB/s"))
-    return Outcome(f"SM copy {best:.0f} GB/s, cudaMemcpy {memcpy_gbs:.0f} GB/s "
-                   f"({_READ_WRITE})", readings, [table], watch.telemetry)
+    table = Table(
+        "Copy kernel launch shapes",
+        ("kernel", "threads per block", "blocks", "bandwidth"),
+        tuple(rows),
+        ("", "threads", "blocks", "GB/s"),
+    )
+    return Outcome(
+        f"SM copy {best:.0f} GB/s, cudaMemcpy {memcpy_gbs:.0f} GB/s ({_READ_WRITE})",
+        readings,
+        [table],
+        watch.telemetry,
+    )
 
 
 STRIDES = (1, 2, 4, 8, 16, 32)
@@ -167,8 +202,9 @@ def _stride_sweep(device: CudaDevice) -> Outcome:
     from gpulab.kernels import launch
 
     cp = device.cupy
-    nbytes = scaled_bytes(prop(device, "totalGlobalMem"), prop(device, "l2CacheSize"),
-                          share=16, cap=4 * GiB)
+    nbytes = scaled_bytes(
+        prop(device, "totalGlobalMem"), prop(device, "l2CacheSize"), share=16, cap=4 * GiB
+    )
     src = cp.arange(nbytes // 4, dtype=cp.uint32)
     threads = 256
     blocks = full_grid(device, threads)
@@ -176,28 +212,53 @@ def _stride_sweep(device: CudaDevice) -> Outcome:
     useful: dict[int, float] = {}
     with watch_telemetry(device) as watch:
         for stride in STRIDES:
-            run = functools.partial(launch.read_strided, src, stride, partial, blocks=blocks,
-                                    threads=threads)
+            run = functools.partial(
+                launch.read_strided, src, stride, partial, blocks=blocks, threads=threads
+            )
             ms = median_ms(launch.time_ms(run, iters=3, repeats=5))
             used = src[: src.size // stride * stride : stride]
             want = int(cp.sum(used, dtype=cp.uint64)) % (1 << 32)
             got = int(cp.sum(partial, dtype=cp.uint64)) % (1 << 32)
             if got != want:
-                raise WrongResult(f"stride {stride}: the kernel summed {got}, the reference "
-                                  f"{want} (mod 2^32)")
+                raise WrongResult(
+                    f"stride {stride}: the kernel summed {got}, the reference {want} (mod 2^32)"
+                )
             useful[stride] = gb_per_s(src.size // stride * 4, ms)
     base = useful[1]
-    rows = tuple((s, round(useful[s], 1), ratio(useful[s], base), sector_overfetch(s))
-                 for s in STRIDES)
+    rows = tuple(
+        (s, round(useful[s], 1), ratio(useful[s], base), sector_overfetch(s)) for s in STRIDES
+    )
     convention = "useful bytes read per second: 4 bytes per word the kernel uses"
-    readings = [Reading(f"stride_{s}_bandwidth", f"useful bandwidth at stride {s}",
-                        round(useful[s], 1), "GB/s", convention) for s in (1, 2, 8, 32)]
-    readings += [Reading(f"stride_{s}_fraction", f"stride {s} / stride 1", ratio(useful[s], base),
-                         "of contiguous", "useful bandwidth divided by that at stride 1")
-                 for s in (2, 8, 32)]
-    table = Table(f"Strided reads of a {nbytes // MiB} MiB buffer",
-                  ("stride", "useful bandwidth", "fraction of stride 1",
-                   "bytes moved per useful byte"), rows,
-                  ("4-byte words", "GB/s", "", "32-byte sectors"))
-    return Outcome(f"stride 1: {base:.0f} GB/s useful; stride 32: {useful[32]:.0f} GB/s "
-                   f"({useful[32] / base:.1%})", readings, [table], watch.telemetry)
+    readings = [
+        Reading(
+            f"stride_{s}_bandwidth",
+            f"useful bandwidth at stride {s}",
+            round(useful[s], 1),
+            "GB/s",
+            convention,
+        )
+        for s in (1, 2, 8, 32)
+    ]
+    readings += [
+        Reading(
+            f"stride_{s}_fraction",
+            f"stride {s} / stride 1",
+            ratio(useful[s], base),
+            "of contiguous",
+            "useful bandwidth divided by that at stride 1",
+        )
+        for s in (2, 8, 32)
+    ]
+    table = Table(
+        f"Strided reads of a {nbytes // MiB} MiB buffer",
+        ("stride", "useful bandwidth", "fraction of stride 1", "bytes moved per useful byte"),
+        rows,
+        ("4-byte words", "GB/s", "", "32-byte sectors"),
+    )
+    return Outcome(
+        f"stride 1: {base:.0f} GB/s useful; stride 32: {useful[32]:.0f} GB/s "
+        f"({useful[32] / base:.1%})",
+        readings,
+        [table],
+        watch.telemetry,
+    )

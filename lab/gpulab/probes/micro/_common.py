@@ -117,17 +117,29 @@ def measure(probe: str, title: str, body: Callable[[CudaDevice], Outcome]) -> Pr
     try:
         outcome = body(device)
     except WrongResult as exc:
-        return ProbeResult(probe, title, "error", f"wrong result, nothing measured: {exc}",
-                           device=device.name)
+        return ProbeResult(
+            probe, title, "error", f"wrong result, nothing measured: {exc}", device=device.name
+        )
     except Exception as exc:  # a probe turns any failure into a result
-        return ProbeResult(probe, title, "error",
-                           f"the measurement failed: {type(exc).__name__}: {exc}",
-                           device=device.name)
+        return ProbeResult(
+            probe,
+            title,
+            "error",
+            f"the measurement failed: {type(exc).__name__}: {exc}",
+            device=device.name,
+        )
     finally:
         _release(device.cupy)
-    return ProbeResult(probe, title, summarise(outcome.readings), outcome.message,
-                       readings=tuple(outcome.readings), tables=tuple(outcome.tables),
-                       telemetry=outcome.telemetry, device=device.name)
+    return ProbeResult(
+        probe,
+        title,
+        summarise(outcome.readings),
+        outcome.message,
+        readings=tuple(outcome.readings),
+        tables=tuple(outcome.tables),
+        telemetry=outcome.telemetry,
+        device=device.name,
+    )
 
 
 def _release(cupy: Any) -> None:
@@ -157,4 +169,5 @@ def median_ms(samples: Sequence[float]) -> float:
 def full_grid(device: CudaDevice, threads: int) -> int:
     """Blocks of `threads` that fill every SM to its thread limit, in one wave."""
     return prop(device, "multiProcessorCount") * (
-        prop(device, "maxThreadsPerMultiProcessor") // threads)
+        prop(device, "maxThreadsPerMultiProcessor") // threads
+    )

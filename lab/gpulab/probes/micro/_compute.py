@@ -42,9 +42,20 @@ def tflops(flops: float, ms: float) -> float:
 
 
 # FP32 lanes per SM by compute capability (CUDA C Programming Guide, arithmetic throughput).
-_FP32_LANES = {(7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128,
-               (8, 9): 128, (9, 0): 128, (10, 0): 128, (10, 3): 128, (12, 0): 128,
-               (12, 1): 128}
+_FP32_LANES = {
+    (7, 0): 64,
+    (7, 2): 64,
+    (7, 5): 64,
+    (8, 0): 64,
+    (8, 6): 128,
+    (8, 7): 128,
+    (8, 9): 128,
+    (9, 0): 128,
+    (10, 0): 128,
+    (10, 3): 128,
+    (12, 0): 128,
+    (12, 1): 128,
+}
 
 
 def fp32_lanes_per_sm(major: int, minor: int) -> int | None:
@@ -85,14 +96,27 @@ def _warp_divergence(device: CudaDevice) -> Outcome:
     with watch_telemetry(device) as watch:
         for name, mask, prefix in _DIVERGENCE:
             out = cp.empty(blocks * threads, dtype=cp.float32)
-            run = functools.partial(launch.divergent_paths, out, mask=mask, iters=iters,
-                                    uniform_iters=prefix * iters, blocks=blocks, threads=threads)
+            run = functools.partial(
+                launch.divergent_paths,
+                out,
+                mask=mask,
+                iters=iters,
+                uniform_iters=prefix * iters,
+                blocks=blocks,
+                threads=threads,
+            )
             ms[name] = median_ms(launch.time_ms(run, iters=3, repeats=5))
             outs[(mask, prefix)] = out
     # Every lane must end where a run with all lanes on its path ends.
     reference_b9 = cp.empty(blocks * threads, dtype=cp.float32)
-    launch.divergent_paths(reference_b9, mask=0xFFFFFFFF, iters=iters, uniform_iters=9 * iters,
-                           blocks=blocks, threads=threads)
+    launch.divergent_paths(
+        reference_b9,
+        mask=0xFFFFFFFF,
+        iters=iters,
+        uniform_iters=9 * iters,
+        blocks=blocks,
+        threads=threads,
+    )
     on_path = {0: outs[(0xFFFFFFFF, 0)], 9: reference_b9}
     for (mask, prefix), out in outs.items():
         on_b = ((mask >> lanes) & 1).astype(bool)
@@ -100,23 +124,47 @@ def _warp_divergence(device: CudaDevice) -> Outcome:
         check_equal(cp, out, want, f"divergence kernel, mask {mask:#010x}, prefix {prefix}")
     names = [name for name, _, _ in _DIVERGENCE]
     uniform, all_b, two_way, one_lane, uniform_long, tenth = (ms[n] for n in names)
-    rows = tuple((name, bin(mask).count("1"), round(ms[name], 3),
-                  ratio(ms[name], uniform_long if prefix else uniform))
-                 for name, mask, prefix in _DIVERGENCE)
+    rows = tuple(
+        (
+            name,
+            bin(mask).count("1"),
+            round(ms[name], 3),
+            ratio(ms[name], uniform_long if prefix else uniform),
+        )
+        for name, mask, prefix in _DIVERGENCE
+    )
     convention = "kernel time divided by the same kernel with every lane on path A"
     readings = [
-        Reading("slowdown_two_way", "16/16 split", ratio(two_way, uniform), "x", convention,
-                detail=f"path B alone takes {ratio(all_b, uniform)}x path A"),
+        Reading(
+            "slowdown_two_way",
+            "16/16 split",
+            ratio(two_way, uniform),
+            "x",
+            convention,
+            detail=f"path B alone takes {ratio(all_b, uniform)}x path A",
+        ),
         Reading("slowdown_one_lane", "one lane out", ratio(one_lane, uniform), "x", convention),
-        Reading("slowdown_tenth_two_way", "16/16 split in a tenth of the work",
-                ratio(tenth, uniform_long), "x", convention,
-                detail="every lane first runs 9 units of path A together, then 1 unit split"),
+        Reading(
+            "slowdown_tenth_two_way",
+            "16/16 split in a tenth of the work",
+            ratio(tenth, uniform_long),
+            "x",
+            convention,
+            detail="every lane first runs 9 units of path A together, then 1 unit split",
+        ),
     ]
-    table = Table(f"Divergent paths, {iters:,} dependent FMAs per path per lane",
-                  ("pattern", "lanes on path B", "time", "slowdown"), rows,
-                  ("", "of 32", "ms", "x"))
-    return Outcome(f"a 16/16 split costs {two_way / uniform:.2f}x, one lane out "
-                   f"{one_lane / uniform:.2f}x", readings, [table], watch.telemetry)
+    table = Table(
+        f"Divergent paths, {iters:,} dependent FMAs per path per lane",
+        ("pattern", "lanes on path B", "time", "slowdown"),
+        rows,
+        ("", "of 32", "ms", "x"),
+    )
+    return Outcome(
+        f"a 16/16 split costs {two_way / uniform:.2f}x, one lane out {one_lane / uniform:.2f}x",
+        readings,
+        [table],
+        watch.telemetry,
+    )
 
 
 def fp32_peak() -> ProbeResult:
@@ -134,8 +182,7 @@ def _fp32_peak(device: CudaDevice) -> Outcome:
     chains = 8
 
     def timed(iters: int, repeats: int) -> float:
-        run = functools.partial(launch.fma_chains, out, iters=iters, blocks=blocks,
-                                threads=threads)
+        run = functools.partial(launch.fma_chains, out, iters=iters, blocks=blocks, threads=threads)
         ms = median_ms(launch.time_ms(run, iters=2, repeats=repeats))
         if not bool(cp.all(out == 28 + 4 * iters)):
             raise WrongResult(f"FMA kernel: expected every thread to end at {28 + 4 * iters}")
@@ -149,25 +196,49 @@ def _fp32_peak(device: CudaDevice) -> Outcome:
         ms = timed(iters, 5)
     flops = 2.0 * chains * iters * blocks * threads
     measured = tflops(flops, ms)
-    readings = [Reading("fp32_tflops", "FP32 FMA throughput", round(measured, 2), "TFLOPS",
-                        "FMA = 2 FLOPs", detail=f"{blocks} blocks x {threads} threads, "
-                        f"{chains} independent chains of {iters:,} FMAs each; median of 5")]
+    readings = [
+        Reading(
+            "fp32_tflops",
+            "FP32 FMA throughput",
+            round(measured, 2),
+            "TFLOPS",
+            "FMA = 2 FLOPs",
+            detail=f"{blocks} blocks x {threads} threads, "
+            f"{chains} independent chains of {iters:,} FMAs each; median of 5",
+        )
+    ]
     clock = watch.telemetry.sm_clock_mhz
     major, minor = prop(device, "major"), prop(device, "minor")
     lanes = fp32_lanes_per_sm(major, minor)
     if clock:
-        readings.append(Reading("sm_clock_mhz", "SM clock during the run", clock[1], "MHz",
-                                detail=f"NVML, {clock[0]:.0f}-{clock[1]:.0f} MHz seen"))
+        readings.append(
+            Reading(
+                "sm_clock_mhz",
+                "SM clock during the run",
+                clock[1],
+                "MHz",
+                detail=f"NVML, {clock[0]:.0f}-{clock[1]:.0f} MHz seen",
+            )
+        )
     else:
-        readings.append(Reading.not_supported("sm_clock_mhz", "SM clock during the run",
-                                              "NVML gave no sample"))
+        readings.append(
+            Reading.not_supported("sm_clock_mhz", "SM clock during the run", "NVML gave no sample")
+        )
     if clock and lanes:
         peak = prop(device, "multiProcessorCount") * lanes * 2 * clock[1] * 1e6 / 1e12
-        readings.append(Reading("fp32_peak_at_clock_tflops", "peak at the clock seen",
-                                round(peak, 2), "TFLOPS", "SMs x FP32 lanes x 2 x SM clock",
-                                detail=f"{lanes} FP32 lanes per SM (compute capability "
-                                       f"{major}.{minor})"))
-        readings.append(Reading("fraction_of_peak", "measured / peak at the clock seen",
-                                ratio(measured, peak), "x"))
-    return Outcome(f"{measured:.1f} TFLOPS FP32 (FMA = 2 FLOPs)", readings, [],
-                   watch.telemetry)
+        readings.append(
+            Reading(
+                "fp32_peak_at_clock_tflops",
+                "peak at the clock seen",
+                round(peak, 2),
+                "TFLOPS",
+                "SMs x FP32 lanes x 2 x SM clock",
+                detail=f"{lanes} FP32 lanes per SM (compute capability {major}.{minor})",
+            )
+        )
+        readings.append(
+            Reading(
+                "fraction_of_peak", "measured / peak at the clock seen", ratio(measured, peak), "x"
+            )
+        )
+    return Outcome(f"{measured:.1f} TFLOPS FP32 (FMA = 2 FLOPs)", readings, [], watch.telemetry)

@@ -133,48 +133,88 @@ def _pointer_chase(device: CudaDevice) -> Outcome:
             order = launch.cycle_table(table, lines, seed=footprint)
             warm, steps, flush = chase_plan(footprint, l2, launch.LINE_BYTES)
             if flush:
-                scratch.fill(footprint & 0xFFFF)     # 2 x L2 of other data evicts the table
+                scratch.fill(footprint & 0xFFFF)  # 2 x L2 of other data evicts the table
             cp.cuda.get_current_stream().synchronize()
             reached, cycles = launch.chase(table, int(order[0]), warm_steps=warm, steps=steps)
             expected = int(order[(warm + steps) % lines])
             if reached != expected:
-                raise WrongResult(f"{footprint // KiB} KiB: the chase ended at line {reached}, "
-                                  f"the cycle says {expected}")
+                raise WrongResult(
+                    f"{footprint // KiB} KiB: the chase ended at line {reached}, "
+                    f"the cycle says {expected}"
+                )
             per_load = cycles / steps
             points.append((footprint, per_load))
             rows.append((footprint, lines, warm, steps, flush, round(per_load, 1)))
     clock, clock_how = sm_clock_mhz(device, watch.telemetry)
     levels = plateaus(points)
-    ranges = {"l1": "footprints up to 64 KiB", "l2": "footprints of 1-16 MiB",
-              "hbm": "footprints of 256 MiB and more"}
+    ranges = {
+        "l1": "footprints up to 64 KiB",
+        "l2": "footprints of 1-16 MiB",
+        "hbm": "footprints of 256 MiB and more",
+    }
     readings: list[Reading] = []
     for level, name in (("l1", "L1"), ("l2", "L2"), ("hbm", "HBM")):
         value = levels[level]
         if value is None:
-            readings.append(Reading.not_supported(
-                f"{level}_latency_cycles", f"{name} hit latency",
-                f"no footprint in the range ({ranges[level]}) fits this GPU"))
+            readings.append(
+                Reading.not_supported(
+                    f"{level}_latency_cycles",
+                    f"{name} hit latency",
+                    f"no footprint in the range ({ranges[level]}) fits this GPU",
+                )
+            )
             continue
-        readings.append(Reading(f"{level}_latency_cycles", f"{name} latency", round(value, 1),
-                                "cycles", _CHASE_CONVENTION,
-                                detail=f"median of {ranges[level]}"))
+        readings.append(
+            Reading(
+                f"{level}_latency_cycles",
+                f"{name} latency",
+                round(value, 1),
+                "cycles",
+                _CHASE_CONVENTION,
+                detail=f"median of {ranges[level]}",
+            )
+        )
         if clock:
-            readings.append(Reading(f"{level}_latency_ns", f"{name} latency",
-                                    round(value / clock * 1000, 1), "ns",
-                                    "cycles / SM clock", detail=f"{clock_how}: {clock:.0f} MHz"))
+            readings.append(
+                Reading(
+                    f"{level}_latency_ns",
+                    f"{name} latency",
+                    round(value / clock * 1000, 1),
+                    "ns",
+                    "cycles / SM clock",
+                    detail=f"{clock_how}: {clock:.0f} MHz",
+                )
+            )
         else:
-            readings.append(Reading.not_supported(f"{level}_latency_ns", f"{name} latency",
-                                                  clock_how))
+            readings.append(
+                Reading.not_supported(f"{level}_latency_ns", f"{name} latency", clock_how)
+            )
     if levels["l1"] and levels["hbm"]:
-        readings.append(Reading("hbm_to_l1_latency_ratio", "HBM latency / L1 latency",
-                                ratio(levels["hbm"], levels["l1"]), "x",
-                                "both plateaus in SM cycles, same chase"))
-    table_out = Table("Pointer chase: one thread, a random cycle of 128-byte lines",
-                      ("footprint", "lines", "warm-up loads", "timed loads", "L2 flushed first",
-                       "latency"), tuple(rows),
-                      ("bytes", "lines", "loads", "loads", "", "cycles per load"))
-    message = ", ".join(f"{name} {levels[level]:.0f}" for level, name in
-                        (("l1", "L1"), ("l2", "L2"), ("hbm", "HBM")) if levels[level])
-    return Outcome(f"{message} cycles per dependent load. Footprints up to the L2 size are "
-                   "warmed by one untimed lap; larger ones are timed over one full lap "
-                   "after a flush of the L2", readings, [table_out], watch.telemetry)
+        readings.append(
+            Reading(
+                "hbm_to_l1_latency_ratio",
+                "HBM latency / L1 latency",
+                ratio(levels["hbm"], levels["l1"]),
+                "x",
+                "both plateaus in SM cycles, same chase",
+            )
+        )
+    table_out = Table(
+        "Pointer chase: one thread, a random cycle of 128-byte lines",
+        ("footprint", "lines", "warm-up loads", "timed loads", "L2 flushed first", "latency"),
+        tuple(rows),
+        ("bytes", "lines", "loads", "loads", "", "cycles per load"),
+    )
+    message = ", ".join(
+        f"{name} {levels[level]:.0f}"
+        for level, name in (("l1", "L1"), ("l2", "L2"), ("hbm", "HBM"))
+        if levels[level]
+    )
+    return Outcome(
+        f"{message} cycles per dependent load. Footprints up to the L2 size are "
+        "warmed by one untimed lap; larger ones are timed over one full lap "
+        "after a flush of the L2",
+        readings,
+        [table_out],
+        watch.telemetry,
+    )

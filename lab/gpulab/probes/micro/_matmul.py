@@ -55,7 +55,6 @@ def bf16_bits(float32_bits: Any) -> Any:
     return (float32_bits + 0x7FFF + ((float32_bits >> 16) & 1)) >> 16
 
 
-
 # ---------------------------------------------------------------------------
 # The probe
 # ---------------------------------------------------------------------------
@@ -80,9 +79,9 @@ class _Gemm:
     """One way of multiplying: enqueue it, and read inputs and output back as float64."""
 
     run: Callable[[], object]
-    rows: Callable[[int], Any]      # A[:k, :] as float64
-    cols: Callable[[int], Any]      # B[:, :k] as float64
-    out: Callable[[int], Any]       # C[:k, :k] as float64
+    rows: Callable[[int], Any]  # A[:k, :] as float64
+    cols: Callable[[int], Any]  # B[:, :k] as float64
+    out: Callable[[int], Any]  # C[:k, :k] as float64
     how: str
 
 
@@ -98,7 +97,7 @@ def _matmul_throughput(device: CudaDevice) -> Outcome:
     a32 = rng.uniform(-1.0, 1.0, size=(n, n), dtype=cp.float32)
     b32 = rng.uniform(-1.0, 1.0, size=(n, n), dtype=cp.float32)
     makers = {"fp16": _gemm_fp16, "bf16": _gemm_bf16, "tf32": _gemm_tf32, "fp32": _gemm_fp32}
-    found: dict[str, tuple[float, float, str]] = {}      # name -> (ms, error, how)
+    found: dict[str, tuple[float, float, str]] = {}  # name -> (ms, error, how)
     skipped: dict[str, str] = {}
     with watch_telemetry(device) as watch:
         for name, _, tolerance in _MATMUL_CASES:
@@ -110,10 +109,12 @@ def _matmul_throughput(device: CudaDevice) -> Outcome:
                 skipped[name] = str(exc)
                 continue
             if not error <= tolerance:
-                raise WrongResult(f"{name}: largest error {error:.2e} of the largest value, "
-                                  f"more than {tolerance:.0e} ({gemm.how})")
+                raise WrongResult(
+                    f"{name}: largest error {error:.2e} of the largest value, "
+                    f"more than {tolerance:.0e} ({gemm.how})"
+                )
             found[name] = (ms, error, gemm.how)
-    flops = 2.0 * n ** 3
+    flops = 2.0 * n**3
     readings: list[Reading] = []
     for name, label, _ in _MATMUL_CASES:
         key = f"{name}_tflops"
@@ -124,19 +125,34 @@ def _matmul_throughput(device: CudaDevice) -> Outcome:
         detail = f"{n}³, random inputs in [-1, 1); {how}; largest error {error:.1e} of max |C|"
         if name == "tf32" and "fp32" in found:
             fp32_ms, fp32_error, _ = found["fp32"]
-            detail += (f"; TF32 engaged: {fp32_ms / ms:.1f}x the FP32 speed, error "
-                       f"{error / max(fp32_error, 1e-12):.0f}x FP32's")
-        readings.append(Reading(key, label, round(tflops(flops, ms), 1), "TFLOPS",
-                                _MATMUL_CONVENTION, detail=detail))
-    rows = tuple((name, n, round(found[name][0], 3), round(tflops(flops, found[name][0]), 1),
-                  float(f"{found[name][1]:.2e}")) for name, _, _ in _MATMUL_CASES
-                 if name in found)
-    table = Table(f"cuBLAS matmul, {n} x {n} x {n}",
-                  ("precision", "size", "time per multiply", "throughput", "largest error"),
-                  rows, ("", "M = N = K", "ms", "TFLOPS", "of max |C|"))
+            detail += (
+                f"; TF32 engaged: {fp32_ms / ms:.1f}x the FP32 speed, error "
+                f"{error / max(fp32_error, 1e-12):.0f}x FP32's"
+            )
+        readings.append(
+            Reading(
+                key, label, round(tflops(flops, ms), 1), "TFLOPS", _MATMUL_CONVENTION, detail=detail
+            )
+        )
+    rows = tuple(
+        (
+            name,
+            n,
+            round(found[name][0], 3),
+            round(tflops(flops, found[name][0]), 1),
+            float(f"{found[name][1]:.2e}"),
+        )
+        for name, _, _ in _MATMUL_CASES
+        if name in found
+    )
+    table = Table(
+        f"cuBLAS matmul, {n} x {n} x {n}",
+        ("precision", "size", "time per multiply", "throughput", "largest error"),
+        rows,
+        ("", "M = N = K", "ms", "TFLOPS", "of max |C|"),
+    )
     summary = ", ".join(f"{name} {tflops(flops, found[name][0]):.0f}" for name in found)
-    return Outcome(f"{summary} TFLOPS ({_MATMUL_CONVENTION})", readings, [table],
-                   watch.telemetry)
+    return Outcome(f"{summary} TFLOPS ({_MATMUL_CONVENTION})", readings, [table], watch.telemetry)
 
 
 def _time_adaptive(run: Callable[[], object], target_ms: float = 40.0) -> float:
@@ -158,22 +174,26 @@ def _relative_error(cp: Any, gemm: _Gemm) -> float:
     return float(cp.max(cp.abs(got - reference)) / cp.max(cp.abs(reference)))
 
 
-
 def _plain(a: Any, b: Any, out: Any, how: str) -> _Gemm:
     """cupy.matmul of two CuPy arrays into `out`."""
     cupy = importlib.import_module("cupy")
 
-    return _Gemm(run=lambda: cupy.matmul(a, b, out=out),
-                 rows=lambda k: a[:k].astype("float64"), cols=lambda k: b[:, :k].astype("float64"),
-                 out=lambda k: out[:k, :k].astype("float64"), how=how)
+    return _Gemm(
+        run=lambda: cupy.matmul(a, b, out=out),
+        rows=lambda k: a[:k].astype("float64"),
+        cols=lambda k: b[:, :k].astype("float64"),
+        out=lambda k: out[:k, :k].astype("float64"),
+        how=how,
+    )
 
 
 @contextlib.contextmanager
 def _gemm_fp16(device: CudaDevice, a32: Any, b32: Any) -> Iterator[_Gemm]:
     cp = device.cupy
     a, b = a32.astype(cp.float16), b32.astype(cp.float16)
-    yield _plain(a, b, cp.empty_like(a), "cupy.matmul on float16 arrays (cuBLAS GemmEx, "
-                                         "FP32 accumulate)")
+    yield _plain(
+        a, b, cp.empty_like(a), "cupy.matmul on float16 arrays (cuBLAS GemmEx, FP32 accumulate)"
+    )
 
 
 @contextlib.contextmanager
@@ -204,8 +224,9 @@ def _gemm_ex_bf16(device: CudaDevice, a32: Any, b32: Any) -> _Gemm:
     try:
         cublas = importlib.import_module("cupy_backends.cuda.libs.cublas")
     except ImportError as exc:
-        raise _NotSupported(f"CuPy has no bfloat16 arrays and its cuBLAS module is missing: "
-                            f"{exc}") from exc
+        raise _NotSupported(
+            f"CuPy has no bfloat16 arrays and its cuBLAS module is missing: {exc}"
+        ) from exc
     n = a32.shape[0]
     a = bf16_bits(a32.view(cp.uint32)).astype(cp.uint16)
     b = bf16_bits(b32.view(cp.uint32)).astype(cp.uint16)
@@ -218,16 +239,39 @@ def _gemm_ex_bf16(device: CudaDevice, a32: Any, b32: Any) -> _Gemm:
     def run() -> None:
         handle = cp.cuda.device.get_cublas_handle()
         # Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: pass B first.
-        cublas.gemmEx(handle, 0, 0, n, n, n, one.ctypes.data, b.data.ptr, bf16, n,
-                      a.data.ptr, bf16, n, zero.ctypes.data, c.data.ptr, bf16, n, compute, algo)
+        cublas.gemmEx(
+            handle,
+            0,
+            0,
+            n,
+            n,
+            n,
+            one.ctypes.data,
+            b.data.ptr,
+            bf16,
+            n,
+            a.data.ptr,
+            bf16,
+            n,
+            zero.ctypes.data,
+            c.data.ptr,
+            bf16,
+            n,
+            compute,
+            algo,
+        )
 
     def widen(bits: Any) -> Any:
         return (bits.astype(cp.uint32) << 16).view(cp.float32).astype(cp.float64)
 
-    return _Gemm(run=run, rows=lambda k: widen(a[:k]), cols=lambda k: widen(b[:, :k]),
-                 out=lambda k: widen(c[:k, :k]),
-                 how="cuBLAS cublasGemmEx on bfloat16 data (CUDA_R_16BF, CUBLAS_COMPUTE_32F): "
-                     "this CuPy has no bfloat16 arrays")
+    return _Gemm(
+        run=run,
+        rows=lambda k: widen(a[:k]),
+        cols=lambda k: widen(b[:, :k]),
+        out=lambda k: widen(c[:k, :k]),
+        how="cuBLAS cublasGemmEx on bfloat16 data (CUDA_R_16BF, CUBLAS_COMPUTE_32F): "
+        "this CuPy has no bfloat16 arrays",
+    )
 
 
 @contextlib.contextmanager
@@ -244,10 +288,15 @@ def _compute_type(device: CudaDevice, wanted: str) -> Iterator[str]:
     except Exception as exc:  # a CuPy without this switch
         raise _NotSupported(f"CuPy's compute-type switch is not available ({exc})") from exc
     try:
-        yield (f"cupy.matmul on float32 with CuPy's compute type COMPUTE_TYPE_{wanted} "
-               "(set through cupy._core._routines_linalg.set_compute_type, "
-               + ("what CUPY_TF32=1 selects: cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32)"
-                  if wanted == "TF32" else "so TF32 stays off whatever CUPY_TF32 says)"))
+        yield (
+            f"cupy.matmul on float32 with CuPy's compute type COMPUTE_TYPE_{wanted} "
+            "(set through cupy._core._routines_linalg.set_compute_type, "
+            + (
+                "what CUPY_TF32=1 selects: cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32)"
+                if wanted == "TF32"
+                else "so TF32 stays off whatever CUPY_TF32 says)"
+            )
+        )
     finally:
         linalg.set_compute_type(numpy.float32, previous)
 

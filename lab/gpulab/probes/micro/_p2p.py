@@ -62,8 +62,8 @@ from gpulab.probes.model import ProbeResult
 __all__ = ["CHASE_BYTES", "measure_pair", "p2p_bandwidth"]
 
 PROBE, TITLE = "p2p_bandwidth", "GPU-to-GPU copies"
-CHASE_BYTES = 8 * MiB           # one lap of 65,536 lines, every load a miss after the flush
-_PEER_ALREADY_ENABLED = 704     # cudaErrorPeerAccessAlreadyEnabled
+CHASE_BYTES = 8 * MiB  # one lap of 65,536 lines, every load a miss after the flush
+_PEER_ALREADY_ENABLED = 704  # cudaErrorPeerAccessAlreadyEnabled
 
 
 # ---------------------------------------------------------------------------
@@ -78,8 +78,9 @@ def p2p_bandwidth() -> ProbeResult:
         return device
     count = int(device.cupy.cuda.runtime.getDeviceCount())
     if count < 2:
-        return ProbeResult(PROBE, TITLE, "unavailable", f"needs two GPUs: CUDA sees {count}",
-                           device=device.name)
+        return ProbeResult(
+            PROBE, TITLE, "unavailable", f"needs two GPUs: CUDA sees {count}", device=device.name
+        )
     return measure(PROBE, TITLE, _p2p_bandwidth)
 
 
@@ -93,7 +94,7 @@ def _p2p_bandwidth(device: CudaDevice) -> Outcome:
     nbytes = p2p_bytes(min(free))
     figures: dict[tuple[int, int], PairFigures] = {}
     try:
-        for src in range(count):            # peer access both ways before anything is timed
+        for src in range(count):  # peer access both ways before anything is timed
             for dst in range(count):
                 if src != dst:
                     _enable_peer_access(cp, src, dst)
@@ -107,12 +108,20 @@ def _p2p_bandwidth(device: CudaDevice) -> Outcome:
     best = figures[fastest_pair(figures)]
     staged = best.staged_gbs
     peer_ns, local_ns = best.ns(best.peer_read_cycles), best.ns(best.local_read_cycles)
-    latency = (f"; a load from GPU {best.src}'s memory takes {peer_ns:.0f} ns, from its own "
-               f"{local_ns:.0f} ns" if peer_ns and local_ns else "")
-    return Outcome(f"fastest pair {best.name}: cudaMemcpyPeer {best.memcpy_gbs:.0f} GB/s, "
-                   f"host-staged {staged:.1f} GB/s ({best.memcpy_gbs / staged:.1f}x){latency} "
-                   f"(one direction, bytes counted once)", p2p_readings(figures),
-                   [p2p_table(figures)], best.telemetry)
+    latency = (
+        f"; a load from GPU {best.src}'s memory takes {peer_ns:.0f} ns, from its own "
+        f"{local_ns:.0f} ns"
+        if peer_ns and local_ns
+        else ""
+    )
+    return Outcome(
+        f"fastest pair {best.name}: cudaMemcpyPeer {best.memcpy_gbs:.0f} GB/s, "
+        f"host-staged {staged:.1f} GB/s ({best.memcpy_gbs / staged:.1f}x){latency} "
+        f"(one direction, bytes counted once)",
+        p2p_readings(figures),
+        [p2p_table(figures)],
+        best.telemetry,
+    )
 
 
 def _enable_peer_access(cupy: Any, src: int, dst: int) -> bool:
@@ -126,8 +135,9 @@ def _enable_peer_access(cupy: Any, src: int, dst: int) -> bool:
         try:
             runtime.deviceEnablePeerAccess(src)
         except runtime.CUDARuntimeError as exc:
-            if exc.status != getattr(runtime, "errorPeerAccessAlreadyEnabled",
-                                     _PEER_ALREADY_ENABLED):
+            if exc.status != getattr(
+                runtime, "errorPeerAccessAlreadyEnabled", _PEER_ALREADY_ENABLED
+            ):
                 raise
     return True
 
@@ -149,8 +159,7 @@ def _cuda_device(cupy: Any, index: int) -> CudaDevice:
     return CudaDevice(cupy, index, name, props)
 
 
-def measure_pair(cupy: Any, src: int, dst: int, nbytes: int, *, host: Any = None
-                 ) -> PairFigures:
+def measure_pair(cupy: Any, src: int, dst: int, nbytes: int, *, host: Any = None) -> PairFigures:
     """Every figure from GPU `src` to GPU `dst`, each copy checked; src == dst is allowed.
 
     `nbytes` must be a multiple of 16; `host` is a pinned buffer of at least
@@ -184,37 +193,80 @@ def measure_pair(cupy: Any, src: int, dst: int, nbytes: int, *, host: Any = None
 
     with watch_telemetry(target) as watch:
         with cp.cuda.Device(dst):
-            memcpy_ms = timed(lambda: runtime.memcpyPeerAsync(
-                out.data.ptr, dst, source.data.ptr, src, nbytes, stream()), "cudaMemcpyPeerAsync")
+            memcpy_ms = timed(
+                lambda: runtime.memcpyPeerAsync(
+                    out.data.ptr, dst, source.data.ptr, src, nbytes, stream()
+                ),
+                "cudaMemcpyPeerAsync",
+            )
             kernel_ms = None
             if access:
                 threads = 256
                 blocks = int(target.props["multiProcessorCount"]) * (
-                    int(target.props["maxThreadsPerMultiProcessor"]) // threads)
-                kernel_ms = timed(functools.partial(launch.copy_pointers, source.data.ptr,
-                                                    out.data.ptr, nbytes, blocks=blocks,
-                                                    threads=threads), "SM copy kernel")
-            small_ms = median_ms(launch.time_ms(lambda: runtime.memcpyPeerAsync(
-                tiny_out.data.ptr, dst, tiny_src.data.ptr, src, 4, stream()),
-                iters=_SMALL_COPIES, repeats=5))
+                    int(target.props["maxThreadsPerMultiProcessor"]) // threads
+                )
+                kernel_ms = timed(
+                    functools.partial(
+                        launch.copy_pointers,
+                        source.data.ptr,
+                        out.data.ptr,
+                        nbytes,
+                        blocks=blocks,
+                        threads=threads,
+                    ),
+                    "SM copy kernel",
+                )
+            small_ms = median_ms(
+                launch.time_ms(
+                    lambda: runtime.memcpyPeerAsync(
+                        tiny_out.data.ptr, dst, tiny_src.data.ptr, src, 4, stream()
+                    ),
+                    iters=_SMALL_COPIES,
+                    repeats=5,
+                )
+            )
             if int(tiny_out.get()[0]) != 0x5EED:
-                raise WrongResult(f"4-byte cudaMemcpyPeerAsync, GPU {src} → GPU {dst}: "
-                                  "the word did not arrive")
+                raise WrongResult(
+                    f"4-byte cudaMemcpyPeerAsync, GPU {src} → GPU {dst}: the word did not arrive"
+                )
         with cp.cuda.Device(src):
-            d2h_ms = median_ms(launch.time_ms(lambda: runtime.memcpyAsync(
-                host.ptr, source.data.ptr, nbytes, runtime.memcpyDeviceToHost, stream()),
-                iters=1, repeats=3))
+            d2h_ms = median_ms(
+                launch.time_ms(
+                    lambda: runtime.memcpyAsync(
+                        host.ptr, source.data.ptr, nbytes, runtime.memcpyDeviceToHost, stream()
+                    ),
+                    iters=1,
+                    repeats=3,
+                )
+            )
         with cp.cuda.Device(dst):
-            h2d_ms = timed(lambda: runtime.memcpyAsync(
-                out.data.ptr, host.ptr, nbytes, runtime.memcpyHostToDevice, stream()),
-                "host-staged copy", repeats=3, iters=1)
+            h2d_ms = timed(
+                lambda: runtime.memcpyAsync(
+                    out.data.ptr, host.ptr, nbytes, runtime.memcpyHostToDevice, stream()
+                ),
+                "host-staged copy",
+                repeats=3,
+                iters=1,
+            )
         peer = _chase(cp, src, dst, seed=src * 1000 + dst) if access else None
         local = _chase(cp, dst, dst, seed=dst * 1000 + dst + 1)
     clock, how = sm_clock_mhz(target, watch.telemetry)
     gbs = functools.partial(_gb_per_s, nbytes)
-    return PairFigures(src, dst, nbytes, access, gbs(memcpy_ms),
-                       None if kernel_ms is None else gbs(kernel_ms), gbs(d2h_ms + h2d_ms),
-                       small_ms * 1000, peer, local, clock, how, watch.telemetry)
+    return PairFigures(
+        src,
+        dst,
+        nbytes,
+        access,
+        gbs(memcpy_ms),
+        None if kernel_ms is None else gbs(kernel_ms),
+        gbs(d2h_ms + h2d_ms),
+        small_ms * 1000,
+        peer,
+        local,
+        clock,
+        how,
+        watch.telemetry,
+    )
 
 
 def _gb_per_s(nbytes: int, ms: float) -> float:
@@ -247,6 +299,8 @@ def _chase(cupy: Any, home: int, runner: int, *, seed: int) -> float:
     with cp.cuda.Device(runner):
         reached, cycles = launch.chase(table.data.ptr, start, warm_steps=0, steps=steps)
     if reached != expected:
-        raise WrongResult(f"chase on GPU {runner} through GPU {home}'s memory ended at line "
-                          f"{reached}, the cycle says {expected}")
+        raise WrongResult(
+            f"chase on GPU {runner} through GPU {home}'s memory ended at line "
+            f"{reached}, the cycle says {expected}"
+        )
     return cycles / steps

@@ -42,8 +42,14 @@ def pcie_bytes(host_mem: int, device_mem: int) -> int:
 
 
 # Per-lane PCIe data rate in GB/s after line encoding: GT/s x encoding / 8 bits.
-_PCIE_LANE_GB_S = {1: 2.5 * 8 / 10 / 8, 2: 5.0 * 8 / 10 / 8, 3: 8.0 * 128 / 130 / 8,
-                   4: 16.0 * 128 / 130 / 8, 5: 32.0 * 128 / 130 / 8, 6: 64.0 * 242 / 256 / 8}
+_PCIE_LANE_GB_S = {
+    1: 2.5 * 8 / 10 / 8,
+    2: 5.0 * 8 / 10 / 8,
+    3: 8.0 * 128 / 130 / 8,
+    4: 16.0 * 128 / 130 / 8,
+    5: 32.0 * 128 / 130 / 8,
+    6: 64.0 * 242 / 256 / 8,
+}
 
 
 def pcie_link_gb_per_s(generation: int, width: int) -> float | None:
@@ -81,37 +87,51 @@ def _pcie_bandwidth(device: CudaDevice) -> Outcome:
     pinned_src = cupyx.empty_pinned((nbytes,), dtype=numpy.uint8)
     pinned_dst = cupyx.empty_pinned((nbytes,), dtype=numpy.uint8)
     pinned_src.view(numpy.uint32)[:] = numpy.arange(nbytes // 4, dtype=numpy.uint32)
-    pageable_src = numpy.array(pinned_src)          # a plain, pageable copy
-    pageable_dst = numpy.zeros_like(pageable_src)   # touched, so its pages exist
+    pageable_src = numpy.array(pinned_src)  # a plain, pageable copy
+    pageable_dst = numpy.zeros_like(pageable_src)  # touched, so its pages exist
 
     def copier(dst: int, src: int, kind: int) -> Callable[[], None]:
-        return lambda: runtime.memcpyAsync(dst, src, nbytes, kind,
-                                           cp.cuda.get_current_stream().ptr)
+        return lambda: runtime.memcpyAsync(dst, src, nbytes, kind, cp.cuda.get_current_stream().ptr)
 
     h2d, d2h = runtime.memcpyHostToDevice, runtime.memcpyDeviceToHost
     results: dict[str, float] = {}
     with watch_telemetry(device) as watch:
-        for memory, src, dst, repeats in (("pinned", pinned_src, pinned_dst, 5),
-                                          ("pageable", pageable_src, pageable_dst, 3)):
-            ms = launch.time_ms(copier(dev.data.ptr, src.ctypes.data, h2d), iters=1,
-                                repeats=repeats)
+        for memory, src, dst, repeats in (
+            ("pinned", pinned_src, pinned_dst, 5),
+            ("pageable", pageable_src, pageable_dst, 3),
+        ):
+            ms = launch.time_ms(
+                copier(dev.data.ptr, src.ctypes.data, h2d), iters=1, repeats=repeats
+            )
             results[f"h2d_{memory}"] = gb_per_s(nbytes, median_ms(ms))
-            ms = launch.time_ms(copier(dst.ctypes.data, dev.data.ptr, d2h), iters=1,
-                                repeats=repeats)
+            ms = launch.time_ms(
+                copier(dst.ctypes.data, dev.data.ptr, d2h), iters=1, repeats=repeats
+            )
             results[f"d2h_{memory}"] = gb_per_s(nbytes, median_ms(ms))
             if not numpy.array_equal(dst, pinned_src):
                 raise WrongResult(f"{memory} round trip: the data copied back differs")
     convention = "each byte counted once, one direction"
     labels = {"h2d": "host to device", "d2h": "device to host"}
-    readings = [Reading(f"{key}_bandwidth", f"{labels[key[:3]]}, {key[4:]} host memory",
-                        round(value, 2), "GB/s", convention,
-                        detail=f"{nbytes // MiB} MiB per copy, cudaMemcpyAsync, median")
-                for key, value in results.items()]
+    readings = [
+        Reading(
+            f"{key}_bandwidth",
+            f"{labels[key[:3]]}, {key[4:]} host memory",
+            round(value, 2),
+            "GB/s",
+            convention,
+            detail=f"{nbytes // MiB} MiB per copy, cudaMemcpyAsync, median",
+        )
+        for key, value in results.items()
+    ]
     readings.append(_pcie_link(device))
-    return Outcome(f"pinned: {results['h2d_pinned']:.1f} GB/s to the GPU, "
-                   f"{results['d2h_pinned']:.1f} GB/s back; pageable: "
-                   f"{results['h2d_pageable']:.1f} / {results['d2h_pageable']:.1f} GB/s",
-                   readings, [], watch.telemetry)
+    return Outcome(
+        f"pinned: {results['h2d_pinned']:.1f} GB/s to the GPU, "
+        f"{results['d2h_pinned']:.1f} GB/s back; pageable: "
+        f"{results['h2d_pageable']:.1f} / {results['d2h_pageable']:.1f} GB/s",
+        readings,
+        [],
+        watch.telemetry,
+    )
 
 
 def _pcie_link(device: CudaDevice) -> Reading:
@@ -130,6 +150,12 @@ def _pcie_link(device: CudaDevice) -> Reading:
     rate = pcie_link_gb_per_s(generation, width)
     if rate is None:
         return Reading.not_supported(key, label, f"PCIe Gen{generation} x{width} is not known")
-    return Reading(key, label, rate, "GB/s", "per direction, after line encoding",
-                   detail=f"PCIe Gen{generation} x{width} (the link's maximum, from NVML); "
-                          "packet overhead leaves copies 10-20 % below this")
+    return Reading(
+        key,
+        label,
+        rate,
+        "GB/s",
+        "per direction, after line encoding",
+        detail=f"PCIe Gen{generation} x{width} (the link's maximum, from NVML); "
+        "packet overhead leaves copies 10-20 % below this",
+    )

@@ -83,7 +83,7 @@ def _smem_latency(device: CudaDevice) -> Outcome:
     order = list(range(words))
     random.Random(7).shuffle(order)
     order.remove(0)
-    order.insert(0, 0)                 # the kernel starts at word 0
+    order.insert(0, 0)  # the kernel starts at word 0
     table = cp.asarray(launch.cycle_successors(order), dtype=cp.uint32)
     steps = 1 << 20
     per_load: list[float] = []
@@ -91,27 +91,53 @@ def _smem_latency(device: CudaDevice) -> Outcome:
         for _ in range(5):
             reached, cycles = launch.smem_chase(table, steps)
             if reached != order[steps % words]:
-                raise WrongResult(f"the shared-memory chase ended at word {reached}, the cycle "
-                                  f"says {order[steps % words]}")
+                raise WrongResult(
+                    f"the shared-memory chase ended at word {reached}, the cycle "
+                    f"says {order[steps % words]}"
+                )
             per_load.append(cycles / steps)
     cycles_per_load = float(statistics.median(per_load))
     clock, clock_how = sm_clock_mhz(device, watch.telemetry)
-    readings = [Reading("smem_latency_cycles", "shared-memory load latency",
-                        round(cycles_per_load, 1), "cycles",
-                        "SM clock cycles per dependent load (clock64), one thread",
-                        detail=f"median of 5 runs of {steps:,} loads through a random cycle "
-                               f"of {words} words")]
+    readings = [
+        Reading(
+            "smem_latency_cycles",
+            "shared-memory load latency",
+            round(cycles_per_load, 1),
+            "cycles",
+            "SM clock cycles per dependent load (clock64), one thread",
+            detail=f"median of 5 runs of {steps:,} loads through a random cycle of {words} words",
+        )
+    ]
     if clock:
-        readings.append(Reading("smem_latency_ns", "shared-memory load latency",
-                                round(cycles_per_load / clock * 1000, 2), "ns",
-                                "cycles / SM clock", detail=f"{clock_how}: {clock:.0f} MHz"))
-    return Outcome(f"{cycles_per_load:.1f} cycles per dependent shared-memory load",
-                   readings, [], watch.telemetry)
+        readings.append(
+            Reading(
+                "smem_latency_ns",
+                "shared-memory load latency",
+                round(cycles_per_load / clock * 1000, 2),
+                "ns",
+                "cycles / SM clock",
+                detail=f"{clock_how}: {clock:.0f} MHz",
+            )
+        )
+    return Outcome(
+        f"{cycles_per_load:.1f} cycles per dependent shared-memory load",
+        readings,
+        [],
+        watch.telemetry,
+    )
 
 
 _BANK_CASES: tuple[tuple[str, int, bool], ...] = (
-    ("1", 1, False), ("2", 2, False), ("4", 4, False), ("8", 8, False), ("16", 16, False),
-    ("32", 32, False), ("64", 64, False), ("33 (padded)", 33, False), ("broadcast", 1, True))
+    ("1", 1, False),
+    ("2", 2, False),
+    ("4", 4, False),
+    ("8", 8, False),
+    ("16", 16, False),
+    ("32", 32, False),
+    ("64", 64, False),
+    ("33 (padded)", 33, False),
+    ("broadcast", 1, True),
+)
 
 
 def smem_bank_conflicts() -> ProbeResult:
@@ -134,38 +160,93 @@ def _smem_bank_conflicts(device: CudaDevice) -> Outcome:
     ns: dict[str, float] = {}
     with watch_telemetry(device) as watch:
         for name, stride, broadcast in _BANK_CASES:
-            run = functools.partial(launch.smem_bank_access, table, out, stride=stride,
-                                    broadcast=broadcast, iters=iters, blocks=blocks,
-                                    threads=threads)
+            run = functools.partial(
+                launch.smem_bank_access,
+                table,
+                out,
+                stride=stride,
+                broadcast=broadcast,
+                iters=iters,
+                blocks=blocks,
+                threads=threads,
+            )
             ms = median_ms(launch.time_ms(run, iters=3, repeats=5))
             want = cp.zeros_like(lanes) if broadcast else (lanes * stride) % bank_words
             check_equal(cp, out, want, f"bank-conflict kernel at stride {name}")
             ns[name] = ms * 1e6 / (warps_per_sm * iters)
     base = ns["1"]
-    rows = tuple((name, 1 if broadcast else bank_conflict_ways(stride), round(ns[name], 3),
-                  ratio(ns[name], base)) for name, stride, broadcast in _BANK_CASES)
+    rows = tuple(
+        (
+            name,
+            1 if broadcast else bank_conflict_ways(stride),
+            round(ns[name], 3),
+            ratio(ns[name], base),
+        )
+        for name, stride, broadcast in _BANK_CASES
+    )
     convention = "time per warp-wide load divided by that at stride 1"
-    readings = [Reading(f"slowdown_stride_{name}", f"stride {name} / stride 1",
-                        ratio(ns[name], base), "x", convention,
-                        detail=f"{bank_conflict_ways(stride)} lanes per bank")
-                for name, stride, _ in _BANK_CASES[1:7]]
-    readings.append(Reading("slowdown_stride_33_padded", "stride 33 (padded) / stride 1",
-                            ratio(ns["33 (padded)"], base), "x", convention,
-                            detail="a 32 x 32 tile with rows of 33 words, read down a column"))
-    readings.append(Reading("slowdown_broadcast", "all lanes one word / stride 1",
-                            ratio(ns["broadcast"], base), "x", convention,
-                            detail="every lane reads word 0: one access, broadcast"))
-    banks = bank_count({stride: ns[name] / base for name, stride, broadcast in _BANK_CASES
-                        if not broadcast and stride & (stride - 1) == 0})
-    readings.append(Reading("bank_count", "shared-memory banks", banks, "banks",
-                            "smallest power-of-two stride whose slowdown is within 10 % of "
-                            "the largest (every lane in one bank)") if banks else
-                    Reading.failed("bank_count", "shared-memory banks",
-                                   "the slowdown never levelled off up to stride 64"))
-    table_out = Table(f"Shared-memory loads, {warps_per_sm} warps per SM, {iters:,} dependent "
-                      "loads per lane", ("stride", "lanes per bank", "time per warp-wide load",
-                                         "slowdown"),
-                      rows, ("4-byte words", "lanes", "ns per SM", "x"))
-    return Outcome(f"stride 2: {ns['2'] / base:.1f}x, stride 32: {ns['32'] / base:.1f}x, "
-                   f"padded: {ns['33 (padded)'] / base:.2f}x the time of stride 1",
-                   readings, [table_out], watch.telemetry)
+    readings = [
+        Reading(
+            f"slowdown_stride_{name}",
+            f"stride {name} / stride 1",
+            ratio(ns[name], base),
+            "x",
+            convention,
+            detail=f"{bank_conflict_ways(stride)} lanes per bank",
+        )
+        for name, stride, _ in _BANK_CASES[1:7]
+    ]
+    readings.append(
+        Reading(
+            "slowdown_stride_33_padded",
+            "stride 33 (padded) / stride 1",
+            ratio(ns["33 (padded)"], base),
+            "x",
+            convention,
+            detail="a 32 x 32 tile with rows of 33 words, read down a column",
+        )
+    )
+    readings.append(
+        Reading(
+            "slowdown_broadcast",
+            "all lanes one word / stride 1",
+            ratio(ns["broadcast"], base),
+            "x",
+            convention,
+            detail="every lane reads word 0: one access, broadcast",
+        )
+    )
+    banks = bank_count(
+        {
+            stride: ns[name] / base
+            for name, stride, broadcast in _BANK_CASES
+            if not broadcast and stride & (stride - 1) == 0
+        }
+    )
+    readings.append(
+        Reading(
+            "bank_count",
+            "shared-memory banks",
+            banks,
+            "banks",
+            "smallest power-of-two stride whose slowdown is within 10 % of "
+            "the largest (every lane in one bank)",
+        )
+        if banks
+        else Reading.failed(
+            "bank_count", "shared-memory banks", "the slowdown never levelled off up to stride 64"
+        )
+    )
+    table_out = Table(
+        f"Shared-memory loads, {warps_per_sm} warps per SM, {iters:,} dependent loads per lane",
+        ("stride", "lanes per bank", "time per warp-wide load", "slowdown"),
+        rows,
+        ("4-byte words", "lanes", "ns per SM", "x"),
+    )
+    return Outcome(
+        f"stride 2: {ns['2'] / base:.1f}x, stride 32: {ns['32'] / base:.1f}x, "
+        f"padded: {ns['33 (padded)'] / base:.2f}x the time of stride 1",
+        readings,
+        [table_out],
+        watch.telemetry,
+    )

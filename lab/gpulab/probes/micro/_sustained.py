@@ -36,7 +36,7 @@ __all__ = ["Window", "sustained_matmul", "trace_rows"]
 DURATION_S = 20.0
 WINDOW_MS = 500.0
 SAMPLE_S = 0.1
-TOLERANCE = 2e-2                 # as matmul_throughput's BF16 case
+TOLERANCE = 2e-2  # as matmul_throughput's BF16 case
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,9 @@ class Window:
     ms: float
 
 
-def trace_rows(windows: Sequence[Window], samples: Sequence[Any],
-               flops: float) -> tuple[tuple[float, float, float | None, float | None,
-                                            float | None], ...]:
+def trace_rows(
+    windows: Sequence[Window], samples: Sequence[Any], flops: float
+) -> tuple[tuple[float, float, float | None, float | None, float | None], ...]:
     """One row per window: (end in s, TFLOPS, mean SM clock, mean power, highest temperature).
 
     A sample belongs to the window whose interval [start, end) holds its time;
@@ -64,10 +64,15 @@ def trace_rows(windows: Sequence[Window], samples: Sequence[Any],
         clocks = [s.sm_clock_mhz for s in inside if s.sm_clock_mhz is not None]
         powers = [s.power_w for s in inside if s.power_w is not None]
         temps = [s.temperature_c for s in inside if s.temperature_c is not None]
-        rows.append((round(w.end_s, 2), round(tflops(flops * w.multiplies, w.ms), 1),
-                     round(statistics.fmean(clocks)) if clocks else None,
-                     round(statistics.fmean(powers), 1) if powers else None,
-                     max(temps) if temps else None))
+        rows.append(
+            (
+                round(w.end_s, 2),
+                round(tflops(flops * w.multiplies, w.ms), 1),
+                round(statistics.fmean(clocks)) if clocks else None,
+                round(statistics.fmean(powers), 1) if powers else None,
+                max(temps) if temps else None,
+            )
+        )
     return tuple(rows)
 
 
@@ -75,8 +80,11 @@ def sustained_matmul(duration_s: float = DURATION_S) -> ProbeResult:
     """BF16 matmuls back to back for `duration_s` seconds, with NVML sampled throughout."""
     if duration_s <= 0:
         raise ValueError(f"duration_s must be positive, not {duration_s}")
-    return measure("sustained_matmul", "Sustained matmul: clock, power and temperature",
-                   lambda device: _sustained(device, duration_s))
+    return measure(
+        "sustained_matmul",
+        "Sustained matmul: clock, power and temperature",
+        lambda device: _sustained(device, duration_s),
+    )
 
 
 def _sustained(device: CudaDevice, duration_s: float) -> Outcome:
@@ -87,7 +95,7 @@ def _sustained(device: CudaDevice, duration_s: float) -> Outcome:
     rng = cp.random.RandomState(20261205)
     a32 = rng.uniform(-1.0, 1.0, size=(n, n), dtype=cp.float32)
     b32 = rng.uniform(-1.0, 1.0, size=(n, n), dtype=cp.float32)
-    flops = 2.0 * n ** 3
+    flops = 2.0 * n**3
     with _gemm_bf16(device, a32, b32) as gemm:
         per_window = _multiplies_per_window(cp, gemm.run)
         with Sampler(_nvml_index(device), interval_s=SAMPLE_S, keep=True) as sampler:
@@ -101,13 +109,21 @@ def _sustained(device: CudaDevice, duration_s: float) -> Outcome:
                     gemm.run()
                 end.record()
                 end.synchronize()
-                found.append(Window(start_s, time.monotonic() - began, per_window,
-                                    float(cp.cuda.get_elapsed_time(start, end))))
+                found.append(
+                    Window(
+                        start_s,
+                        time.monotonic() - began,
+                        per_window,
+                        float(cp.cuda.get_elapsed_time(start, end)),
+                    )
+                )
         error = _relative_error(cp, gemm)
         how = gemm.how
     if not error <= TOLERANCE:
-        raise WrongResult(f"bf16: largest error {error:.2e} of the largest value, more than "
-                          f"{TOLERANCE:.0e} ({how})")
+        raise WrongResult(
+            f"bf16: largest error {error:.2e} of the largest value, more than "
+            f"{TOLERANCE:.0e} ({how})"
+        )
     rows = trace_rows(found, sampler.trace, flops)
     return _outcome(rows, n, how, sampler, duration_s)
 
@@ -125,34 +141,64 @@ def _multiplies_per_window(cp: Any, run: Any) -> int:
     return max(1, min(1000, round(WINDOW_MS / max(one, 1e-3))))
 
 
-def _outcome(rows: tuple[tuple[Any, ...], ...], n: int, how: str, sampler: Any,
-             duration_s: float) -> Outcome:
+def _outcome(
+    rows: tuple[tuple[Any, ...], ...], n: int, how: str, sampler: Any, duration_s: float
+) -> Outcome:
     speeds = [float(row[1]) for row in rows]
-    last = speeds[len(speeds) * 2 // 3:] or speeds
+    last = speeds[len(speeds) * 2 // 3 :] or speeds
     first, held = speeds[0], statistics.median(last)
     where = f"{n}³ BF16, {how}; {len(rows)} windows over {rows[-1][0]:.0f} s"
     readings = [
-        Reading("first_tflops", "BF16 matmul throughput, first half second", first, "TFLOPS",
-                _MATMUL_CONVENTION, detail=where),
-        Reading("sustained_tflops", "BF16 matmul throughput, last third of the run (median)",
-                round(held, 1), "TFLOPS", _MATMUL_CONVENTION, detail=where),
-        Reading("sustained_ratio", "sustained throughput / first half second",
-                round(held / first, 3), "", "ratio of the two readings above"),
+        Reading(
+            "first_tflops",
+            "BF16 matmul throughput, first half second",
+            first,
+            "TFLOPS",
+            _MATMUL_CONVENTION,
+            detail=where,
+        ),
+        Reading(
+            "sustained_tflops",
+            "BF16 matmul throughput, last third of the run (median)",
+            round(held, 1),
+            "TFLOPS",
+            _MATMUL_CONVENTION,
+            detail=where,
+        ),
+        Reading(
+            "sustained_ratio",
+            "sustained throughput / first half second",
+            round(held / first, 3),
+            "",
+            "ratio of the two readings above",
+        ),
     ]
     trace = sampler.trace
     why = sampler.unavailable or "NVML gave no reading of it during the run"
     for key, label, unit, pick, best in (
-            ("lowest_sm_clock", "lowest SM clock sampled", "MHz", "sm_clock_mhz", min),
-            ("highest_power", "highest power sampled", "W", "power_w", max),
-            ("highest_temperature", "highest GPU temperature sampled", "°C",
-             "temperature_c", max)):
+        ("lowest_sm_clock", "lowest SM clock sampled", "MHz", "sm_clock_mhz", min),
+        ("highest_power", "highest power sampled", "W", "power_w", max),
+        ("highest_temperature", "highest GPU temperature sampled", "°C", "temperature_c", max),
+    ):
         values = [getattr(s, pick) for s in trace if getattr(s, pick) is not None]
-        readings.append(Reading(key, label, best(values), unit, detail=f"NVML every "
-                                f"{SAMPLE_S * 1000:.0f} ms, {len(values)} samples")
-                        if values else Reading.not_supported(key, label, why))
-    table = Table(f"BF16 matmul held for {duration_s:g} s, window by window",
-                  ("until", "throughput", "SM clock", "power", "temperature"), rows,
-                  ("s", "TFLOPS", "MHz (mean)", "W (mean)", "°C (highest)"))
-    message = (f"{first:.0f} TFLOPS at first, {held:.0f} held over the last third "
-               f"({held / first:.2f}x)")
+        readings.append(
+            Reading(
+                key,
+                label,
+                best(values),
+                unit,
+                detail=f"NVML every {SAMPLE_S * 1000:.0f} ms, {len(values)} samples",
+            )
+            if values
+            else Reading.not_supported(key, label, why)
+        )
+    table = Table(
+        f"BF16 matmul held for {duration_s:g} s, window by window",
+        ("until", "throughput", "SM clock", "power", "temperature"),
+        rows,
+        ("s", "TFLOPS", "MHz (mean)", "W (mean)", "°C (highest)"),
+    )
+    message = (
+        f"{first:.0f} TFLOPS at first, {held:.0f} held over the last third ({held / first:.2f}x)"
+    )
     return Outcome(message, readings, [table], sampler.telemetry)

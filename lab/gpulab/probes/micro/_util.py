@@ -31,13 +31,15 @@ from gpulab.probes.nvml import pynvml_module
 
 __all__ = ["SETTLE_S", "SPIN_S", "util_one_thread"]
 
-SPIN_S = 4.0          # how long the one-thread kernel runs
-SETTLE_S = 1.25       # NVML's window (up to 1 s) must hold no idle time before sampling
-EVERY_S = 0.25        # how often NVML is sampled
-IDLE_S = 1.25         # quiet time before the idle samples, after the warm-up launch
+SPIN_S = 4.0  # how long the one-thread kernel runs
+SETTLE_S = 1.25  # NVML's window (up to 1 s) must hold no idle time before sampling
+EVERY_S = 0.25  # how often NVML is sampled
+IDLE_S = 1.25  # quiet time before the idle samples, after the warm-up launch
 _LABEL = "NVML GPU utilisation"
-_CONVENTION = ("nvmlDeviceGetUtilizationRates().gpu: percent of the sample period in which "
-               "one or more kernels ran")
+_CONVENTION = (
+    "nvmlDeviceGetUtilizationRates().gpu: percent of the sample period in which "
+    "one or more kernels ran"
+)
 
 
 def util_one_thread() -> ProbeResult:
@@ -70,8 +72,7 @@ class _Gpm:
         try:
             if not pynvml.nvmlGpmQueryDeviceSupport(handle).isSupportedDevice:
                 return cls(pynvml, handle, [], "this GPU has no GPM (Hopper and newer have it)")
-            return cls(pynvml, handle, [pynvml.nvmlGpmSampleAlloc(),
-                                        pynvml.nvmlGpmSampleAlloc()])
+            return cls(pynvml, handle, [pynvml.nvmlGpmSampleAlloc(), pynvml.nvmlGpmSampleAlloc()])
         except Exception as exc:  # an old driver or library: report why, keep the probe
             return cls(pynvml, handle, [], f"GPM is not available: {exc}")
 
@@ -97,9 +98,12 @@ class _Gpm:
             pynvml.nvmlGpmMetricsGet(query)
         except Exception as exc:
             return [f"nvmlGpmMetricsGet failed: {exc}"] * len(ids)
-        return [float(query.metrics[slot].value) if query.metrics[slot].nvmlReturn == 0
-                else f"NVML return code {query.metrics[slot].nvmlReturn}"
-                for slot in range(len(ids))]
+        return [
+            float(query.metrics[slot].value)
+            if query.metrics[slot].nvmlReturn == 0
+            else f"NVML return code {query.metrics[slot].nvmlReturn}"
+            for slot in range(len(ids))
+        ]
 
     def close(self) -> None:
         for sample in self.samples:
@@ -114,13 +118,17 @@ def _util_one_thread(device: CudaDevice) -> Outcome:
     cp = device.cupy
     sms = prop(device, "multiProcessorCount")
     out = cp.zeros(2, dtype=cp.uint64)
-    launch.spin_one_thread(out, ns=1_000_000)        # compiles the kernel; checked below too
+    launch.spin_one_thread(out, ns=1_000_000)  # compiles the kernel; checked below too
     cp.cuda.get_current_stream().synchronize()
     with nvml_device(device) as handle:
         if handle is None:
             why = "NVML is not available here, so there is no utilisation to read"
-            keys = ("gpu_util_idle", "gpu_util_one_thread", "sm_util_one_thread",
-                    "sm_occupancy_one_thread")
+            keys = (
+                "gpu_util_idle",
+                "gpu_util_one_thread",
+                "sm_util_one_thread",
+                "sm_occupancy_one_thread",
+            )
             return Outcome(why, [Reading.not_supported(key, _LABEL, why) for key in keys])
         pynvml = pynvml_module()
 
@@ -140,39 +148,68 @@ def _util_one_thread(device: CudaDevice) -> Outcome:
                 busy = _samples(gpu_util, launched, launched + SPIN_S - EVERY_S)
                 gpm.take(1)
                 cp.cuda.get_current_stream().synchronize()
-            sm_util, occupancy = gpm.metrics((pynvml.NVML_GPM_METRIC_SM_UTIL,
-                                              pynvml.NVML_GPM_METRIC_SM_OCCUPANCY))
+            sm_util, occupancy = gpm.metrics(
+                (pynvml.NVML_GPM_METRIC_SM_UTIL, pynvml.NVML_GPM_METRIC_SM_OCCUPANCY)
+            )
         finally:
             gpm.close()
     ran_ns, turns = (int(v) for v in out.get())
     if ran_ns < SPIN_S * 1e9 or turns == 0:
-        raise WrongResult(f"the spin kernel ran {ran_ns} ns in {turns} turns, "
-                          f"not at least {SPIN_S:g} s")
+        raise WrongResult(
+            f"the spin kernel ran {ran_ns} ns in {turns} turns, not at least {SPIN_S:g} s"
+        )
     gpm_window = f"between {SETTLE_S:g} s and {SPIN_S - EVERY_S:g} s after the launch"
     one_sm = 100 / sms
     readings = [
-        Reading("gpu_util_idle", f"{_LABEL}, idle", statistics.median(v for _, v in idle), "%",
-                _CONVENTION, detail=f"median of {len(idle)} samples {EVERY_S:g} s apart, "
-                                    f"before the launch: {_spread(idle)}"),
-        Reading("gpu_util_one_thread", f"{_LABEL}, one thread spinning",
-                statistics.median(v for _, v in busy), "%", _CONVENTION,
-                detail=f"median of {len(busy)} samples {EVERY_S:g} s apart, {gpm_window} "
-                       f"of a {SPIN_S:g} s <<<1, 1>>> kernel: {_spread(busy)}"),
-        _gpm_reading("sm_util_one_thread", "GPM SM utilisation, one thread spinning", sm_util,
-                     f"NVML_GPM_METRIC_SM_UTIL: percent of SMs busy, {gpm_window}; one SM of "
-                     f"{sms} is {one_sm:.2f} %"),
-        _gpm_reading("sm_occupancy_one_thread", "GPM SM occupancy, one thread spinning",
-                     occupancy, f"NVML_GPM_METRIC_SM_OCCUPANCY: resident warps against the "
-                                f"most the SMs hold, {gpm_window}"),
+        Reading(
+            "gpu_util_idle",
+            f"{_LABEL}, idle",
+            statistics.median(v for _, v in idle),
+            "%",
+            _CONVENTION,
+            detail=f"median of {len(idle)} samples {EVERY_S:g} s apart, "
+            f"before the launch: {_spread(idle)}",
+        ),
+        Reading(
+            "gpu_util_one_thread",
+            f"{_LABEL}, one thread spinning",
+            statistics.median(v for _, v in busy),
+            "%",
+            _CONVENTION,
+            detail=f"median of {len(busy)} samples {EVERY_S:g} s apart, {gpm_window} "
+            f"of a {SPIN_S:g} s <<<1, 1>>> kernel: {_spread(busy)}",
+        ),
+        _gpm_reading(
+            "sm_util_one_thread",
+            "GPM SM utilisation, one thread spinning",
+            sm_util,
+            f"NVML_GPM_METRIC_SM_UTIL: percent of SMs busy, {gpm_window}; one SM of "
+            f"{sms} is {one_sm:.2f} %",
+        ),
+        _gpm_reading(
+            "sm_occupancy_one_thread",
+            "GPM SM occupancy, one thread spinning",
+            occupancy,
+            f"NVML_GPM_METRIC_SM_OCCUPANCY: resident warps against the "
+            f"most the SMs hold, {gpm_window}",
+        ),
     ]
-    table = Table("NVML GPU utilisation samples", ("phase", "seconds", "GPU utilisation"),
-                  tuple(("idle", t, v) for t, v in idle)
-                  + tuple(("one thread spinning", t, v) for t, v in busy), ("", "s", "%"))
+    table = Table(
+        "NVML GPU utilisation samples",
+        ("phase", "seconds", "GPU utilisation"),
+        tuple(("idle", t, v) for t, v in idle)
+        + tuple(("one thread spinning", t, v) for t, v in busy),
+        ("", "s", "%"),
+    )
     busy_util = readings[1].value
-    sm_text = (f", GPM SM utilisation {sm_util:.2f} %" if isinstance(sm_util, float) else "")
-    return Outcome(f"GPU utilisation {busy_util} % while one thread on one of {sms} SMs "
-                   f"spins (idle: {readings[0].value} %){sm_text}",
-                   readings, [table], watch.telemetry)
+    sm_text = f", GPM SM utilisation {sm_util:.2f} %" if isinstance(sm_util, float) else ""
+    return Outcome(
+        f"GPU utilisation {busy_util} % while one thread on one of {sms} SMs "
+        f"spins (idle: {readings[0].value} %){sm_text}",
+        readings,
+        [table],
+        watch.telemetry,
+    )
 
 
 def _spread(rows: list[tuple[float, int]]) -> str:
@@ -183,5 +220,11 @@ def _spread(rows: list[tuple[float, int]]) -> str:
 def _gpm_reading(key: str, label: str, value: float | str, convention: str) -> Reading:
     if isinstance(value, str):
         return Reading.not_supported(key, label, value)
-    return Reading(key, label, round(value, 3), "%", convention,
-                   detail="two GPM samples around the same seconds as the NVML samples")
+    return Reading(
+        key,
+        label,
+        round(value, 3),
+        "%",
+        convention,
+        detail="two GPM samples around the same seconds as the NVML samples",
+    )

@@ -38,6 +38,7 @@ _REASONS = (
 
 # ---- pure decoders ------------------------------------------------------------------------
 
+
 @functools.cache
 def _reason_bits() -> tuple[tuple[int, str], ...]:
     """pynvml's clock-event reason bits with their names, lowest bit first."""
@@ -46,8 +47,11 @@ def _reason_bits() -> tuple[tuple[int, str], ...]:
     pm = pynvml_module()
     found = []
     for suffix, name in _REASONS:
-        bit = getattr(pm, f"nvmlClocksEventReason{suffix}",
-                      getattr(pm, f"nvmlClocksThrottleReason{suffix}", None))
+        bit = getattr(
+            pm,
+            f"nvmlClocksEventReason{suffix}",
+            getattr(pm, f"nvmlClocksThrottleReason{suffix}", None),
+        )
         if bit:
             found.append((int(bit), name))
     return tuple(sorted(found))

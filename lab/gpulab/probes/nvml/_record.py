@@ -40,8 +40,17 @@ from typing import Any
 from gpulab.errors import GpulabError
 from gpulab.probes.model import Recorded
 
-__all__ = ["FORMAT", "Handle", "Recorder", "Replay", "ReplayMismatch", "from_plain", "main",
-           "record", "to_plain"]
+__all__ = [
+    "FORMAT",
+    "Handle",
+    "Recorder",
+    "Replay",
+    "ReplayMismatch",
+    "from_plain",
+    "main",
+    "record",
+    "to_plain",
+]
 
 FORMAT = "gpulab-nvml-recording/1"
 
@@ -72,6 +81,7 @@ def _pynvml() -> Any:
 
 # ---- encoding answers as plain JSON --------------------------------------------------------
 
+
 def to_plain(value: Any, handles: dict[int, int] | None = None) -> Any:
     """Plain JSON for what pynvml takes or returns.
 
@@ -89,8 +99,7 @@ def to_plain(value: Any, handles: dict[int, int] | None = None) -> Any:
         address = ctypes.cast(value, ctypes.c_void_p).value or 0
         return {"__handle__": handles.setdefault(address, len(handles))}
     if isinstance(value, ctypes.Structure | ctypes.Union):
-        fields = {name: to_plain(getattr(value, name), handles)
-                  for name, *_ in value._fields_}
+        fields = {name: to_plain(getattr(value, name), handles) for name, *_ in value._fields_}
         return {"__struct__": type(value).__name__, **fields}
     if isinstance(value, ctypes.Array):
         return [to_plain(item, handles) for item in value]
@@ -100,9 +109,11 @@ def to_plain(value: Any, handles: dict[int, int] | None = None) -> Any:
         return [to_plain(item, handles) for item in value]
     if isinstance(value, dict):
         return {str(k): to_plain(v, handles) for k, v in value.items()}
-    if hasattr(value, "__dict__"):          # pynvml's nvmlFriendlyObject (process info)
-        return {"__struct__": type(value).__name__,
-                **{k: to_plain(v, handles) for k, v in vars(value).items()}}
+    if hasattr(value, "__dict__"):  # pynvml's nvmlFriendlyObject (process info)
+        return {
+            "__struct__": type(value).__name__,
+            **{k: to_plain(v, handles) for k, v in vars(value).items()},
+        }
     raise TypeError(f"cannot record a {type(value).__name__} from NVML: {value!r}")
 
 
@@ -123,12 +134,15 @@ def _key(call: str, args: Sequence[Any]) -> str:
 
 
 def _describe(call: str, args: Sequence[Any]) -> str:
-    shown = ", ".join(f"<handle {a['__handle__']}>" if isinstance(a, dict) and "__handle__" in a
-                      else repr(a) for a in args)
+    shown = ", ".join(
+        f"<handle {a['__handle__']}>" if isinstance(a, dict) and "__handle__" in a else repr(a)
+        for a in args
+    )
     return f"{call}({shown})"
 
 
 # ---- recording -----------------------------------------------------------------------------
+
 
 class Recorder:
     """A pynvml stand-in that forwards every `nvml*` call and records it.
@@ -161,11 +175,15 @@ class Recorder:
             try:
                 answer = function(*args)
             except _pynvml().NVMLError as exc:
-                self._add(name, args, error={"class": type(exc).__name__,
-                                             "value": int(exc.value), "text": str(exc)})
+                self._add(
+                    name,
+                    args,
+                    error={"class": type(exc).__name__, "value": int(exc.value), "text": str(exc)},
+                )
                 raise
             self._add(name, args, result=answer)
             return answer
+
         call.__name__ = name
         return call
 
@@ -201,17 +219,20 @@ class Recorder:
         except metadata.PackageNotFoundError:
             version = "unknown"
         with self._lock:
-            return {"format": FORMAT,
-                    "recorded_by": "python -m gpulab.probes.nvml",
-                    "machine": machine,
-                    "date": dt.datetime.now(dt.UTC).date().isoformat(),
-                    "nvidia_ml_py": version,
-                    "missing": list(self.missing),
-                    "calls": list(self.calls),
-                    **extra}
+            return {
+                "format": FORMAT,
+                "recorded_by": "python -m gpulab.probes.nvml",
+                "machine": machine,
+                "date": dt.datetime.now(dt.UTC).date().isoformat(),
+                "nvidia_ml_py": version,
+                "missing": list(self.missing),
+                "calls": list(self.calls),
+                **extra,
+            }
 
 
 # ---- replaying -----------------------------------------------------------------------------
+
 
 class Replay:
     """A pynvml stand-in that answers from a recording.
@@ -222,8 +243,10 @@ class Replay:
 
     def __init__(self, recording: Mapping[str, Any], source: str = "the recording") -> None:
         if recording.get("format") != FORMAT:
-            raise ReplayMismatch(f"{source} is not an NVML recording (format "
-                                 f"{recording.get('format')!r}, expected {FORMAT!r})")
+            raise ReplayMismatch(
+                f"{source} is not an NVML recording (format "
+                f"{recording.get('format')!r}, expected {FORMAT!r})"
+            )
         self.source = source
         self.data = recording
         self._missing = set(recording.get("missing", ()))
@@ -249,6 +272,7 @@ class Replay:
 
         def call(*args: Any) -> Any:
             return self._answer(name, args)
+
         call.__name__ = name
         return call
 
@@ -269,7 +293,8 @@ class Replay:
                 raise ReplayMismatch(
                     f"{self.source} holds no answer for {_describe(name, encoded)}\n"
                     "    hint: record it again on a GPU machine with "
-                    "python -m gpulab.probes.nvml OUT.json")
+                    "python -m gpulab.probes.nvml OUT.json"
+                )
             served = self._served.get(key, 0)
             self._served[key] = served + 1
             entry = entries[min(served, len(entries) - 1)]
@@ -279,6 +304,7 @@ class Replay:
 
 
 # ---- the command ---------------------------------------------------------------------------
+
 
 def record(seconds: float = 0.5, inner: Any = None) -> dict[str, Any]:
     """Run inventory(), sample(), a short telemetry sampling and gpu_topology() through a
@@ -293,11 +319,13 @@ def record(seconds: float = 0.5, inner: Any = None) -> dict[str, Any]:
     with Sampler(backend=recorder) as sampler:
         time.sleep(seconds)
     topology = gpu_topology(recorder)
-    return recorder.recording(results[0].device or "no NVIDIA GPU",
-                              results=[r.to_dict() for r in results],
-                              telemetry=sampler.telemetry.to_dict(),
-                              topology=topology.to_dict(),
-                              nvidia_smi_topo=None if inner is not None else _nvidia_smi_topo())
+    return recorder.recording(
+        results[0].device or "no NVIDIA GPU",
+        results=[r.to_dict() for r in results],
+        telemetry=sampler.telemetry.to_dict(),
+        topology=topology.to_dict(),
+        nvidia_smi_topo=None if inner is not None else _nvidia_smi_topo(),
+    )
 
 
 def _nvidia_smi_topo() -> str | None:
@@ -306,8 +334,9 @@ def _nvidia_smi_topo() -> str | None:
     if smi is None:
         return None
     try:
-        done = subprocess.run([smi, "topo", "-m"], capture_output=True, text=True, timeout=60,
-                              check=False)
+        done = subprocess.run(
+            [smi, "topo", "-m"], capture_output=True, text=True, timeout=60, check=False
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None
@@ -317,16 +346,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m gpulab.probes.nvml OUT.json``: record here (`record`) and write OUT.json."""
     parser = argparse.ArgumentParser(
         prog="python -m gpulab.probes.nvml",
-        description="Record NVML's answers to gpulab's NVML probes, for replay without a GPU.")
+        description="Record NVML's answers to gpulab's NVML probes, for replay without a GPU.",
+    )
     parser.add_argument("out", type=Path, help="the JSON file to write")
-    parser.add_argument("--seconds", type=float, default=0.5,
-                        help="how long to sample telemetry (default 0.5)")
+    parser.add_argument(
+        "--seconds", type=float, default=0.5, help="how long to sample telemetry (default 0.5)"
+    )
     options = parser.parse_args(argv)
     data = record(options.seconds)
     options.out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    statuses = ", ".join(f"{r['probe']} {r['status']}"
-                         for r in [*data["results"], data["topology"]])
-    print(f"wrote {len(data['calls'])} NVML calls from {data['machine']} to {options.out} "
-          f"({statuses})")
+    statuses = ", ".join(
+        f"{r['probe']} {r['status']}" for r in [*data["results"], data["topology"]]
+    )
+    print(
+        f"wrote {len(data['calls'])} NVML calls from {data['machine']} to {options.out} "
+        f"({statuses})"
+    )
     return 0
-

@@ -26,11 +26,18 @@ from typing import Any
 from gpulab.errors import GpulabError
 from gpulab.probes.model import Reading, Value
 
-__all__ = ["MissingFunction", "NvmlUnavailable", "Session", "no_gpu_text", "nvml_session",
-           "pynvml_module"]
+__all__ = [
+    "MissingFunction",
+    "NvmlUnavailable",
+    "Session",
+    "no_gpu_text",
+    "nvml_session",
+    "pynvml_module",
+]
 
 
 # ---- a session: init, calls, readings, shutdown --------------------------------------------
+
 
 class NvmlUnavailable(GpulabError):
     """NVML cannot be used here; `status` is "no_gpu" or "unavailable", `reason` says why."""
@@ -71,8 +78,8 @@ class Session:
     def __init__(self, backend: Any, pynvml: Any) -> None:
         self.nv = backend
         self.pm = pynvml
-        self.count = 0          # GPUs NVML lists, set once it started
-        self.last_call = ""     # the call that answered or failed last, for messages
+        self.count = 0  # GPUs NVML lists, set once it started
+        self.last_call = ""  # the call that answered or failed last, for messages
 
     def call(self, name: str, *args: Any) -> Any:
         """One call through the backend; `MissingFunction` if it has no such function."""
@@ -90,7 +97,8 @@ class Session:
             except (MissingFunction, self.pm.NVMLError) as exc:
                 absent = isinstance(exc, MissingFunction) or exc.value in (
                     self.pm.NVML_ERROR_FUNCTION_NOT_FOUND,
-                    self.pm.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+                    self.pm.NVML_ERROR_ARGUMENT_VERSION_MISMATCH,
+                )
                 if not absent or number == len(calls) - 1:
                     raise
         raise AssertionError("no calls given")
@@ -98,15 +106,21 @@ class Session:
     def problem(self, key: str, label: str, call: str, exc: Exception) -> Reading:
         """A reading for a call that did not answer."""
         if isinstance(exc, MissingFunction):
-            return Reading.failed(key, label, f"this nvidia-ml-py has no {call}; "
-                                              "a newer nvidia-ml-py may have it")
+            return Reading.failed(
+                key, label, f"this nvidia-ml-py has no {call}; a newer nvidia-ml-py may have it"
+            )
         if getattr(exc, "value", None) == self.pm.NVML_ERROR_NOT_SUPPORTED:
-            return Reading.not_supported(key, label,
-                                         f"not supported on this GPU or driver ({call})")
+            return Reading.not_supported(
+                key, label, f"not supported on this GPU or driver ({call})"
+            )
         return Reading.failed(key, label, f"{call} failed: {exc} ({type(exc).__name__})")
 
-    def read(self, calls: str | Sequence[tuple[str, tuple[Any, ...]]], args: tuple[Any, ...],
-             *fields: Field) -> list[Reading]:
+    def read(
+        self,
+        calls: str | Sequence[tuple[str, tuple[Any, ...]]],
+        args: tuple[Any, ...],
+        *fields: Field,
+    ) -> list[Reading]:
         """Readings from one call's answer; one error makes all of them say why."""
         alternatives = [(calls, args)] if isinstance(calls, str) else list(calls)
         try:
@@ -136,13 +150,12 @@ class Session:
 def _init_failure(pm: Any, exc: Any) -> str:
     reasons = {
         pm.NVML_ERROR_LIBRARY_NOT_FOUND: "the NVIDIA driver's NVML library (libnvidia-ml.so.1) "
-                                         "is not installed or not on the library path",
+        "is not installed or not on the library path",
         pm.NVML_ERROR_DRIVER_NOT_LOADED: "the NVIDIA kernel driver is not loaded",
-        pm.NVML_ERROR_NO_PERMISSION: "no permission to open the NVIDIA device files "
-                                     "(/dev/nvidia*)",
+        pm.NVML_ERROR_NO_PERMISSION: "no permission to open the NVIDIA device files (/dev/nvidia*)",
         pm.NVML_ERROR_LIB_RM_VERSION_MISMATCH: "the NVML library and the loaded kernel driver "
-                                               "are different versions (reload the driver or "
-                                               "reboot)",
+        "are different versions (reload the driver or "
+        "reboot)",
     }
     return reasons.get(exc.value, f"NVML did not start: {exc} ({type(exc).__name__})")
 
@@ -155,8 +168,9 @@ def pynvml_module() -> Any:
     try:
         return importlib.import_module("pynvml")
     except ImportError as exc:
-        raise NvmlUnavailable("unavailable", f"nvidia-ml-py (module pynvml) is not installed: "
-                                             f"{exc}") from None
+        raise NvmlUnavailable(
+            "unavailable", f"nvidia-ml-py (module pynvml) is not installed: {exc}"
+        ) from None
 
 
 @contextmanager
@@ -180,8 +194,10 @@ def nvml_session(backend: Any = None) -> Iterator[Session]:
         session.count = int(count)
         if not count:
             driver = session.value("nvmlSystemGetDriverVersion")
-            raise NvmlUnavailable("no_gpu", f"the NVIDIA driver{f' {driver}' if driver else ''}"
-                                            " is loaded but lists no GPUs")
+            raise NvmlUnavailable(
+                "no_gpu",
+                f"the NVIDIA driver{f' {driver}' if driver else ''} is loaded but lists no GPUs",
+            )
         yield session
     finally:
         with suppress(pm.NVMLError):  # nothing more to release

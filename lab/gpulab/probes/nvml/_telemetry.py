@@ -36,7 +36,7 @@ __all__ = ["Sample", "Sampler"]
 class Sample:
     """One poll that NVML answered: when, and what it said (None where it could not read)."""
 
-    t_s: float                       # seconds since the sampler started
+    t_s: float  # seconds since the sampler started
     sm_clock_mhz: float | None
     power_w: float | None
     temperature_c: float | None
@@ -50,8 +50,9 @@ class Sampler:
     polling thread itself, which ends the sampling but never the block.
     """
 
-    def __init__(self, index: int = 0, interval_s: float = 0.05, backend: Any = None, *,
-                 keep: bool = False) -> None:
+    def __init__(
+        self, index: int = 0, interval_s: float = 0.05, backend: Any = None, *, keep: bool = False
+    ) -> None:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be positive, not {interval_s}")
         self.index = index
@@ -67,7 +68,7 @@ class Sampler:
         self._reset()
 
     def _reset(self) -> None:
-        self._polls = 0             # times NVML was asked, answered or not
+        self._polls = 0  # times NVML was asked, answered or not
         self._samples = 0
         self._clock: tuple[float, float] | None = None
         self._power: float | None = None
@@ -91,8 +92,13 @@ class Sampler:
     @property
     def telemetry(self) -> Telemetry:
         with self._lock:
-            return Telemetry(self._samples, self._clock, self._power, self._temperature,
-                             decode_clock_event_reasons(self._reasons))
+            return Telemetry(
+                self._samples,
+                self._clock,
+                self._power,
+                self._temperature,
+                decode_clock_event_reasons(self._reasons),
+            )
 
     def __enter__(self) -> Sampler:
         if self._thread is not None:
@@ -111,13 +117,18 @@ class Sampler:
             self._stack.close()
             self.unavailable = f"GPU {self.index} could not be opened: {exc}"
             return self
-        self._thread = threading.Thread(target=self._run, args=(session, handle),
-                                        name="gpulab-telemetry", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(session, handle), name="gpulab-telemetry", daemon=True
+        )
         self._thread.start()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -129,7 +140,7 @@ class Sampler:
             self._poll(session, handle)
             while not self._stop.wait(self.interval_s):
                 self._poll(session, handle)
-            self._poll(session, handle)          # the state at the end of the block
+            self._poll(session, handle)  # the state at the end of the block
         except Exception as exc:  # the thread must end quietly; the caller reads .error
             self.error = exc
 
@@ -142,20 +153,25 @@ class Sampler:
         power = session.value("nvmlDeviceGetPowerUsage", handle)
         temperature = session.first_value(
             ("nvmlDeviceGetTemperatureV", (handle, pm.NVML_TEMPERATURE_GPU)),
-            ("nvmlDeviceGetTemperature", (handle, pm.NVML_TEMPERATURE_GPU)))
+            ("nvmlDeviceGetTemperature", (handle, pm.NVML_TEMPERATURE_GPU)),
+        )
         reasons = session.first_value(
             ("nvmlDeviceGetCurrentClocksEventReasons", (handle,)),
-            ("nvmlDeviceGetCurrentClocksThrottleReasons", (handle,)))
+            ("nvmlDeviceGetCurrentClocksThrottleReasons", (handle,)),
+        )
         if clock is None and power is None and temperature is None and reasons is None:
             return
         with self._lock:
             self._samples += 1
             if self.keep:
-                self._trace.append(Sample(
-                    time.monotonic() - self._began,
-                    None if clock is None else float(clock),
-                    None if power is None else power / 1000,
-                    None if temperature is None else float(temperature)))
+                self._trace.append(
+                    Sample(
+                        time.monotonic() - self._began,
+                        None if clock is None else float(clock),
+                        None if power is None else power / 1000,
+                        None if temperature is None else float(temperature),
+                    )
+                )
             if clock is not None:
                 low, high = self._clock or (float(clock), float(clock))
                 self._clock = (min(low, float(clock)), max(high, float(clock)))

@@ -25,9 +25,9 @@ class _Hierarchy:
     """One mounted cgroup hierarchy: v1 (one or more controllers) or v2 (unified)."""
 
     version: int
-    controllers: frozenset[str]   # v1: from the mount options; v2: cgroup.controllers
-    mounted_root: str             # the cgroup path seen at the mount point, usually "/"
-    mount: Path                   # where it is mounted, under the probe's root
+    controllers: frozenset[str]  # v1: from the mount options; v2: cgroup.controllers
+    mounted_root: str  # the cgroup path seen at the mount point, usually "/"
+    mount: Path  # where it is mounted, under the probe's root
 
 
 def _hierarchies(files: Files) -> tuple[list[_Hierarchy], str]:
@@ -42,15 +42,21 @@ def _hierarchies(files: Files) -> tuple[list[_Hierarchy], str]:
         if (top / "cgroup.controllers").exists():
             lines = ["0 0 0:0 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw"]
         elif top.is_dir():
-            lines = [f"0 0 0:0 / /sys/fs/cgroup/{d.name} rw - "
-                     + ("cgroup2 cgroup2 rw" if (d / "cgroup.controllers").exists()
-                        else f"cgroup cgroup rw,{d.name}")
-                     for d in sorted(top.iterdir()) if d.is_dir() and not d.is_symlink()]
+            lines = [
+                f"0 0 0:0 / /sys/fs/cgroup/{d.name} rw - "
+                + (
+                    "cgroup2 cgroup2 rw"
+                    if (d / "cgroup.controllers").exists()
+                    else f"cgroup cgroup rw,{d.name}"
+                )
+                for d in sorted(top.iterdir())
+                if d.is_dir() and not d.is_symlink()
+            ]
     for line in lines:
         fields = line.split()
         if "-" not in fields or len(fields) < 5:
             continue
-        rest = fields[fields.index("-") + 1:]
+        rest = fields[fields.index("-") + 1 :]
         if len(rest) < 3 or rest[0] not in ("cgroup", "cgroup2"):
             continue
         mount = files.path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
@@ -86,12 +92,13 @@ class _Place:
             folder = folder.parent
 
 
-def _place(hierarchies: list[_Hierarchy], entries: list[tuple[int, tuple[str, ...], str]],
-           controller: str) -> _Place | str:
+def _place(
+    hierarchies: list[_Hierarchy], entries: list[tuple[int, tuple[str, ...], str]], controller: str
+) -> _Place | str:
     """The folder of this process's cgroup for a controller, or why there is none."""
-    hierarchy = next((h for h in hierarchies if h.version == 1 and controller in h.controllers),
-                     None) or next((h for h in hierarchies if h.version == 2
-                                    and controller in h.controllers), None)
+    hierarchy = next(
+        (h for h in hierarchies if h.version == 1 and controller in h.controllers), None
+    ) or next((h for h in hierarchies if h.version == 2 and controller in h.controllers), None)
     if hierarchy is None:
         return f"no cgroup hierarchy has the {controller} controller"
     if hierarchy.version == 1:
@@ -102,7 +109,7 @@ def _place(hierarchies: list[_Hierarchy], entries: list[tuple[int, tuple[str, ..
         return f"/proc/self/cgroup has no line for the {controller} controller"
     root = hierarchy.mounted_root.rstrip("/")
     if root and (path == root or path.startswith(root + "/")):
-        path = path[len(root):]
+        path = path[len(root) :]
     leaf = hierarchy.mount / path.lstrip("/")
     # Inside a cgroup namespace the path can name a folder this mount does not show;
     # the mount's top is then this process's own cgroup.

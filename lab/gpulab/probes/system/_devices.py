@@ -34,15 +34,23 @@ def is_nvidia_gpu(vendor: int, pci_class: int) -> bool:
 
 # ---- NUMA and GPUs in sysfs -----------------------------------------------------------------
 
+
 def read_numa(files: Files, out: Collector) -> None:
     folder = files.path("/sys/devices/system/node")
     try:
-        nodes = sorted((int(d.name[4:]), d) for d in folder.iterdir()
-                       if re.fullmatch(r"node\d+", d.name))
+        nodes = sorted(
+            (int(d.name[4:]), d) for d in folder.iterdir() if re.fullmatch(r"node\d+", d.name)
+        )
     except OSError as exc:
-        out.add(Reading.not_supported("numa_nodes", "NUMA nodes", f"cannot read "
-                                      f"{files.show(folder)}: {why(exc)} (a kernel built "
-                                      "without NUMA support has no such folder)"))
+        out.add(
+            Reading.not_supported(
+                "numa_nodes",
+                "NUMA nodes",
+                f"cannot read "
+                f"{files.show(folder)}: {why(exc)} (a kernel built "
+                "without NUMA support has no such folder)",
+            )
+        )
         return
     rows: list[tuple[Value, ...]] = []
     problems: list[str] = []
@@ -67,12 +75,24 @@ def read_numa(files: Files, out: Collector) -> None:
         except OSError as exc:
             problems.append(f"{files.show(node / 'distance')}: {why(exc)}")
         rows.append((number, cpus, count, memory, distances))
-    out.tables.append(Table("NUMA nodes", ("node", "CPUs", "CPU count", "memory", "distances"),
-                            tuple(rows), ("", "", "CPUs", "bytes", "")))
+    out.tables.append(
+        Table(
+            "NUMA nodes",
+            ("node", "CPUs", "CPU count", "memory", "distances"),
+            tuple(rows),
+            ("", "", "CPUs", "bytes", ""),
+        )
+    )
     out.problems.extend(problems)
     detail = f"node* folders in {files.show(folder)}"
-    out.add(Reading("numa_nodes", "NUMA nodes", len(nodes),
-                    detail="; ".join([detail, *(f"unreadable: {p}" for p in problems)])))
+    out.add(
+        Reading(
+            "numa_nodes",
+            "NUMA nodes",
+            len(nodes),
+            detail="; ".join([detail, *(f"unreadable: {p}" for p in problems)]),
+        )
+    )
     out.add(_local_distance([(row[0], row[4]) for row in rows]))
 
 
@@ -91,16 +111,32 @@ def _local_distance(distances: list[tuple[Value, Value]]) -> Reading:
     for place, (number, line) in enumerate(distances):
         fields = str(line or "").split()
         if len(fields) != len(order) or not all(f.isdigit() for f in fields):
-            return Reading.failed(key, label, f"node{number}/distance should list {len(order)} "
-                                              f"distances, one per node, not {line!r}")
+            return Reading.failed(
+                key,
+                label,
+                f"node{number}/distance should list {len(order)} "
+                f"distances, one per node, not {line!r}",
+            )
         own.append((number, int(fields[place])))
     values = {value for _, value in own}
     each = ", ".join(f"node{number} {value}" for number, value in own)
     if len(values) > 1:
-        return Reading(key, label, max(values), "SLIT units", convention,
-                       detail=f"the nodes disagree, the largest is shown: {each}")
-    return Reading(key, label, values.pop(), "SLIT units", convention,
-                   detail=f"the diagonal of the distance table: {each}")
+        return Reading(
+            key,
+            label,
+            max(values),
+            "SLIT units",
+            convention,
+            detail=f"the nodes disagree, the largest is shown: {each}",
+        )
+    return Reading(
+        key,
+        label,
+        values.pop(),
+        "SLIT units",
+        convention,
+        detail=f"the diagonal of the distance table: {each}",
+    )
 
 
 def read_gpus(files: Files, out: Collector) -> None:
@@ -108,8 +144,13 @@ def read_gpus(files: Files, out: Collector) -> None:
     try:
         devices = sorted(folder.iterdir())
     except OSError as exc:
-        out.add(Reading.unknown("gpus_in_sysfs", "NVIDIA GPUs on the PCI bus",
-                                f"cannot read {files.show(folder)}: {why(exc)}"))
+        out.add(
+            Reading.unknown(
+                "gpus_in_sysfs",
+                "NVIDIA GPUs on the PCI bus",
+                f"cannot read {files.show(folder)}: {why(exc)}",
+            )
+        )
         return
 
     def optional(device: Path, name: str) -> str | None:
@@ -138,25 +179,50 @@ def read_gpus(files: Files, out: Collector) -> None:
         except OSError:
             driver = None
         widths = [optional(device, name) for name in ("current_link_width", "max_link_width")]
-        rows.append((device.name, optional(device, "device"), f"0x{pci_class:06x}", driver,
-                     None if numa == -1 else numa, optional(device, "local_cpulist"),
-                     optional(device, "current_link_speed"), optional(device, "max_link_speed"),
-                     *(int(w) if w and w.isdigit() else w for w in widths)))
-    out.tables.append(Table(
-        "NVIDIA GPUs on the PCI bus",
-        ("address", "device id", "class", "driver", "NUMA node", "local CPUs", "link speed",
-         "max link speed", "link width", "max link width"),
-        tuple(rows), ("", "", "", "", "", "", "", "", "lanes", "lanes")))
+        rows.append(
+            (
+                device.name,
+                optional(device, "device"),
+                f"0x{pci_class:06x}",
+                driver,
+                None if numa == -1 else numa,
+                optional(device, "local_cpulist"),
+                optional(device, "current_link_speed"),
+                optional(device, "max_link_speed"),
+                *(int(w) if w and w.isdigit() else w for w in widths),
+            )
+        )
+    out.tables.append(
+        Table(
+            "NVIDIA GPUs on the PCI bus",
+            (
+                "address",
+                "device id",
+                "class",
+                "driver",
+                "NUMA node",
+                "local CPUs",
+                "link speed",
+                "max link speed",
+                "link width",
+                "max link width",
+            ),
+            tuple(rows),
+            ("", "", "", "", "", "", "", "", "lanes", "lanes"),
+        )
+    )
     out.problems.extend(problems)
     notes = [f"vendor 0x10de, class 0x03xxxx in {files.show(folder)}"]
     if no_numa:
         notes.append("NUMA node – : sysfs numa_node is -1, the firmware gave no NUMA information")
     notes += [f"unreadable: {p}" for p in problems]
-    out.add(Reading("gpus_in_sysfs", "NVIDIA GPUs on the PCI bus", len(rows),
-                    detail="; ".join(notes)))
+    out.add(
+        Reading("gpus_in_sysfs", "NVIDIA GPUs on the PCI bus", len(rows), detail="; ".join(notes))
+    )
 
 
 # ---- NVIDIA driver and container toolkit ----------------------------------------------------
+
 
 def _which(files: Files, program: str) -> str | None:
     """A program's path on PATH, each PATH folder looked up under the probe's root."""
@@ -177,8 +243,14 @@ def read_nvidia_files(files: Files, out: Collector) -> None:
         out.add(Reading.failed(key, label, f"cannot read {name}: {why(exc)}"))
     else:
         match = re.search(r"\s(\d+\.\d+(?:\.\d+)*)\s", f" {line} ")
-        out.add(Reading(key, label, match.group(1) if match else line,
-                        detail=f"{name}: {' '.join(line.split())}"))
+        out.add(
+            Reading(
+                key,
+                label,
+                match.group(1) if match else line,
+                detail=f"{name}: {' '.join(line.split())}",
+            )
+        )
 
     key, label = "nvidia_device_nodes", "NVIDIA device nodes"
     try:
@@ -186,14 +258,25 @@ def read_nvidia_files(files: Files, out: Collector) -> None:
     except OSError as exc:
         out.add(Reading.failed(key, label, f"cannot list /dev: {why(exc)}"))
     else:
-        out.add(Reading(key, label, ", ".join(nodes) or None,
-                        detail=f"{len(nodes)} /dev/nvidia* entries" if nodes
-                        else "none: no /dev/nvidia*"))
+        out.add(
+            Reading(
+                key,
+                label,
+                ", ".join(nodes) or None,
+                detail=f"{len(nodes)} /dev/nvidia* entries" if nodes else "none: no /dev/nvidia*",
+            )
+        )
 
     for program in ("nvidia-container-cli", "nvidia-ctk"):
         found = _which(files, program)
-        out.add(Reading(program.replace("-", "_"), f"{program} on PATH", found,
-                        detail="found with shutil.which" if found else "not on PATH"))
+        out.add(
+            Reading(
+                program.replace("-", "_"),
+                f"{program} on PATH",
+                found,
+                detail="found with shutil.which" if found else "not on PATH",
+            )
+        )
 
     specs: list[str] = []
     for folder in ("/etc/cdi", "/var/run/cdi"):
@@ -201,6 +284,13 @@ def read_nvidia_files(files: Files, out: Collector) -> None:
             specs += sorted(files.show(p) for p in files.path(folder).glob("*nvidia*"))
         except OSError:
             continue
-    out.add(Reading("nvidia_cdi_specs", "CDI specs for NVIDIA devices", ", ".join(specs) or None,
-                    detail="*nvidia* in /etc/cdi and /var/run/cdi" if specs
-                    else "none in /etc/cdi or /var/run/cdi"))
+    out.add(
+        Reading(
+            "nvidia_cdi_specs",
+            "CDI specs for NVIDIA devices",
+            ", ".join(specs) or None,
+            detail="*nvidia* in /etc/cdi and /var/run/cdi"
+            if specs
+            else "none in /etc/cdi or /var/run/cdi",
+        )
+    )

@@ -20,6 +20,7 @@ __all__: list[str] = []
 
 # ---- reading files under a root -------------------------------------------------------------
 
+
 def why(exc: BaseException) -> str:
     """Why a file could not be read, in words: "missing", "permission denied", ..."""
     if isinstance(exc, FileNotFoundError):
@@ -69,11 +70,13 @@ class Collector:
         found = next((r for r in self.readings if r.key == key and r.status == "ok"), None)
         return found.value if found else None
 
-    def guarded(self, section: str, run: Callable[[Files, Collector], None],
-                files: Files) -> None:
+    def guarded(self, section: str, run: Callable[[Files, Collector], None], files: Files) -> None:
         """Run one section; a bug in it becomes an error reading, not a lost result."""
         try:
             run(files, self)
         except Exception as exc:  # a probe must turn any failure into a result
-            self.add(Reading.failed(f"{section}_failed", f"{section} section",
-                                    f"{type(exc).__name__}: {exc}"))
+            self.add(
+                Reading.failed(
+                    f"{section}_failed", f"{section} section", f"{type(exc).__name__}: {exc}"
+                )
+            )

@@ -24,6 +24,7 @@ __all__ = [
 
 # ---- pure parsers ---------------------------------------------------------------------------
 
+
 def parse_cpu_list(text: str) -> list[int]:
     """CPU numbers in a kernel CPU list ("0-3,8", "0-7:2/4"), sorted and unique.
 

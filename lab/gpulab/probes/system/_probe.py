@@ -25,6 +25,7 @@ __all__ = ["system"]
 
 # ---- kernel, OS, CPUs -----------------------------------------------------------------------
 
+
 def _read_kernel(files: Files, out: Collector) -> None:
     uname = os.uname()
     for key, label, name, fallback in (
@@ -35,8 +36,9 @@ def _read_kernel(files: Files, out: Collector) -> None:
             out.add(Reading(key, label, files.read(name), detail=f"from {name}"))
         except OSError as exc:
             if files.root == Path("/"):
-                out.add(Reading(key, label, fallback,
-                                detail=f"from os.uname(): {name} is {why(exc)}"))
+                out.add(
+                    Reading(key, label, fallback, detail=f"from os.uname(): {name} is {why(exc)}")
+                )
             else:
                 out.add(Reading.failed(key, label, f"cannot read {name}: {why(exc)}"))
     out.add(Reading("architecture", "Architecture", uname.machine, detail="from os.uname()"))
@@ -48,7 +50,8 @@ def _read_kernel(files: Files, out: Collector) -> None:
             errors.append(f"{name} is {why(exc)}")
             continue
         pretty = fields.get("PRETTY_NAME") or " ".join(
-            filter(None, (fields.get("NAME", "Linux"), fields.get("VERSION", ""))))
+            filter(None, (fields.get("NAME", "Linux"), fields.get("VERSION", "")))
+        )
         out.add(Reading("os", "Operating system", pretty, detail=f"PRETTY_NAME in {name}"))
         break
     else:
@@ -57,8 +60,15 @@ def _read_kernel(files: Files, out: Collector) -> None:
     name = "/sys/devices/system/cpu/online"
     try:
         online = parse_cpu_list(files.read(name))
-        out.add(Reading("cpus_online", "CPUs online", len(online), "CPUs",
-                        detail=f"{compact_cpu_list(online)} from {name}"))
+        out.add(
+            Reading(
+                "cpus_online",
+                "CPUs online",
+                len(online),
+                "CPUs",
+                detail=f"{compact_cpu_list(online)} from {name}",
+            )
+        )
     except (OSError, ValueError) as exc:
         out.add(Reading.failed("cpus_online", "CPUs online", f"cannot read {name}: {why(exc)}"))
     try:
@@ -67,13 +77,28 @@ def _read_kernel(files: Files, out: Collector) -> None:
         for key in ("cpu_affinity", "cpu_affinity_count"):
             out.add(Reading.not_supported(key, "CPU affinity", f"sched_getaffinity: {why(exc)}"))
         return
-    out.add(Reading("cpu_affinity", "CPUs this process may run on", compact_cpu_list(allowed),
-                    convention="kernel CPU list", detail="os.sched_getaffinity(0)"))
-    out.add(Reading("cpu_affinity_count", "Number of CPUs this process may run on",
-                    len(allowed), "CPUs", detail="os.sched_getaffinity(0)"))
+    out.add(
+        Reading(
+            "cpu_affinity",
+            "CPUs this process may run on",
+            compact_cpu_list(allowed),
+            convention="kernel CPU list",
+            detail="os.sched_getaffinity(0)",
+        )
+    )
+    out.add(
+        Reading(
+            "cpu_affinity_count",
+            "Number of CPUs this process may run on",
+            len(allowed),
+            "CPUs",
+            detail="os.sched_getaffinity(0)",
+        )
+    )
 
 
 # ---- the probe ------------------------------------------------------------------------------
+
 
 def system(root: Path = Path("/")) -> ProbeResult:
     """Kernel, OS, container, cgroup limits, NUMA, affinity, GPUs in sysfs, NVIDIA files.
@@ -84,13 +109,24 @@ def system(root: Path = Path("/")) -> ProbeResult:
     files = Files(Path(root))
     out = Collector()
     sections: tuple[tuple[str, Callable[[Files, Collector], None]], ...] = (
-        ("kernel", _read_kernel), ("containers", read_containers), ("cgroups", read_cgroups),
-        ("numa", read_numa), ("gpus", read_gpus), ("nvidia_files", read_nvidia_files))
+        ("kernel", _read_kernel),
+        ("containers", read_containers),
+        ("cgroups", read_cgroups),
+        ("numa", read_numa),
+        ("gpus", read_gpus),
+        ("nvidia_files", read_nvidia_files),
+    )
     for section, run in sections:
         out.guarded(section, run, files)
     ok = all(r.status == "ok" for r in out.readings) and not out.problems
-    return ProbeResult("system", "System", "ok" if ok else "partial", _message(out),
-                       tuple(out.readings), tuple(out.tables))
+    return ProbeResult(
+        "system",
+        "System",
+        "ok" if ok else "partial",
+        _message(out),
+        tuple(out.readings),
+        tuple(out.tables),
+    )
 
 
 def _message(out: Collector) -> str:
@@ -98,23 +134,27 @@ def _message(out: Collector) -> str:
     release = str(out.value("kernel_release") or "")
     short = re.match(r"\d+\.\d+", release)
     os_name = out.value("os")
-    parts = [f"Linux {short.group(0) if short else release or '?'}"
-             + (f" ({os_name})" if os_name else "")]
+    parts = [
+        f"Linux {short.group(0) if short else release or '?'}"
+        + (f" ({os_name})" if os_name else "")
+    ]
     version = out.value("cgroup_version")
     if version:
-        parts.append("cgroup v1 with a v2 hierarchy (hybrid)" if version == "hybrid"
-                     else f"cgroup {version}")
+        parts.append(
+            "cgroup v1 with a v2 hierarchy (hybrid)" if version == "hybrid" else f"cgroup {version}"
+        )
     nodes = out.value("numa_nodes")
     if isinstance(nodes, int):
         parts.append(f"{nodes} NUMA node{'' if nodes == 1 else 's'}")
     online, usable = out.value("cpus_online"), out.value("cpu_affinity_count")
     if isinstance(online, int):
-        parts.append(f"{online} CPUs" + (f" ({usable} usable here)"
-                                         if isinstance(usable, int) and usable != online else ""))
+        parts.append(
+            f"{online} CPUs"
+            + (f" ({usable} usable here)" if isinstance(usable, int) and usable != online else "")
+        )
     gpus = out.value("gpus_in_sysfs")
     if isinstance(gpus, int):
-        parts.append(f"{gpus} NVIDIA GPU{'' if gpus == 1 else 's'}" if gpus
-                     else "no NVIDIA GPU")
+        parts.append(f"{gpus} NVIDIA GPU{'' if gpus == 1 else 's'}" if gpus else "no NVIDIA GPU")
     if out.value("in_container"):
         parts.append("in a container")
     return ", ".join(parts)

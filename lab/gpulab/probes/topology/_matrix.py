@@ -55,8 +55,9 @@ def ancestor_label(level: int) -> str:
     try:
         return LEVEL_LABELS[level]
     except KeyError:
-        raise ValueError(f"NVML topology level {level} is not one of "
-                         f"{', '.join(map(str, LEVEL_LABELS))}") from None
+        raise ValueError(
+            f"NVML topology level {level} is not one of {', '.join(map(str, LEVEL_LABELS))}"
+        ) from None
 
 
 def label_rank(label: str) -> tuple[int, int]:
@@ -90,8 +91,12 @@ def cpu_list(words: Sequence[int], word_bits: int = 64) -> str:
     Bit b of word w stands for CPU w * word_bits + b: [0xFFFF] -> "0-15";
     "" when no bit is set.
     """
-    return format_cpu_list(w * word_bits + bit for w, word in enumerate(words)
-                           for bit in range(word_bits) if int(word) >> bit & 1)
+    return format_cpu_list(
+        w * word_bits + bit
+        for w, word in enumerate(words)
+        for bit in range(word_bits)
+        if int(word) >> bit & 1
+    )
 
 
 def parse_cpu_list(text: str) -> frozenset[int]:
@@ -106,8 +111,7 @@ def parse_cpu_list(text: str) -> frozenset[int]:
 
 
 # nvmlNvlinkVersion_t: the number NVML answers is this enum, not the version itself.
-NVLINK_VERSIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0",
-                   8: "6.0"}
+NVLINK_VERSIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
 
 
 def nvlink_version_text(code: int) -> str:
@@ -116,9 +120,15 @@ def nvlink_version_text(code: int) -> str:
 
 
 # nvmlGpuP2PStatus_t, in the words of `nvidia-smi topo -p2p`'s legend.
-_P2P_STATUS = {0: "OK", 1: "chipset not supported", 2: "GPU not supported",
-               3: "topology not supported", 4: "disabled by regkey", 5: "not supported",
-               6: "unknown"}
+_P2P_STATUS = {
+    0: "OK",
+    1: "chipset not supported",
+    2: "GPU not supported",
+    3: "topology not supported",
+    4: "disabled by regkey",
+    5: "not supported",
+    6: "unknown",
+}
 
 
 def p2p_status_text(code: int) -> str:
@@ -137,11 +147,12 @@ class LinkEnd:
     """The far end of one active NVLink link: a PCI bus id (None if NVML cannot say)."""
 
     remote_bus: str | None
-    switch: bool = False        # NVML says the far end is an NVSwitch
+    switch: bool = False  # NVML says the far end is an NVSwitch
 
 
-def nvlink_counts(buses: Sequence[str | None],
-                  links: Sequence[Sequence[LinkEnd]]) -> dict[tuple[int, int], int]:
+def nvlink_counts(
+    buses: Sequence[str | None], links: Sequence[Sequence[LinkEnd]]
+) -> dict[tuple[int, int], int]:
     """NVLink links between GPU i and GPU j (i < j), from each GPU's active links.
 
     A link whose far end is GPU j counts for the pair directly. Links to an
@@ -153,8 +164,11 @@ def nvlink_counts(buses: Sequence[str | None],
     fabric = [0] * len(links)
     for i, ends in enumerate(links):
         for end in ends:
-            j = None if end.switch or end.remote_bus is None else index.get(
-                sysfs_pci_address(end.remote_bus))
+            j = (
+                None
+                if end.switch or end.remote_bus is None
+                else index.get(sysfs_pci_address(end.remote_bus))
+            )
             if j is None or j == i:
                 fabric[i] += 1
             else:
@@ -194,21 +208,26 @@ class TopoMatrix:
 
     def to_table(self) -> Table:
         """The matrix as a probe table, shaped like `nvidia-smi topo -m`."""
-        rows = tuple((gpu, *self.links[i], self.cpu_affinity[i], self.numa_affinity[i],
-                      self.gpu_numa_id[i]) for i, gpu in enumerate(self.gpus))
+        rows = tuple(
+            (gpu, *self.links[i], self.cpu_affinity[i], self.numa_affinity[i], self.gpu_numa_id[i])
+            for i, gpu in enumerate(self.gpus)
+        )
         return Table(self.TITLE, ("GPU", *self.gpus, *AFFINITY_COLUMNS), rows)
 
     @classmethod
     def from_table(cls, table: Table) -> TopoMatrix:
         """The matrix back from `to_table`'s table (a result read from JSON, say)."""
         n = len(table.columns) - 1 - len(AFFINITY_COLUMNS)
-        if n < 1 or table.columns[0] != "GPU" or table.columns[n + 1:] != AFFINITY_COLUMNS:
+        if n < 1 or table.columns[0] != "GPU" or table.columns[n + 1 :] != AFFINITY_COLUMNS:
             raise ValueError(f"table {table.title!r} is not a GPU topology table")
         text = [tuple(None if c is None else str(c) for c in row) for row in table.rows]
-        return cls(tuple(row[0] or "" for row in text), tuple(row[1:n + 1] for row in text),
-                   tuple(row[n + 1] for row in text), tuple(row[n + 2] for row in text),
-                   tuple(row[n + 3] for row in text))
-
+        return cls(
+            tuple(row[0] or "" for row in text),
+            tuple(row[1 : n + 1] for row in text),
+            tuple(row[n + 1] for row in text),
+            tuple(row[n + 2] for row in text),
+            tuple(row[n + 3] for row in text),
+        )
 
 
 def best_pair(matrix: TopoMatrix) -> tuple[int, int, str] | None:
@@ -217,26 +236,33 @@ def best_pair(matrix: TopoMatrix) -> tuple[int, int, str] | None:
     for i in range(len(matrix.gpus)):
         for j in range(i + 1, len(matrix.gpus)):
             label = matrix.links[i][j]
-            if label is not None and (found is None or
-                                      label_rank(label) > label_rank(found[2])):
+            if label is not None and (found is None or label_rank(label) > label_rank(found[2])):
                 found = (i, j, label)
     return found
 
 
-def build_matrix(n: int, pcie: Mapping[tuple[int, int], str | None],
-                 nvlinks: Mapping[tuple[int, int], int], cpu_affinity: Sequence[str | None],
-                 numa_affinity: Sequence[str | None], gpu_numa_id: Sequence[str | None]
-                 ) -> TopoMatrix:
+def build_matrix(
+    n: int,
+    pcie: Mapping[tuple[int, int], str | None],
+    nvlinks: Mapping[tuple[int, int], int],
+    cpu_affinity: Sequence[str | None],
+    numa_affinity: Sequence[str | None],
+    gpu_numa_id: Sequence[str | None],
+) -> TopoMatrix:
     """The matrix of n GPUs from each pair's PCIe label and NVLink count (keys i < j).
 
     X on the diagonal; NV# wherever a pair has NVLink links, else its PCIe
     label; None where neither is known. The matrix is symmetric.
     """
-    cells: list[list[str | None]] = [["X" if i == j else None for j in range(n)]
-                                     for i in range(n)]
+    cells: list[list[str | None]] = [["X" if i == j else None for j in range(n)] for i in range(n)]
     for i in range(n):
         for j in range(i + 1, n):
             links = nvlinks.get((i, j), 0)
             cells[i][j] = cells[j][i] = f"NV{links}" if links else pcie.get((i, j))
-    return TopoMatrix(tuple(f"GPU{i}" for i in range(n)), tuple(map(tuple, cells)),
-                      tuple(cpu_affinity), tuple(numa_affinity), tuple(gpu_numa_id))
+    return TopoMatrix(
+        tuple(f"GPU{i}" for i in range(n)),
+        tuple(map(tuple, cells)),
+        tuple(cpu_affinity),
+        tuple(numa_affinity),
+        tuple(gpu_numa_id),
+    )

@@ -54,9 +54,9 @@ from gpulab.probes.topology._report import (
 
 __all__ = ["gpu_topology", "sysfs_text"]
 
-_CPU_WORDS = 16          # 1024 CPUs, NVML's own limit for CPU affinity; fixed so recordings replay
-_NODE_WORDS = 4          # 256 NUMA nodes
-_NVLINK_LINKS = 36       # NVML_NVLINK_MAX_LINKS
+_CPU_WORDS = 16  # 1024 CPUs, NVML's own limit for CPU affinity; fixed so recordings replay
+_NODE_WORDS = 4  # 256 NUMA nodes
+_NVLINK_LINKS = 36  # NVML_NVLINK_MAX_LINKS
 
 
 def sysfs_text(path: str) -> str | None:
@@ -92,13 +92,19 @@ def _read_gpu(s: Session, index: int, read: Any) -> _Gpu:
     scope = getattr(s.pm, "NVML_AFFINITY_SCOPE_NODE", 0)
     memory = _ask(s, "nvmlDeviceGetMemoryAffinity", h, _NODE_WORDS, scope)
     nodes = cpu_list(list(memory.value)) if memory.status == "ok" else ""
-    gpu.numa = _Answer(nodes, detail="NVML memory affinity") if nodes else _sysfs_node(
-        read(sysfs + "numa_node") if sysfs else None, memory)
+    gpu.numa = (
+        _Answer(nodes, detail="NVML memory affinity")
+        if nodes
+        else _sysfs_node(read(sysfs + "numa_node") if sysfs else None, memory)
+    )
     gpu.numa_id = _ask(s, "nvmlDeviceGetNumaNodeId", h)
     cpus = _ask(s, "nvmlDeviceGetCpuAffinity", h, _CPU_WORDS)
     listed = cpu_list(list(cpus.value)) if cpus.status == "ok" else ""
-    gpu.cpus = _Answer(listed) if listed else (
-        cpus if cpus.status != "ok" else _Answer(None, "not_supported", "NVML gave no CPUs"))
+    gpu.cpus = (
+        _Answer(listed)
+        if listed
+        else (cpus if cpus.status != "ok" else _Answer(None, "not_supported", "NVML gave no CPUs"))
+    )
     gpu.sysfs_cpus = read(sysfs + "local_cpulist") if sysfs else None
     gpu.nvlink = _read_links(s, h)
     return gpu
@@ -110,8 +116,11 @@ def _sysfs_node(text: str | None, nvml: _Answer) -> _Answer:
         return _Answer(None, "not_supported", f"{why}; sysfs numa_node unreadable")
     if text.lstrip("-").isdigit() and int(text) >= 0:
         return _Answer(text, detail="sysfs numa_node")
-    return _Answer(None, "not_supported", f"{why}; sysfs numa_node is {text} (no NUMA "
-                                          "information for this device)")
+    return _Answer(
+        None,
+        "not_supported",
+        f"{why}; sysfs numa_node is {text} (no NUMA information for this device)",
+    )
 
 
 def _read_links(s: Session, h: Any) -> _Answer:
@@ -123,15 +132,21 @@ def _read_links(s: Session, h: Any) -> _Answer:
     for link in range(_NVLINK_LINKS):
         state = first.value if link == 0 else s.value("nvmlDeviceGetNvLinkState", h, link)
         if state is None:
-            break       # past the last link
+            break  # past the last link
         if not state:
             links.append(_Link(link, False))
             continue
         version = s.value("nvmlDeviceGetNvLinkVersion", h, link)
         remote = s.value("nvmlDeviceGetNvLinkRemotePciInfo", h, link)
-        links.append(_Link(link, True, None if version is None else nvlink_version_text(version),
-                           None if remote is None else _text(remote.busId),
-                           s.value("nvmlDeviceGetNvLinkRemoteDeviceType", h, link)))
+        links.append(
+            _Link(
+                link,
+                True,
+                None if version is None else nvlink_version_text(version),
+                None if remote is None else _text(remote.busId),
+                s.value("nvmlDeviceGetNvLinkRemoteDeviceType", h, link),
+            )
+        )
     return _Answer(links)
 
 
@@ -147,28 +162,44 @@ def gpu_topology(backend: Any = None) -> ProbeResult:
         if exc.status == "no_gpu":
             return ProbeResult(probe, title, "no_gpu", f"no NVIDIA GPU found: {exc.reason}")
         return ProbeResult(probe, title, "unavailable", exc.reason)
-    counts = nvlink_counts([g.bus.value for g in gpus],
-                           [[LinkEnd(link.remote_bus, link.remote_type == _NVLINK_SWITCH)
-                             for link in _active(g)] for g in gpus])
+    counts = nvlink_counts(
+        [g.bus.value for g in gpus],
+        [
+            [LinkEnd(link.remote_bus, link.remote_type == _NVLINK_SWITCH) for link in _active(g)]
+            for g in gpus
+        ],
+    )
     matrix = _matrix(gpus, levels, counts)
     readings = _readings(gpus, matrix)
-    tables = (matrix.to_table(), _gpu_table(gpus), _link_table(gpus),
-              _pair_table(matrix, levels, p2p))
-    return ProbeResult(probe, title, summarise(readings), _message(gpus, readings),
-                       tuple(readings), tables, device=gpus[0].name)
+    tables = (
+        matrix.to_table(),
+        _gpu_table(gpus),
+        _link_table(gpus),
+        _pair_table(matrix, levels, p2p),
+    )
+    return ProbeResult(
+        probe,
+        title,
+        summarise(readings),
+        _message(gpus, readings),
+        tuple(readings),
+        tables,
+        device=gpus[0].name,
+    )
 
 
-def _pairs(s: Session, gpus: Sequence[_Gpu]) -> tuple[_Pairs, dict[tuple[int, int],
-                                                                      list[_Answer]]]:
+def _pairs(s: Session, gpus: Sequence[_Gpu]) -> tuple[_Pairs, dict[tuple[int, int], list[_Answer]]]:
     """Each pair's common PCIe ancestor and P2P statuses, asked from the lower index."""
     levels: _Pairs = {}
     p2p: dict[tuple[int, int], list[_Answer]] = {}
     for a in gpus:
-        for b in gpus[a.index + 1:]:
+        for b in gpus[a.index + 1 :]:
             if a.handle is None or b.handle is None:
                 continue
-            levels[a.index, b.index] = _ask(s, "nvmlDeviceGetTopologyCommonAncestor",
-                                            a.handle, b.handle)
-            p2p[a.index, b.index] = [_ask(s, "nvmlDeviceGetP2PStatus", a.handle, b.handle, cap)
-                                     for _, cap in _P2P_CAPS]
+            levels[a.index, b.index] = _ask(
+                s, "nvmlDeviceGetTopologyCommonAncestor", a.handle, b.handle
+            )
+            p2p[a.index, b.index] = [
+                _ask(s, "nvmlDeviceGetP2PStatus", a.handle, b.handle, cap) for _, cap in _P2P_CAPS
+            ]
     return levels, p2p

@@ -48,11 +48,16 @@ class CourseMapScreen(LabScreen):
 
     HELP_GROUP = "Course map"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n", "next_exercise", "Next exercise",
-                tooltip="Open the next exercise you have not passed yet"),
+        Binding(
+            "n",
+            "next_exercise",
+            "Next exercise",
+            tooltip="Open the next exercise you have not passed yet",
+        ),
         Binding("slash", "search", "Search", tooltip="Search the lessons"),
-        Binding("g", "gpu", "GPU", tooltip="The GPU: what it is, and its clocks, power and "
-                "load, live"),
+        Binding(
+            "g", "gpu", "GPU", tooltip="The GPU: what it is, and its clocks, power and load, live"
+        ),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -136,8 +141,12 @@ class CourseMapScreen(LabScreen):
                 title = self.course.entry(item.lesson).title
             except KeyError:
                 title = item.lesson
-            self.summary.show_exercise(item, title, self.app.progress.hints.get(item.name, 0),
-                                       self.app.exercise_states.get(item.name))
+            self.summary.show_exercise(
+                item,
+                title,
+                self.app.progress.hints.get(item.name, 0),
+                self.app.exercise_states.get(item.name),
+            )
         else:
             self._summarise(item)
 
@@ -146,8 +155,9 @@ class CourseMapScreen(LabScreen):
         (the scan after first paint fills them in)."""
         exercises = self.course.exercises(entry.id)
         every = self.app.exercise_states
-        states = {exercise.name: every[exercise.name] for exercise in exercises
-                  if exercise.name in every}
+        states = {
+            exercise.name: every[exercise.name] for exercise in exercises if exercise.name in every
+        }
         if entry.id not in self._scanned and not entry.problems:
             self.summary.show_lesson(entry, None, (), 0.0, exercises, states)
             return
@@ -175,8 +185,7 @@ class CourseMapScreen(LabScreen):
             except CourseError:
                 tree.show_status(entry, "broken")
             else:
-                tree.show_status(entry, self.app.progress.fraction(entry.id,
-                                                                   set(lesson.by_key)))
+                tree.show_status(entry, self.app.progress.fraction(entry.id, set(lesson.by_key)))
             node = tree.cursor_node
             if first and node is not None and node.data is entry:
                 self._summarise(entry)

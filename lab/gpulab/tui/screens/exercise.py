@@ -70,12 +70,27 @@ class ExerciseScreen(LabScreen):
         Binding("o", "open_notebook", "Jupyter", tooltip="Open in JupyterLab"),
         Binding("h", "hint", "Hint", tooltip="Reveal a hint"),
         Binding("s", "solution", "Solution", tooltip="The solution, once your checks pass"),
-        Binding("n", "next_exercise", "Next exercise", show=False,
-                tooltip="Open the next exercise you have not passed yet"),
-        Binding("w", "watch", "Watch", show=False,
-                tooltip="Stop or start watching: saving the notebook runs the checks"),
-        Binding("y", "copy_address", "Copy the address", show=False,
-                tooltip="Copy JupyterLab's address (with its token)"),
+        Binding(
+            "n",
+            "next_exercise",
+            "Next exercise",
+            show=False,
+            tooltip="Open the next exercise you have not passed yet",
+        ),
+        Binding(
+            "w",
+            "watch",
+            "Watch",
+            show=False,
+            tooltip="Stop or start watching: saving the notebook runs the checks",
+        ),
+        Binding(
+            "y",
+            "copy_address",
+            "Copy the address",
+            show=False,
+            tooltip="Copy JupyterLab's address (with its token)",
+        ),
         Binding("l", "lesson", "Open its lesson", show=False),
     ]
 
@@ -124,7 +139,7 @@ class ExerciseScreen(LabScreen):
         """Whether saving the notebook runs the checks (`w` switches it)."""
         self._watch_timer: Timer | None = None
         self._check_again = False
-        self._why = ""                  # why the checks asked for last were run
+        self._why = ""  # why the checks asked for last were run
         self._running_shown = False
 
     def compose(self) -> ComposeResult:
@@ -137,8 +152,7 @@ class ExerciseScreen(LabScreen):
             seen = self.app.progress.hints.get(self.exercise.name, 0)
             yield HintList(self.exercise.hints, seen, id="hints")
             yield TaskPanel("*Reading the task…*", id="task")
-            yield Markdown(exercise_guide(self.exercise.name, self.notebook),
-                           id="exercise-notes")
+            yield Markdown(exercise_guide(self.exercise.name, self.notebook), id="exercise-notes")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -169,19 +183,28 @@ class ExerciseScreen(LabScreen):
         panel = self.jupyter
         if not event.url:
             panel.show_failed(event.text)
-            self.notify("See the panel for the end of its log.", title="JupyterLab did not "
-                        "start", severity="error", timeout=8)
+            self.notify(
+                "See the panel for the end of its log.",
+                title="JupyterLab did not start",
+                severity="error",
+                timeout=8,
+            )
         else:
             panel.show_opened(event.url, event.ssh, event.text.splitlines())
         panel.scroll_visible(animate=False)
 
     def _show_facts(self) -> None:
         """Show the exercise's facts and where the learner stands on it."""
-        self.facts.update(exercise_facts(
-            self.exercise, lesson=self._lesson_title(), path=self.notebook,
-            shown=self._notebook_shown(),
-            status=self.app.exercise_states.get(self.exercise.name, Text("")),
-            watching=self.watching))
+        self.facts.update(
+            exercise_facts(
+                self.exercise,
+                lesson=self._lesson_title(),
+                path=self.notebook,
+                shown=self._notebook_shown(),
+                status=self.app.exercise_states.get(self.exercise.name, Text("")),
+                watching=self.watching,
+            )
+        )
 
     def _checking_changed(self, checking: frozenset[str]) -> None:
         """Say that the checks run, once they do (and why: "you saved the notebook")."""
@@ -195,10 +218,13 @@ class ExerciseScreen(LabScreen):
     def show_report(self, report: CheckReport) -> None:
         """Show each check of a finished run with its points and what it says."""
         panel = self.checks
-        panel.show_report(report, passed_hint="Well done: press s to compare your answers "
-                                              "with the solution, or n for the next exercise.")
+        panel.show_report(
+            report,
+            passed_hint="Well done: press s to compare your answers "
+            "with the solution, or n for the next exercise.",
+        )
         panel.scroll_visible(animate=False)
-        if self._check_again:       # saved again while the checks ran
+        if self._check_again:  # saved again while the checks ran
             self._check_again = False
             self._run_checks("you saved the notebook")
 
@@ -206,8 +232,7 @@ class ExerciseScreen(LabScreen):
         """Show the facts, the no-workspace box or not, and watch the workspace's notebook."""
         self.notebook = workspace.notebook(self.exercise) if workspace is not None else None
         self.no_workspace.display = self.notebook is None
-        self.notebook_watch = NotebookWatch(self.notebook) if self.notebook is not None \
-            else None
+        self.notebook_watch = NotebookWatch(self.notebook) if self.notebook is not None else None
         self.notes.update(exercise_guide(self.exercise.name, self.notebook))
         self._show_facts()
 
@@ -239,8 +264,9 @@ class ExerciseScreen(LabScreen):
 
     def _notebook_shown(self) -> str:
         """The learner's notebook, as a path in the workspace (or why there is none)."""
-        return str(self.notebook) if self.notebook is not None \
-            else "(no workspace yet: gpulab init)"
+        return (
+            str(self.notebook) if self.notebook is not None else "(no workspace yet: gpulab init)"
+        )
 
     def action_back(self) -> None:
         """Back to the lesson this was opened from, or to the map, on this exercise."""
@@ -279,7 +305,7 @@ class ExerciseScreen(LabScreen):
     def action_watch(self) -> None:
         """Stop or start running the checks on every save."""
         self.watching = not self.watching
-        if self.notebook_watch is not None:   # what is saved now is not news
+        if self.notebook_watch is not None:  # what is saved now is not news
             self.notebook_watch = NotebookWatch(self.notebook_watch.path)
         self._show_facts()
 
@@ -290,8 +316,12 @@ class ExerciseScreen(LabScreen):
             self.notify(NO_WORKSPACE, title="No workspace", severity="error", timeout=10)
             return
         if not notebook.is_file():
-            self.notify(f"{notebook} is missing: `gpulab reset {self.exercise.name}` brings "
-                        "it back.", title="No notebook", severity="error", timeout=10)
+            self.notify(
+                f"{notebook} is missing: `gpulab reset {self.exercise.name}` brings it back.",
+                title="No notebook",
+                severity="error",
+                timeout=10,
+            )
             return
         self.jupyter.show_starting(notebook.name)
         self._open_in_jupyterlab(workspace, notebook)
@@ -305,8 +335,9 @@ class ExerciseScreen(LabScreen):
         except JupyterError as exc:
             self.post_message(self.JupyterLabOpened("", str(exc)))
             return
-        self.post_message(self.JupyterLabOpened(opened.url, "\n".join(opened.lines()),
-                                                opened.server.ssh))
+        self.post_message(
+            self.JupyterLabOpened(opened.url, "\n".join(opened.lines()), opened.server.ssh)
+        )
 
     def action_copy_address(self) -> None:
         """Put JupyterLab's address (with its token) on the clipboard."""
@@ -315,8 +346,9 @@ class ExerciseScreen(LabScreen):
             self.notify("Press o first: JupyterLab's address shows once it runs.", timeout=4)
             return
         self.app.copy_to_clipboard(url)
-        self.notify("JupyterLab's address is on the clipboard (where the terminal allows).",
-                    timeout=4)
+        self.notify(
+            "JupyterLab's address is on the clipboard (where the terminal allows).", timeout=4
+        )
 
     def action_solution(self) -> None:
         """Show the solution's answer cells, once the checks have passed."""

@@ -37,7 +37,7 @@ class FatalScreen(LabScreen):
                 "gpulab cannot read the course.",
                 self.error.problems,
                 advice="Fix the file named above (or set GPULAB_COURSE_DIR to a course "
-                       "folder), then start gpulab again. Press q to quit.",
+                "folder), then start gpulab again. Press q to quit.",
                 id="fatal-error",
             )
         yield Footer()

@@ -45,10 +45,16 @@ class FiguresScreen(LabScreen):
 
     HELP_GROUP = "Figures"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back", tooltip="Back to where you were (from full-size: "
-                "to the list)"),
-        Binding("enter", "full_size", "Full size", priority=True, tooltip="Draw the figure "
-                "on the whole screen, or go back to the list"),
+        Binding(
+            "escape", "back", "Back", tooltip="Back to where you were (from full-size: to the list)"
+        ),
+        Binding(
+            "enter",
+            "full_size",
+            "Full size",
+            priority=True,
+            tooltip="Draw the figure on the whole screen, or go back to the list",
+        ),
         Binding("n", "step(1)", "Next figure"),
         Binding("p", "step(-1)", "Previous figure", show=False),
     ]
@@ -72,13 +78,18 @@ class FiguresScreen(LabScreen):
         self.shown = self.start
         """The id of the figure shown."""
         self.title = "Figures"
-        self.sub_title = (f"{len(FIGURES)} plots drawn from probe data, {len(DIAGRAMS)} "
-                          "diagrams of structure")
+        self.sub_title = (
+            f"{len(FIGURES)} plots drawn from probe data, {len(DIAGRAMS)} diagrams of structure"
+        )
 
     def _order(self) -> list[str]:
         known = [*FIGURES, *DIAGRAMS]
-        order = [i for e in self.course.entries for i in known
-                 if self.lessons.get(i) and self.lessons[i][0] == e.id]
+        order = [
+            i
+            for e in self.course.entries
+            for i in known
+            if self.lessons.get(i) and self.lessons[i][0] == e.id
+        ]
         return order + [i for i in known if i not in order]
 
     @property
@@ -154,8 +165,7 @@ class FiguresScreen(LabScreen):
             self.view.data = self.app.figure(figure_id)
         others = self.lessons.get(figure_id, [])
         where = ", ".join(self.course.entry(i).title for i in others)
-        self.places.update(Text(f"In the lessons: {where}" if where else UNPLACED,
-                                style="dim"))
+        self.places.update(Text(f"In the lessons: {where}" if where else UNPLACED, style="dim"))
 
     def _redraw(self) -> None:
         """The learner's own results changed: list and draw the figures from them."""
@@ -169,7 +179,7 @@ class FiguresScreen(LabScreen):
             self._show(event.option.id)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.select(event.option.id or self.figure_id)   # a click
+        self.select(event.option.id or self.figure_id)  # a click
         self.full_size = True
 
     def watch_full_size(self, full: bool) -> None:

@@ -37,21 +37,39 @@ __all__ = ["SAMPLE_INTERVAL", "GpuScreen"]
 SAMPLE_INTERVAL = 1.0
 """Seconds between two live samples."""
 
-SENSORS = (("clock_sm", "SM clock"), ("power_draw", "Power"),
-           ("utilization_gpu", "GPU busy"), ("memory_used_mib", "Memory used"))
+SENSORS = (
+    ("clock_sm", "SM clock"),
+    ("power_draw", "Power"),
+    ("utilization_gpu", "GPU busy"),
+    ("memory_used_mib", "Memory used"),
+)
 """The readings of `nvml.sample` drawn as sparklines, with their titles."""
 
-INVENTORY = (("name", "GPU"), ("driver_version", "Driver"),
-             ("cuda_driver_version", "CUDA (driver)"), ("memory_total_mib", "Memory"),
-             ("clocks_max_sm", "Max SM clock"), ("power_limit", "Power limit"),
-             ("pcie", "PCIe (max)"), ("compute_mode", "Compute mode"),
-             ("ecc_mode_current", "ECC"), ("mig_mode_current", "MIG"))
+INVENTORY = (
+    ("name", "GPU"),
+    ("driver_version", "Driver"),
+    ("cuda_driver_version", "CUDA (driver)"),
+    ("memory_total_mib", "Memory"),
+    ("clocks_max_sm", "Max SM clock"),
+    ("power_limit", "Power limit"),
+    ("pcie", "PCIe (max)"),
+    ("compute_mode", "Compute mode"),
+    ("ecc_mode_current", "ECC"),
+    ("mig_mode_current", "MIG"),
+)
 """The inventory readings shown at the top, in order ("pcie" joins generation and width)."""
 
-SAMPLE = (("clock_sm", "SM clock"), ("clock_mem", "Memory clock"), ("power_draw", "Power"),
-          ("temperature", "Temperature"), ("utilization_gpu", "GPU busy"),
-          ("utilization_memory", "Memory busy"), ("memory_used_mib", "Memory used"),
-          ("pstate", "P-state"), ("clock_event_reasons", "Clock events"))
+SAMPLE = (
+    ("clock_sm", "SM clock"),
+    ("clock_mem", "Memory clock"),
+    ("power_draw", "Power"),
+    ("temperature", "Temperature"),
+    ("utilization_gpu", "GPU busy"),
+    ("utilization_memory", "Memory busy"),
+    ("memory_used_mib", "Memory used"),
+    ("pstate", "P-state"),
+    ("clock_event_reasons", "Clock events"),
+)
 """The sample readings shown in the recorded (static) table."""
 
 
@@ -97,8 +115,7 @@ class GpuScreen(LabScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         with VerticalScroll(id="gpu-body"):
-            yield Static(Text("Asking NVML about the GPU…", style="dim italic"),
-                         id="gpu-inventory")
+            yield Static(Text("Asking NVML about the GPU…", style="dim italic"), id="gpu-inventory")
             with Grid(id="gpu-live"):
                 for key, title in SENSORS:
                     yield SensorPanel(title, id=f"sensor-{key.replace('_', '-')}")
@@ -141,7 +158,7 @@ class GpuScreen(LabScreen):
             self.sampler_done.set()
 
     def on_gpu_screen_inventoried(self, event: Inventoried) -> None:
-        result = event.result   # not stopped: the app notes it too
+        result = event.result  # not stopped: the app notes it too
         panel = self.inventory
         if result.status in CANNOT_RUN:
             panel.display = False
@@ -177,10 +194,13 @@ class GpuScreen(LabScreen):
         for key, _ in SENSORS:
             self.sensor(key).add(result.reading(key))
         text = Text()
-        for key, label in (("pstate", "P-state"), ("temperature", "temperature"),
-                           ("clock_mem", "memory clock"),
-                           ("clock_event_reasons", "clock events"),
-                           ("compute_processes", "running")):
+        for key, label in (
+            ("pstate", "P-state"),
+            ("temperature", "temperature"),
+            ("clock_mem", "memory clock"),
+            ("clock_event_reasons", "clock events"),
+            ("compute_processes", "running"),
+        ):
             reading = result.reading(key)
             if reading is not None:
                 text.append(f"{label} ", style="dim")
@@ -194,12 +214,18 @@ class GpuScreen(LabScreen):
 
     def _show_missing(self, result: ProbeResult, recorded: dict[str, ProbeResult]) -> None:
         missing = self.missing
-        headline = ("No NVIDIA GPU found" if result.status == "no_gpu"
-                    else "The GPU cannot be read: NVML is not available")
+        headline = (
+            "No NVIDIA GPU found"
+            if result.status == "no_gpu"
+            else "The GPU cannot be read: NVML is not available"
+        )
         text = Text(headline, style="bold")
         text.append(f"\n\n{result.message}")
-        text.append("\n\nOn a machine with an NVIDIA GPU and its driver, this screen shows the "
-                    "GPU's inventory and its clocks, power and load, live.", style="dim")
+        text.append(
+            "\n\nOn a machine with an NVIDIA GPU and its driver, this screen shows the "
+            "GPU's inventory and its clocks, power and load, live.",
+            style="dim",
+        )
         missing.update(text)
         missing.border_title = "no GPU"
         missing.display = True
@@ -212,9 +238,13 @@ class GpuScreen(LabScreen):
             return
         first = shown[0].recorded
         panel.border_title = first.label if first is not None else "recorded"
-        parts: list[RenderableType] = [Text(
-            "Readings recorded on gpulab's own GPU, for reference: they are not this "
-            "machine's, and they do not change.", style="italic")]
+        parts: list[RenderableType] = [
+            Text(
+                "Readings recorded on gpulab's own GPU, for reference: they are not this "
+                "machine's, and they do not change.",
+                style="italic",
+            )
+        ]
         for found in shown:
             rows = INVENTORY if found.probe == "nvml_inventory" else SAMPLE
             title = "inventory" if found.probe == "nvml_inventory" else "a sample, at rest"
@@ -237,7 +267,7 @@ def _readings_table(result: ProbeResult, rows: tuple[tuple[str, str], ...]) -> T
         grid.add_column(ratio=1)
     for start in range(0, len(cells), 2):
         line: list[str | Text] = []
-        for label, value in cells[start:start + 2]:
+        for label, value in cells[start : start + 2]:
             line += [label, value]
         grid.add_row(*line)
     return grid

@@ -31,9 +31,12 @@ __all__ = ["MANUAL", "HelpScreen", "bindings_of", "help_groups"]
 MANUAL = Path(__file__).resolve().parents[1] / "manual.md"
 """How to study with gpulab: the help screen shows it above the keys."""
 
-MOVING = Binding("up,down,pageup,pagedown,home,end", "move",
-                 "Move in a list, a tree or a page (home, end: to the top, the bottom)",
-                 key_display="↑↓ pgup pgdn")
+MOVING = Binding(
+    "up,down,pageup,pagedown,home,end",
+    "move",
+    "Move in a list, a tree or a page (home, end: to the top, the bottom)",
+    key_display="↑↓ pgup pgdn",
+)
 """The keys every list, tree and page understands, said once."""
 
 
@@ -50,14 +53,20 @@ def bindings_of(cls: type[DOMNode] | type[App[object]]) -> list[Binding]:
     return list(by_key.values())
 
 
-def help_groups(app: App[object], groups: list[tuple[str, list[type[DOMNode]]]]
-                ) -> list[tuple[str, list[Binding]]]:
+def help_groups(
+    app: App[object], groups: list[tuple[str, list[type[DOMNode]]]]
+) -> list[tuple[str, list[Binding]]]:
     """The keys that work everywhere (the app's, the palette's, moving about),
     then each group's own keys."""
     everywhere = bindings_of(type(app))
     if app.ENABLE_COMMAND_PALETTE:
-        everywhere.append(Binding(app.COMMAND_PALETTE_BINDING, "command_palette",
-                                  "Command palette: lessons, days, exercises, the theme"))
+        everywhere.append(
+            Binding(
+                app.COMMAND_PALETTE_BINDING,
+                "command_palette",
+                "Command palette: lessons, days, exercises, the theme",
+            )
+        )
     everywhere.append(MOVING)
     common = {b.key for b in everywhere}
     result = [("Everywhere", everywhere)]
@@ -98,14 +107,19 @@ class HelpScreen(ModalScreen[None]):
         self.scroll.focus()
 
     def _table(self, title: str, bindings: list[Binding]) -> Table:
-        table = Table(title=Text(title, style="bold"), title_justify="left", show_header=False,
-                      box=None, padding=(0, 2), expand=True)
+        table = Table(
+            title=Text(title, style="bold"),
+            title_justify="left",
+            show_header=False,
+            box=None,
+            padding=(0, 2),
+            expand=True,
+        )
         table.add_column(style="bold cyan", no_wrap=True, min_width=12)
         table.add_column(ratio=1)
         rows: dict[tuple[str, str], list[str]] = {}
         for binding in bindings:
-            description = binding.tooltip or binding.description or \
-                binding.action.replace("_", " ")
+            description = binding.tooltip or binding.description or binding.action.replace("_", " ")
             keys = rows.setdefault((binding.action, description), [])
             display = binding.key_display or self.app.get_key_display(binding)
             if display not in keys:

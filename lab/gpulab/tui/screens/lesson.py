@@ -57,21 +57,29 @@ class LessonScreen(LabScreen):
     HELP_GROUP = "Lesson"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Map", tooltip="Back to the course map, on this lesson"),
-        Binding("slash", "search", "Search", tooltip="Search this lesson first, then the "
-                "others"),
+        Binding("slash", "search", "Search", tooltip="Search this lesson first, then the others"),
         Binding("n", "step(1)", "Next lesson"),
         Binding("p", "step(-1)", "Previous lesson", show=False),
-        Binding("m", "measure", "Measure", tooltip="Measure the node's claim here, after "
-                "your prediction"),
-        Binding("a", "answer", "Answer", tooltip="Unfold the answer to a Check-yourself "
-                "question"),
-        Binding("f", "figures", "Figures", show=False, tooltip="Every figure, drawn from "
-                "probe data; at this node's figure, or one its claim's probe feeds"),
+        Binding(
+            "m",
+            "measure",
+            "Measure",
+            tooltip="Measure the node's claim here, after your prediction",
+        ),
+        Binding("a", "answer", "Answer", tooltip="Unfold the answer to a Check-yourself question"),
+        Binding(
+            "f",
+            "figures",
+            "Figures",
+            show=False,
+            tooltip="Every figure, drawn from "
+            "probe data; at this node's figure, or one its claim's probe feeds",
+        ),
         Binding("g", "gpu", "GPU", tooltip="The GPU screen"),
-        Binding("less_than_sign", "tree_width(-1)", "Narrow the tree", show=False,
-                key_display="<"),
-        Binding("greater_than_sign", "tree_width(1)", "Widen the tree", show=False,
-                key_display=">"),
+        Binding("less_than_sign", "tree_width(-1)", "Narrow the tree", show=False, key_display="<"),
+        Binding(
+            "greater_than_sign", "tree_width(1)", "Widen the tree", show=False, key_display=">"
+        ),
         Binding("minus", "fold_all", "Fold all", show=False),
         Binding("plus,equals_sign", "unfold_all", "Unfold all", key_display="+", show=False),
         Binding("r", "reload", "Retry a broken lesson", show=False),
@@ -83,8 +91,14 @@ class LessonScreen(LabScreen):
     mindmap = getters.query_one(MindmapTree)
     pane = getters.query_one(NodePane)
 
-    def __init__(self, course: Course, lesson_id: str, key: str | None = None, *,
-                 tree_width: int = TREE_WIDTH[0]) -> None:
+    def __init__(
+        self,
+        course: Course,
+        lesson_id: str,
+        key: str | None = None,
+        *,
+        tree_width: int = TREE_WIDTH[0],
+    ) -> None:
         super().__init__()
         self.course = course
         self.lesson_id = lesson_id
@@ -121,10 +135,13 @@ class LessonScreen(LabScreen):
             state = self.app.progress.lessons.get(self.lesson_id)
             names = [exercise.name for exercise in self.course.exercises()]
             with Horizontal(id="lesson-body"):
-                yield MindmapTree(self.lesson, state.expanded if state is not None else None,
-                                  exercises=names, id="mindmap")
-                yield NodePane(self.lesson, self.course.claims, exercises=names,
-                               id="node-pane")
+                yield MindmapTree(
+                    self.lesson,
+                    state.expanded if state is not None else None,
+                    exercises=names,
+                    id="mindmap",
+                )
+                yield NodePane(self.lesson, self.course.claims, exercises=names, id="node-pane")
         else:
             assert self.error is not None
             yield ErrorPanel(
@@ -132,7 +149,7 @@ class LessonScreen(LabScreen):
                 self.error.problems,
                 root=CoursePaths.of_manifest(self.course.manifest.path).root,
                 advice="Fix the file, then press r to reload it. "
-                       "n and p go to the next and previous lessons; escape returns to the map.",
+                "n and p go to the next and previous lessons; escape returns to the map.",
                 id="lesson-error",
             )
         yield Footer()
@@ -233,12 +250,14 @@ class LessonScreen(LabScreen):
         already)."""
         while self._to_measure:
             claim = self._to_measure.popleft()
-            if any(card.state.measuring for card in self.query(ClaimCard)
-                   if card.claim.id == claim.id):
+            if any(
+                card.state.measuring for card in self.query(ClaimCard) if card.claim.id == claim.id
+            ):
                 self.notify(f"{claim.id} is being measured already.", timeout=3)
                 continue
-            self.app.push_screen(PredictionScreen(claim, self.app.nvml_backend),
-                                 partial(self._predicted, claim))
+            self.app.push_screen(
+                PredictionScreen(claim, self.app.nvml_backend), partial(self._predicted, claim)
+            )
             return
 
     def _predicted(self, claim: Claim, predicted: float | None) -> None:

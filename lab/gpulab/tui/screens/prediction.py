@@ -51,8 +51,9 @@ def parse_prediction(text: str, unit: str) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"{text.strip()!r} is not a number: type a number in {unit}, "
-                         "e.g. 12.5 or 1e3.") from None
+        raise ValueError(
+            f"{text.strip()!r} is not a number: type a number in {unit}, e.g. 12.5 or 1e3."
+        ) from None
     if not math.isfinite(value):
         raise ValueError("Type a finite number.")
     return value
@@ -73,7 +74,7 @@ class PredictionScreen(ModalScreen[float | None]):
         def __init__(self, cannot: ProbeResult | None, recorded: str) -> None:
             super().__init__()
             self.cannot = cannot
-            self.recorded = recorded   # the recording's machine ("" when none ships)
+            self.recorded = recorded  # the recording's machine ("" when none ships)
 
     box = getters.query_one("#prediction-box", Vertical)
     question = getters.query_one("#prediction-question", Static)
@@ -91,8 +92,7 @@ class PredictionScreen(ModalScreen[float | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="prediction-box"):
             yield Static(self._question(), id="prediction-question")
-            yield Input(placeholder=f"your prediction, in {self.claim.unit}",
-                        id="prediction-input")
+            yield Input(placeholder=f"your prediction, in {self.claim.unit}", id="prediction-input")
             yield Static(id="prediction-error")
 
     def on_mount(self) -> None:
@@ -104,14 +104,18 @@ class PredictionScreen(ModalScreen[float | None]):
             self.here = True
             self.question.update(self._question())
             return
-        self.run_worker(self._find_out, thread=True, group="find-out", exit_on_error=False,
-                        description=f"can {self.claim.probe} run here?")
+        self.run_worker(
+            self._find_out,
+            thread=True,
+            group="find-out",
+            exit_on_error=False,
+            description=f"can {self.claim.probe} run here?",
+        )
 
     def on_prediction_screen_found_out(self, event: FoundOut) -> None:
         # not stopped: it bubbles on to the app, which notes what this machine lacks
         self.here = event.cannot is None
-        question = self._question(event.cannot.message if event.cannot else "",
-                                  event.recorded)
+        question = self._question(event.cannot.message if event.cannot else "", event.recorded)
         for field in self.query("#prediction-question").results(Static):  # gone once dismissed
             field.update(question)
 
@@ -156,16 +160,22 @@ class PredictionScreen(ModalScreen[float | None]):
         question = Text(claim.statement, style="bold")
         question.append("\n\n")
         if self.here is False:
-            question.append(f"This machine cannot run the {claim.probe} probe: {why}.\n",
-                            style="yellow")
+            question.append(
+                f"This machine cannot run the {claim.probe} probe: {why}.\n", style="yellow"
+            )
         if self.here is False and recorded:
-            question.append(f"What do you predict it measured on gpulab's {recorded}, in "
-                            f"{claim.unit}?")
-            question.append("\nYou will see it beside that recording, with how far off it was "
-                            "(not graded).", style="dim")
+            question.append(
+                f"What do you predict it measured on gpulab's {recorded}, in {claim.unit}?"
+            )
+            question.append(
+                "\nYou will see it beside that recording, with how far off it was (not graded).",
+                style="dim",
+            )
         elif self.here is False:
-            question.append(f"What do you predict it measures on {device}, in "
-                            f"{claim.unit}? (This copy has no recording to compare it with.)")
+            question.append(
+                f"What do you predict it measures on {device}, in "
+                f"{claim.unit}? (This copy has no recording to compare it with.)"
+            )
         else:
             where = " on this machine" if self.here else ""
             question.append("What will the ")

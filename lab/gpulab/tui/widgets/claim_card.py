@@ -20,8 +20,13 @@ from gpulab.tui.text import CLAIM_BADGE
 __all__ = ["NOT_MEASURED", "VERDICT_STYLES", "ClaimCard"]
 
 NOT_MEASURED = "not measured yet — press m"
-VERDICT_STYLES = {"agrees": "bold green", "differs": "bold red", "other_device": "yellow",
-                  "not_comparable": "yellow", "not_measured": "dim"}
+VERDICT_STYLES = {
+    "agrees": "bold green",
+    "differs": "bold red",
+    "other_device": "yellow",
+    "not_comparable": "yellow",
+    "not_measured": "dim",
+}
 """How each kind of verdict is coloured."""
 
 
@@ -68,8 +73,9 @@ class ClaimCard(Static):
         grid.add_row(Text("device"), Text(claim.device))
         if claim.convention:
             grid.add_row(Text("counts"), Text(claim.convention, style="italic"))
-        grid.add_row(Text("source"),
-                     Text(claim.source, style=Style(underline=True, link=claim.source)))
+        grid.add_row(
+            Text("source"), Text(claim.source, style=Style(underline=True, link=claim.source))
+        )
         grid.add_row(Text("probe"), Text(claim.probe, style="bold"))
         figures = fed_by(claim.probe)
         if figures:
@@ -84,13 +90,18 @@ class ClaimCard(Static):
         rows: list[tuple[str, Text]] = []
         outcome = state.outcome
         if state.measuring:
-            rows.append(("measured", Text(f"measuring… ({self.claim.probe} is running)",
-                                          style="bold yellow italic")))
+            rows.append(
+                (
+                    "measured",
+                    Text(f"measuring… ({self.claim.probe} is running)", style="bold yellow italic"),
+                )
+            )
         elif outcome is not None and not outcome.cannot_run:
             rows += self._outcome_rows(outcome, state.predicted)
         elif state.missing:
-            rows.append(("measured", Text(f"cannot be measured here: {state.missing}",
-                                          style="yellow")))
+            rows.append(
+                ("measured", Text(f"cannot be measured here: {state.missing}", style="yellow"))
+            )
         elif state.last is not None:
             rows += self._last_rows(state)
         else:
@@ -98,16 +109,14 @@ class ClaimCard(Static):
         if state.missing:
             rows.append(("recorded", self._recorded(state.recorded)))
             if outcome is not None and outcome.cannot_run and state.predicted is not None:
-                rows.append(("predicted", self._against_recording(state.predicted,
-                                                                  state.recorded)))
+                rows.append(("predicted", self._against_recording(state.predicted, state.recorded)))
             elif outcome is None and state.guess is not None:
                 guess = self._against_recording(state.guess.predicted, state.recorded)
                 guess.append(f"  (your last prediction, {state.guess.at[:10]})", style="dim")
                 rows.append(("predicted", guess))
         return rows
 
-    def _outcome_rows(self, outcome: Outcome, predicted: float | None
-                      ) -> list[tuple[str, Text]]:
+    def _outcome_rows(self, outcome: Outcome, predicted: float | None) -> list[tuple[str, Text]]:
         result = outcome.result
         rows: list[tuple[str, Text]] = []
         if outcome.verdict is None:
@@ -128,11 +137,17 @@ class ClaimCard(Static):
         assert last is not None and last.measured is not None
         unit = self.claim.unit
         measured = Text(f"{last.measured:.4g} {unit}", style="bold")
-        measured.append(f"  on {last.device or 'this machine'}, {last.at[:10]} "
-                        "(your last measurement; m measures again)", style="dim")
+        measured.append(
+            f"  on {last.device or 'this machine'}, {last.at[:10]} "
+            "(your last measurement; m measures again)",
+            style="dim",
+        )
         verdict = judge(self.claim, last.measured, unit, last.device)
-        return [("measured", measured), ("verdict", _verdict(verdict)),
-                ("predicted", self._prediction(last.predicted, last.measured))]
+        return [
+            ("measured", measured),
+            ("verdict", _verdict(verdict)),
+            ("predicted", self._prediction(last.predicted, last.measured)),
+        ]
 
     def _prediction(self, predicted: float, measured: float | None) -> Text:
         text = Text(f"{predicted:g} {self.claim.unit}", style="bold cyan")
@@ -149,8 +164,10 @@ class ClaimCard(Static):
             text.append("  (nothing measured or recorded to compare it with)", style="dim")
             return text
         machine = recorded.result.device or recorded.result.recorded.machine
-        text.append(f"  {distance_text(predicted, recorded.measured, self.claim.unit, 'recorded')}"
-                    f" on {machine}")
+        text.append(
+            f"  {distance_text(predicted, recorded.measured, self.claim.unit, 'recorded')}"
+            f" on {machine}"
+        )
         text.append(" · not graded", style="dim")
         return text
 
@@ -159,8 +176,7 @@ class ClaimCard(Static):
             return Text("no recorded reading for this probe in this copy", style="dim italic")
         where = recorded.result.recorded.label if recorded.result.recorded else "recorded"
         text = Text(f"{where}, not this machine: ", style="italic")
-        if recorded.reading is None or recorded.reading.status != "ok" \
-                or recorded.verdict is None:
+        if recorded.reading is None or recorded.reading.status != "ok" or recorded.verdict is None:
             text.append(recorded.problem, style="dim")
             return text
         text.append(_in_claim_unit(recorded, self.claim.unit), style="bold")

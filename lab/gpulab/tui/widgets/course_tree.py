@@ -77,8 +77,12 @@ class CourseTree(Tree[MapItem]):
             self._days.setdefault(day, day_node)
             for entry in entries:
                 exercises = course.exercises(entry.id)
-                node = day_node.add(self._lesson_label(entry, None, bool(exercises)), data=entry,
-                                    expand=True, allow_expand=bool(exercises))
+                node = day_node.add(
+                    self._lesson_label(entry, None, bool(exercises)),
+                    data=entry,
+                    expand=True,
+                    allow_expand=bool(exercises),
+                )
                 self._lessons.setdefault(entry.id, node)
                 for exercise in exercises:
                     leaf = node.add_leaf(exercise_label(exercise), data=exercise)

@@ -40,26 +40,22 @@ if TYPE_CHECKING:
 __all__ = ["DASHED", "ROLE_STYLES", "DiagramView", "about_text", "draw"]
 
 ROLE_STYLES: dict[Role, str] = {
-    "compute": "rgb(66,153,255)", "device": "rgb(66,153,255)", "own": "rgb(66,153,255)",
+    "compute": "rgb(66,153,255)",
+    "device": "rgb(66,153,255)",
+    "own": "rgb(66,153,255)",
     "memory": "rgb(255,153,51)",
-    "software": "rgb(77,196,105)", "source": "rgb(77,196,105)",
+    "software": "rgb(77,196,105)",
+    "source": "rgb(77,196,105)",
     "host": "rgb(191,128,255)",
     "link": "rgb(205,165,0)",
     "kernel": "rgb(235,80,70)",
-    "plain": "rgb(140,140,140)", "proposed": "rgb(140,140,140)", "legacy": "rgb(140,140,140)",
+    "plain": "rgb(140,140,140)",
+    "proposed": "rgb(140,140,140)",
+    "legacy": "rgb(140,140,140)",
 }
 """The border colour of each kind of box: clear on both the dark and the light theme."""
 
-DASHED = boxes.Box(
-    "╭╌╌╮\n"
-    "╎ ╎╎\n"
-    "├╌┼┤\n"
-    "╎ ╎╎\n"
-    "├╌┼┤\n"
-    "├╌┼┤\n"
-    "╎ ╎╎\n"
-    "╰╌╌╯\n"
-)
+DASHED = boxes.Box("╭╌╌╮\n╎ ╎╎\n├╌┼┤\n╎ ╎╎\n├╌┼┤\n├╌┼┤\n╎ ╎╎\n╰╌╌╯\n")
 """A rounded box drawn with dashes: a part of a plan only proposed, a deprecated path."""
 
 _DASHED_ROLES = ("proposed", "legacy")
@@ -119,9 +115,13 @@ class _Drawer:
         if not box.label and box.role == "plain":
             return body
         dashed = box.role in _DASHED_ROLES
-        return Panel(body, box=DASHED if dashed else boxes.ROUNDED,
-                     border_style=ROLE_STYLES[box.role], padding=(0, 1 if depth < 2 else 0),
-                     expand=True)
+        return Panel(
+            body,
+            box=DASHED if dashed else boxes.ROUNDED,
+            border_style=ROLE_STYLES[box.role],
+            padding=(0, 1 if depth < 2 else 0),
+            expand=True,
+        )
 
     def row(self, box: Box, depth: int) -> Table:
         grid = Table.grid(expand=True)
@@ -162,9 +162,14 @@ def draw(data: DiagramData) -> RenderableType:
     rest = [link for link in data.links if link not in drawer.drawn]
     if not rest:
         return drawing
-    lines = [Text(f"{labels[link.start]} {'↔' if link.both else '→'} {labels[link.end]}"
-                  + (f": {link.label}" if link.label else ""), style="italic")
-             for link in rest]
+    lines = [
+        Text(
+            f"{labels[link.start]} {'↔' if link.both else '→'} {labels[link.end]}"
+            + (f": {link.label}" if link.label else ""),
+            style="italic",
+        )
+        for link in rest
+    ]
     return Group(drawing, *lines)
 
 
@@ -207,8 +212,15 @@ class DiagramView(Vertical):
     data: reactive[DiagramData | None] = reactive(None, recompose=True, init=False)
     """The diagram shown; setting it draws the new one."""
 
-    def __init__(self, data: DiagramData | None, *, full: bool = False, hint: str = "",
-                 id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self,
+        data: DiagramData | None,
+        *,
+        full: bool = False,
+        hint: str = "",
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self.full = full
         self.border_subtitle = hint

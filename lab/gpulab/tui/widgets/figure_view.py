@@ -31,19 +31,37 @@ from gpulab.tui.figures import FIGURE_BADGE, source_line
 if TYPE_CHECKING:
     from gpulab.figures import FigureData, Series
 
-__all__ = ["LINE_COLOURS", "MAX_VALUES", "SERIES_COLOURS", "FigurePlot", "FigureView",
-           "about_text", "axes_text", "draw", "key_text"]
+__all__ = [
+    "LINE_COLOURS",
+    "MAX_VALUES",
+    "SERIES_COLOURS",
+    "FigurePlot",
+    "FigureView",
+    "about_text",
+    "axes_text",
+    "draw",
+    "key_text",
+]
 
 RGB = tuple[int, int, int]
 
 SERIES_COLOURS: tuple[RGB, ...] = (
-    (66, 153, 255), (255, 153, 51), (77, 196, 105), (191, 128, 255), (0, 190, 190),
+    (66, 153, 255),
+    (255, 153, 51),
+    (77, 196, 105),
+    (191, 128, 255),
+    (0, 190, 190),
     (230, 110, 160),
 )
 """The colours of a figure's series, in order: clear on both the dark and the light theme."""
 
-LINE_COLOURS: tuple[RGB, ...] = ((235, 80, 70), (60, 175, 80), (205, 165, 0), (200, 90, 200),
-                                 (140, 140, 140))
+LINE_COLOURS: tuple[RGB, ...] = (
+    (235, 80, 70),
+    (60, 175, 80),
+    (205, 165, 0),
+    (200, 90, 200),
+    (140, 140, 140),
+)
 """The colours of a figure's reference lines, in order."""
 
 MAX_VALUES = 9
@@ -90,7 +108,7 @@ def _draw_points(plt: Plot, data: FigureData) -> None:
         else:
             plt.plot(x, y, marker="braille", color=colour)
         for point, (at, value, note) in enumerate(zip(x, y, series.notes, strict=False)):
-            if note:   # beside its point, towards the middle of the plot
+            if note:  # beside its point, towards the middle of the plot
                 side: Literal["left", "right"] = "left" if point < len(x) / 2 else "right"
                 plt.text(note, at, value, color=colour, alignment=side)
     for index, line in enumerate(data.lines):
@@ -106,8 +124,9 @@ def _draw_points(plt: Plot, data: FigureData) -> None:
 def _draw_bars(plt: Plot, data: FigureData) -> None:
     categories = data.categories
     bars = [s for s in data.series if s.kind == "bars"]
-    heights = [[dict(zip(map(str, s.x), s.y, strict=True)).get(c, 0.0) for c in categories]
-               for s in bars]
+    heights = [
+        [dict(zip(map(str, s.x), s.y, strict=True)).get(c, 0.0) for c in categories] for s in bars
+    ]
     sideways = data.horizontal
     minimum = None
     if data.y.log:  # bars start a little below the lowest one: a log axis has no 0
@@ -125,19 +144,30 @@ def _draw_bars(plt: Plot, data: FigureData) -> None:
 
     for index, series in enumerate(bars):
         offset = (index - (beside - 1) / 2) * width if beside > 1 else 0.0
-        plt.bar([place(str(x)) + offset for x in series.x], list(series.y),
-                orientation=orientation, color=_series_colour(data.series.index(series)),
-                minimum=minimum, width=width, reset_ticks=False)
+        plt.bar(
+            [place(str(x)) + offset for x in series.x],
+            list(series.y),
+            orientation=orientation,
+            color=_series_colour(data.series.index(series)),
+            minimum=minimum,
+            width=width,
+            reset_ticks=False,
+        )
     _put_ticks(plt, "y" if sideways else "x", [(place(c), c) for c in categories])
     for index, line in enumerate(data.lines):
         (plt.vline if sideways else plt.hline)(line.value, _line_colour(index))
     values = [v for row in heights for v in row] + [line.value for line in data.lines]
-    _ticks(plt, "x" if sideways else "y", data.y.ticks,
-           [*values, minimum if minimum is not None else 0.0])
+    _ticks(
+        plt,
+        "x" if sideways else "y",
+        data.y.ticks,
+        [*values, minimum if minimum is not None else 0.0],
+    )
 
 
-def _ticks(plt: Plot, axis: Literal["x", "y"], ticks: tuple[tuple[float, str], ...],
-           values: list[float]) -> None:
+def _ticks(
+    plt: Plot, axis: Literal["x", "y"], ticks: tuple[tuple[float, str], ...], values: list[float]
+) -> None:
     """Put the figure's own tick marks on an axis, those within its values only (plotext
     misplaces the labels of ticks beyond the plot's limits)."""
     if not ticks or not values:
@@ -175,8 +205,9 @@ def key_text(data: FigureData, *, sources: bool = False) -> Text:
     `MAX_VALUES` categories); `sources` adds where each reference line's value comes from."""
     lines: list[Text] = []
     for index, series in enumerate(data.series):
-        text = Text.assemble((f"{_MARK.get(series.kind, '──')} ",
-                              _rich(_series_colour(index))), series.label)
+        text = Text.assemble(
+            (f"{_MARK.get(series.kind, '──')} ", _rich(_series_colour(index))), series.label
+        )
         if series.kind == "bars" and len(series.x) <= MAX_VALUES:
             text.append(f": {_bar_values(series)}", style="dim")
         lines.append(text)
@@ -209,8 +240,9 @@ def about_text(data: FigureData) -> Group:
 class FigurePlot(PlotextPlot):
     """A figure's plot, drawn by plotext to the widget's size (and in the app's theme)."""
 
-    def __init__(self, data: FigureData, *, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(
+        self, data: FigureData, *, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self.data = data
 
@@ -229,8 +261,15 @@ class FigureView(Vertical):
     data: reactive[FigureData | None] = reactive(None, recompose=True, init=False)
     """The figure shown; setting it draws the new one."""
 
-    def __init__(self, data: FigureData, *, full: bool = False, hint: str = "",
-                 id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self,
+        data: FigureData,
+        *,
+        full: bool = False,
+        hint: str = "",
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self.full = full
         self.border_subtitle = hint
@@ -245,8 +284,10 @@ class FigureView(Vertical):
         yield Static(Text(data.title, style="bold"), classes="figure-title")
         if data.drawable:
             yield FigurePlot(data, classes="figure-plot")
-            yield Static(Text("\n").join([axes_text(data), key_text(data, sources=self.full)]),
-                         classes="figure-key")
+            yield Static(
+                Text("\n").join([axes_text(data), key_text(data, sources=self.full)]),
+                classes="figure-key",
+            )
         else:
             yield Static(_missing(data), classes="figure-missing")
         yield Static(about_text(data), classes="figure-about")

@@ -57,15 +57,18 @@ class ItemSummary(Static):
             for objective in lesson.front.objectives:
                 body.append(f"• {objective}\n")
             claims = sum(len(node.claims) for node in lesson.nodes)
-            body.append(f"\n{_count(len(lesson.nodes), 'node')} · {_count(claims, 'claim')}",
-                        style="dim")
+            body.append(
+                f"\n{_count(len(lesson.nodes), 'node')} · {_count(claims, 'claim')}", style="dim"
+            )
             parts.append(body)
         if exercises:
             tail = Text("\nExercises\n", style="bold")
             for exercise in exercises:
                 tail.append(f"✎ {exercise.name}  ")
-                tail.append("needs GPU" if exercise.gpu else "CPU",
-                            style="yellow" if exercise.gpu else "green")
+                tail.append(
+                    "needs GPU" if exercise.gpu else "CPU",
+                    style="yellow" if exercise.gpu else "green",
+                )
                 state = (states or {}).get(exercise.name)
                 if state is not None:
                     tail.append(" · ", style="dim")
@@ -75,15 +78,17 @@ class ItemSummary(Static):
         parts.append(Text("\nenter opens the lesson", style="dim"))
         self.update(Group(*parts))
 
-    def show_exercise(self, exercise: ExerciseEntry, lesson_title: str, hints_seen: int,
-                      state: Text | None = None) -> None:
+    def show_exercise(
+        self, exercise: ExerciseEntry, lesson_title: str, hints_seen: int, state: Text | None = None
+    ) -> None:
         """Summarise an exercise: its lesson, GPU need, limit, hints and where the learner is."""
         self.border_title = "exercise"
         text = Text(f"✎ {exercise.name}\n\n", style="bold")
         text.append(f"lesson      {lesson_title}\n")
         text.append("runs on     ")
-        text.append("needs GPU" if exercise.gpu else "CPU",
-                    style="yellow" if exercise.gpu else "green")
+        text.append(
+            "needs GPU" if exercise.gpu else "CPU", style="yellow" if exercise.gpu else "green"
+        )
         text.append(f"\ntime limit  {exercise.time_limit} s\n")
         text.append(f"hints       {hints_seen} of {len(exercise.hints)} seen\n")
         text.append("status      ")

@@ -37,8 +37,11 @@ class JupyterPanel(Static):
         if ssh:
             text.append("\nssh   ", style="dim")
             text.append(ssh)
-            text.append("\n      from another machine, run that there first, then open the "
-                        "address in its browser", style="dim")
+            text.append(
+                "\n      from another machine, run that there first, then open the "
+                "address in its browser",
+                style="dim",
+            )
         others = [line for line in lines if url not in line and ssh not in line]
         if others:
             text.append("\n")

@@ -66,14 +66,22 @@ class MindmapTree(Tree["Node"]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "choose", "Open the exercise, or fold or unfold", show=False),
         Binding("space", "toggle_node", "Fold or unfold", show=False),
-        Binding("right", "unfold_or_enter", "Unfold, or go down into it", show=False,
-                key_display="→"),
-        Binding("left", "fold_or_leave", "Fold, or go up to the parent", show=False,
-                key_display="←"),
-        Binding("shift+right", "sideways(8)", "Scroll the tree sideways (long labels)",
-                show=False, key_display="shift+→"),
-        Binding("shift+left", "sideways(-8)", "Scroll the tree back", show=False,
-                key_display="shift+←"),
+        Binding(
+            "right", "unfold_or_enter", "Unfold, or go down into it", show=False, key_display="→"
+        ),
+        Binding(
+            "left", "fold_or_leave", "Fold, or go up to the parent", show=False, key_display="←"
+        ),
+        Binding(
+            "shift+right",
+            "sideways(8)",
+            "Scroll the tree sideways (long labels)",
+            show=False,
+            key_display="shift+→",
+        ),
+        Binding(
+            "shift+left", "sideways(-8)", "Scroll the tree back", show=False, key_display="shift+←"
+        ),
     ]
 
     class ExerciseChosen(Message):
@@ -84,8 +92,12 @@ class MindmapTree(Tree["Node"]):
             self.name = name
 
     def __init__(
-        self, lesson: Lesson, expanded: list[str] | None = None, *,
-        exercises: Collection[str] = (), id: str | None = None
+        self,
+        lesson: Lesson,
+        expanded: list[str] | None = None,
+        *,
+        exercises: Collection[str] = (),
+        id: str | None = None,
     ) -> None:
         super().__init__(node_label(lesson.root), data=lesson.root, id=id)
         self.lesson = lesson
@@ -124,8 +136,7 @@ class MindmapTree(Tree["Node"]):
 
     def expanded_keys(self) -> list[str]:
         """Keys of the expanded nodes, in document order."""
-        return [key for key, node in self._by_key.items()
-                if node.allow_expand and node.is_expanded]
+        return [key for key, node in self._by_key.items() if node.allow_expand and node.is_expanded]
 
     def reveal(self, key: str) -> bool:
         """Expand a node's ancestors and put the cursor on it; False if there is none."""

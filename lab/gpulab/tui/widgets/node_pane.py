@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 __all__ = ["ANSWER_FOLDED", "NodePane", "split_answer"]
 
 ANSWER_FOLDED = "Answer folded: think it through, then press a to read it."
+
+
 class NodePane(VerticalScroll):
     """Breadcrumbs, the node's title, a card per claim, then its notes as Markdown."""
 
@@ -59,8 +61,12 @@ class NodePane(VerticalScroll):
     app = getters.app(LearnerApp)
 
     def __init__(
-        self, lesson: Lesson, claims: Mapping[str, Claim], *,
-        exercises: Collection[str] = (), id: str | None = None
+        self,
+        lesson: Lesson,
+        claims: Mapping[str, Claim],
+        *,
+        exercises: Collection[str] = (),
+        id: str | None = None,
     ) -> None:
         super().__init__(id=id)
         self.lesson = lesson
@@ -106,8 +112,7 @@ class NodePane(VerticalScroll):
     @property
     def answer_folded(self) -> bool:
         """Whether the node shown has an answer the learner has not asked for yet."""
-        return self.has_answer and self.node is not None \
-            and self.node.key not in self.answers_shown
+        return self.has_answer and self.node is not None and self.node.key not in self.answers_shown
 
     def show_answer(self) -> None:
         """Unfold the answer of the node shown (and its claim cards, after it)."""
@@ -123,8 +128,12 @@ class NodePane(VerticalScroll):
         hint = self.exercise_hint
         hint.display = name is not None
         if name is not None:
-            hint.update(Text(f"✎ The exercise {name}: press enter to open it "
-                             "(escape brings you back here).", style="bold yellow"))
+            hint.update(
+                Text(
+                    f"✎ The exercise {name}: press enter to open it (escape brings you back here).",
+                    style="bold yellow",
+                )
+            )
         known = [self.claims[c] for c in node.claims if c in self.claims] if node else []
         self._mount_cards(self.claim_cards, [] if answer else known)
         self._mount_cards(self.answer_claims, known if answer and not folded else [])
@@ -133,8 +142,9 @@ class NodePane(VerticalScroll):
         shown = self.answer_notes
         shown.display = bool(answer) and not folded
         shown.update("\n\n".join(note.markdown for note in answer) if shown.display else "")
-        self._mount_figures([] if folded or node is None
-                            else list(dict.fromkeys(mark.id for mark in node.figures)))
+        self._mount_figures(
+            [] if folded or node is None else list(dict.fromkeys(mark.id for mark in node.figures))
+        )
 
     def figure_ids(self) -> list[str]:
         """The ids of the figures shown, in order."""
@@ -163,10 +173,12 @@ class NodePane(VerticalScroll):
         if is_diagram(figure_id):
             from gpulab.tui.widgets.diagram_view import DiagramView
 
-            return DiagramView(diagrams_of(self.app.course).data(figure_id),
-                               hint="f shows it among the figures")
-        return Static(Text(f"No figure {figure_id!r}: `gpulab dev lint-lessons` says more.",
-                           style="yellow"))
+            return DiagramView(
+                diagrams_of(self.app.course).data(figure_id), hint="f shows it among the figures"
+            )
+        return Static(
+            Text(f"No figure {figure_id!r}: `gpulab dev lint-lessons` says more.", style="yellow")
+        )
 
     def _redraw_figures(self) -> None:
         """The learner's own results changed: draw the figures shown from them."""

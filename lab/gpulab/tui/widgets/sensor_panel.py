@@ -50,8 +50,11 @@ class SensorPanel(Vertical):
             text.append("not read", style="dim")
         else:
             value = reading.value
-            if reading.status == "ok" and isinstance(value, int | float) \
-                    and not isinstance(value, bool):
+            if (
+                reading.status == "ok"
+                and isinstance(value, int | float)
+                and not isinstance(value, bool)
+            ):
                 self.values.append(float(value))
             style = "bold" if reading.status == "ok" else "dim"
             text.append(reading.shown, style=style)

@@ -10,8 +10,10 @@ from gpulab.tui.task import Task
 
 __all__ = ["HIDDEN_UNKNOWN", "TaskPanel", "task_markdown"]
 
-HIDDEN_UNKNOWN = ("The instructor's grading adds hidden checks, which are not shipped to "
-                  "you: passing every visible check is no promise of full marks.")
+HIDDEN_UNKNOWN = (
+    "The instructor's grading adds hidden checks, which are not shipped to "
+    "you: passing every visible check is no promise of full marks."
+)
 """What the task says about hidden checks when the manifest does not give their points."""
 
 
@@ -37,8 +39,10 @@ def task_markdown(task: Task) -> str:
             line += f" — {_points(part.points)}{_gpu_note(part.points, part.gpu_points)}"
         lines.append(line)
     for names, points, gpu in task.shared:
-        lines.append(f"- **{' + '.join(names)}** checked together — "
-                     f"{_points(points)}{_gpu_note(points, gpu)}")
+        lines.append(
+            f"- **{' + '.join(names)}** checked together — "
+            f"{_points(points)}{_gpu_note(points, gpu)}"
+        )
     if task.other:
         lines.append(f"- other checks — {_points(task.other)}")
     total = task.visible_points
@@ -47,8 +51,10 @@ def task_markdown(task: Task) -> str:
     if task.hidden_points is None:
         hidden = HIDDEN_UNKNOWN
     elif task.hidden_points:
-        hidden = (f"The instructor's grading adds hidden checks worth "
-                  f"{_points(task.hidden_points)} more, which are not shipped to you.")
+        hidden = (
+            f"The instructor's grading adds hidden checks worth "
+            f"{_points(task.hidden_points)} more, which are not shipped to you."
+        )
     else:
         hidden = "The instructor's grading adds no hidden checks."
     out = ["\n".join(lines), f"{summary} {hidden}"]
@@ -61,8 +67,12 @@ def task_markdown(task: Task) -> str:
 
 def _demote(markdown: str) -> str:
     """The notebook's headings two levels down, so that they sit under the panel's title."""
-    return re.sub(r"^(#{1,4}) ", lambda m: "#" * min(len(m.group(1)) + 2, 6) + " ",
-                  markdown, flags=re.MULTILINE)
+    return re.sub(
+        r"^(#{1,4}) ",
+        lambda m: "#" * min(len(m.group(1)) + 2, 6) + " ",
+        markdown,
+        flags=re.MULTILINE,
+    )
 
 
 class TaskPanel(Markdown):
