@@ -148,7 +148,8 @@ def add_commands(commands: Any, course_option: Callable[[argparse.ArgumentParser
 def _grade(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from gpulab.grading.grade import GradeOptions, main
+    from gpulab.grading.grade import GradeOptions
+    from gpulab.grading.report import main
 
     names = [n for item in args.exercises for n in item.split(",") if n]
     gpus = tuple(g for g in args.gpus.split(",") if g) if args.gpus is not None else None

@@ -444,8 +444,8 @@ def test_the_guard_refuses_a_sandbox_that_does_not_hold(monkeypatch: pytest.Monk
     monkeypatch.setattr(
         sandbox, "ISOLATION", tuple(a for a in sandbox.ISOLATION if a not in ("--cap-drop", "ALL"))
     )
-    problem = sandbox_proof.prove(sandbox.Policy())
+    problem = sandbox_proof.prove(sandbox.Policy(), sandbox.spawn)
     assert problem.startswith("the sandbox does not hold here: from inside it, ")
     assert "it ran as root" in problem and "it kept capabilities" in problem
-    assert sandbox_proof.prove(sandbox.Policy()) != ""
+    assert sandbox_proof.prove(sandbox.Policy(), sandbox.spawn) != ""
     assert not sandbox.available.__wrapped__().bubblewrap

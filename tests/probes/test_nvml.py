@@ -23,6 +23,7 @@ import pytest
 from probe_helpers import entries, set_answer
 
 from gpulab.probes import ProbeResult, Reading, run_probe
+from gpulab.probes.machine_record import main, record
 from gpulab.probes.model import run_schema
 from gpulab.probes.nvml import (
     COMPUTE_MODES,
@@ -35,10 +36,8 @@ from gpulab.probes.nvml import (
     decode_clock_event_reasons,
     from_plain,
     inventory,
-    main,
     process_name,
     pstate_name,
-    record,
     sample,
     to_plain,
 )

@@ -19,8 +19,9 @@ from probe_helpers import entries, set_answer
 from topo_text import parse_topo_matrix
 
 from gpulab.probes import ProbeResult, Reading, run_probe
+from gpulab.probes.machine_record import record
 from gpulab.probes.model import run_schema
-from gpulab.probes.nvml import Recorder, Replay, ReplayMismatch, record
+from gpulab.probes.nvml import Recorder, Replay, ReplayMismatch
 from gpulab.probes.registry import get_probe
 from gpulab.probes.topology import (
     LEVEL_LABELS,

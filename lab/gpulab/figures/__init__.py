@@ -29,14 +29,13 @@ book -> figures; nothing here imports textual.
 from __future__ import annotations
 
 from gpulab.figures.compute import COMPUTE_FIGURES
-from gpulab.figures.data import Baseline, Data, Inputs, build_figure, load_baseline
+from gpulab.figures.data import Baseline, Data, Figure, Inputs, build_figure, load_baseline
 from gpulab.figures.datasheet import DATASHEET_FIGURES
 from gpulab.figures.device import DEVICE_FIGURES
 from gpulab.figures.diagrams import DIAGRAM_IDS, DIAGRAMS
 from gpulab.figures.memory import MEMORY_FIGURES
 from gpulab.figures.model import (
     Axis,
-    Figure,
     FigureData,
     Line,
     Missing,

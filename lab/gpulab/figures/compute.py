@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpulab.figures.common import number, percent, power_ticks
-from gpulab.figures.data import Data
-from gpulab.figures.model import Axis, Figure, Line, Missing, Plot, Role, Series
+from gpulab.figures.data import Data, Figure
+from gpulab.figures.model import Axis, Line, Missing, Plot, Role, Series
 
 __all__ = ["COMPUTE_FIGURES", "KERNELS", "intensity"]
 

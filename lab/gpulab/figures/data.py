@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpulab.course.units import convert
-from gpulab.figures.model import Figure, FigureData, Line, Missing
+from gpulab.figures.model import Axis, FigureData, Line, Missing, Plot
 
 if TYPE_CHECKING:
     from gpulab.course.specs import Specs, SpecTable
@@ -31,6 +31,7 @@ __all__ = [
     "BASELINE",
     "Baseline",
     "Data",
+    "Figure",
     "Inputs",
     "build_figure",
     "datasheet_gpu",
@@ -200,6 +201,31 @@ class Data:
                 f"gpulab's H200 baseline ({BASELINE}.json beside the lessons) is not here"
             )
         return self.baseline.data
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure's declaration.
+
+    `probes` must all have a result from one machine; `optional` probes add to
+    the figure when that machine has them too. `baseline` marks a figure drawn
+    from gpulab's H200 baseline run (`lessons/reference/h200-baseline.json`)
+    instead of probe results, `datasheets` one drawn from specs.toml's GPU tables
+    alone (no machine's measurement). `horizontal` runs a bar chart's bars
+    sideways (for long category names).
+    """
+
+    id: str
+    title: str
+    caption: str
+    x: Axis
+    y: Axis
+    build: Callable[[Data], Plot]
+    probes: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+    baseline: bool = False
+    horizontal: bool = False
+    datasheets: bool = False
 
 
 def _table_with(tables: Sequence[Table], columns: Sequence[str]) -> Table | None:

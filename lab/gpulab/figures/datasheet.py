@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from gpulab.course.units import convert
 from gpulab.figures.common import power_ticks
-from gpulab.figures.data import Data
-from gpulab.figures.model import Axis, Figure, Line, Missing, Plot, Series
+from gpulab.figures.data import Data, Figure
+from gpulab.figures.model import Axis, Line, Missing, Plot, Series
 
 __all__ = ["DATASHEET_FIGURES", "ridge_points"]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gpulab.figures.data import Data
-from gpulab.figures.model import Axis, Figure, Line, Missing, Plot, Series
+from gpulab.figures.data import Data, Figure
+from gpulab.figures.model import Axis, Line, Missing, Plot, Series
 
 if TYPE_CHECKING:
     from gpulab.probes.model import ProbeResult, Telemetry

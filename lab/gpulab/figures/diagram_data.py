@@ -15,12 +15,12 @@ shows the structure of one machine, gpulab's H200, and says so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpulab.figures.data import Data
-from gpulab.figures.diagram_model import Diagram, DiagramData
+from gpulab.figures.diagram_model import DiagramData, Drawing
 from gpulab.figures.model import Missing
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from gpulab.course.specs import Specs, SpecValue
     from gpulab.probes.model import ProbeResult
 
-__all__ = ["DiagramInputs", "Facts", "build_diagram"]
+__all__ = ["Diagram", "DiagramInputs", "Facts", "build_diagram"]
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,16 @@ def _whose(results: list[ProbeResult]) -> str:
     device = next((r.device for r in results if r.device), "this machine")
     dates = ", ".join(sorted({r.started[:10] for r in results if r.started}))
     return f"{device}, measured {dates}".rstrip(", ")
+
+
+@dataclass(frozen=True)
+class Diagram:
+    """A diagram's declaration: what it is called, what it says, how it is built."""
+
+    id: str
+    title: str
+    caption: str
+    build: Callable[[Facts], Drawing]
 
 
 def build_diagram(diagram: Diagram, inputs: DiagramInputs) -> DiagramData:

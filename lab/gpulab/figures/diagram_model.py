@@ -8,9 +8,10 @@ numbers, each from the recording or specs.toml), and children arranged side by
 side (``row``) or top to bottom (``column``), plus `Link`s between boxes that
 carry a `key`.
 
-A `Diagram` is a declaration: an id, a title, a caption, and a function from
-`Facts` (the recording, specs.toml and the course, with helpers that raise
-`Missing`) to a `Drawing`. `gpulab.figures.diagram_data.build_diagram` runs it
+A diagram's declaration (`gpulab.figures.diagram_data.Diagram`, beside the
+`Facts` its function reads: the recording, specs.toml and the course, with
+helpers that raise `Missing`) gives a function to a `Drawing`.
+`gpulab.figures.diagram_data.build_diagram` runs it
 and returns `DiagramData`: the drawing with the words that say whose data it is,
 or the reason nothing can be drawn. Everything here is plain, immutable data;
 `gpulab.figures.diagram_svg` draws it for the book and the app draws it with
@@ -19,14 +20,11 @@ Rich.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:
-    from gpulab.figures.diagram_data import Facts
-
-__all__ = ["Box", "Diagram", "DiagramData", "Drawing", "Layout", "Link", "Role"]
+__all__ = ["Box", "DiagramData", "Drawing", "Layout", "Link", "Role"]
 
 Layout = Literal["row", "column"]
 """How a box arranges its children: side by side, or top to bottom."""
@@ -108,16 +106,6 @@ class Drawing:
     notes: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     example: bool = False
-
-
-@dataclass(frozen=True)
-class Diagram:
-    """A diagram's declaration: what it is called, what it says, how it is built."""
-
-    id: str
-    title: str
-    caption: str
-    build: Callable[[Facts], Drawing]
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ stacks), `diagrams_course` (the timeline).
 
 from __future__ import annotations
 
-from gpulab.figures.diagram_data import DiagramInputs, Facts, build_diagram
-from gpulab.figures.diagram_model import Box, Diagram, DiagramData, Drawing, Link
+from gpulab.figures.diagram_data import Diagram, DiagramInputs, Facts, build_diagram
+from gpulab.figures.diagram_model import Box, DiagramData, Drawing, Link
 from gpulab.figures.diagrams_course import COURSE_DIAGRAMS
 from gpulab.figures.diagrams_gpu import GPU_DIAGRAMS
 from gpulab.figures.diagrams_host import HOST_DIAGRAMS

@@ -13,8 +13,8 @@ import re
 from itertools import groupby
 
 from gpulab.course.problems import CourseError
-from gpulab.figures.diagram_data import Facts
-from gpulab.figures.diagram_model import Box, Diagram, Drawing, Link
+from gpulab.figures.diagram_data import Diagram, Facts
+from gpulab.figures.diagram_model import Box, Drawing, Link
 from gpulab.figures.model import Missing
 
 __all__ = ["COURSE_DIAGRAMS", "ROADMAP", "markdown_table"]

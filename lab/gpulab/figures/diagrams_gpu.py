@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from gpulab.figures.common import binary_size
 from gpulab.figures.data import datasheet_gpu
-from gpulab.figures.diagram_data import Facts
-from gpulab.figures.diagram_model import Box, Diagram, Drawing, Link
+from gpulab.figures.diagram_data import Diagram, Facts
+from gpulab.figures.diagram_model import Box, Drawing, Link
 from gpulab.figures.model import Missing
 
 __all__ = ["GPU_DIAGRAMS"]

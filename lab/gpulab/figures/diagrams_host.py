@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpulab.figures.common import number
-from gpulab.figures.diagram_data import Facts
-from gpulab.figures.diagram_model import Box, Diagram, Drawing, Link
+from gpulab.figures.diagram_data import Diagram, Facts
+from gpulab.figures.diagram_model import Box, Drawing, Link
 from gpulab.figures.model import Missing
 from gpulab.probes.topology import sysfs_pci_address
 

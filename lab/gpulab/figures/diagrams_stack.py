@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpulab.figures.diagram_data import Facts
-from gpulab.figures.diagram_model import Box, Diagram, Drawing, Link
+from gpulab.figures.diagram_data import Diagram, Facts
+from gpulab.figures.diagram_model import Box, Drawing, Link
 from gpulab.figures.model import Missing
 
 __all__ = ["STACK_DIAGRAMS"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 from gpulab.figures.common import binary_size, number, pairs, percent, power_ticks
-from gpulab.figures.data import Data
-from gpulab.figures.model import Axis, Figure, Line, Missing, Plot, Series
+from gpulab.figures.data import Data, Figure
+from gpulab.figures.model import Axis, Line, Missing, Plot, Series
 
 __all__ = ["MEMORY_FIGURES"]
 

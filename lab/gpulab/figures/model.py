@@ -1,10 +1,12 @@
 """What a figure is, and the plain data it becomes.
 
-A `Figure` is a declaration: an id, a title, a caption, the probes it reads,
-its two axes, and a function from those probes' results to a `Plot` (series of
-points or bars, reference lines). `gpulab.figures.data.build_figure` runs that
-function on one machine's results and returns `FigureData`: the same plot with
-the words that say whose data it is, or the reason nothing can be drawn.
+A figure's declaration (`gpulab.figures.data.Figure`, beside the `Data` its
+function reads) names the probes it reads, its two axes, and a function from
+those probes' results to a `Plot` (series of points or bars, reference lines).
+`gpulab.figures.data.build_figure` runs that function on one machine's results
+and returns `FigureData`: the same plot with the words that say whose data it
+is, or the reason nothing can be drawn. This module holds the plain data on
+both sides of that function, and imports nothing of gpulab's.
 
 Everything here is plain, immutable data: no plotting library, no NumPy. The
 book draws `FigureData` as SVG with matplotlib (`gpulab.figures.svg`); a
@@ -13,14 +15,10 @@ terminal can draw the same data as text.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:
-    from gpulab.figures.data import Data
-
-__all__ = ["Axis", "Figure", "FigureData", "Kind", "Line", "Missing", "Plot", "Role", "Series"]
+__all__ = ["Axis", "FigureData", "Kind", "Line", "Missing", "Plot", "Role", "Series"]
 
 Kind = Literal["line", "curve", "points", "bars"]
 """How a series is drawn: measured points joined by a line, a curve computed from a
@@ -109,31 +107,6 @@ class Missing(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A figure's declaration.
-
-    `probes` must all have a result from one machine; `optional` probes add to
-    the figure when that machine has them too. `baseline` marks a figure drawn
-    from gpulab's H200 baseline run (`lessons/reference/h200-baseline.json`)
-    instead of probe results, `datasheets` one drawn from specs.toml's GPU tables
-    alone (no machine's measurement). `horizontal` runs a bar chart's bars
-    sideways (for long category names).
-    """
-
-    id: str
-    title: str
-    caption: str
-    x: Axis
-    y: Axis
-    build: Callable[[Data], Plot]
-    probes: tuple[str, ...] = ()
-    optional: tuple[str, ...] = ()
-    baseline: bool = False
-    horizontal: bool = False
-    datasheets: bool = False
 
 
 @dataclass(frozen=True)

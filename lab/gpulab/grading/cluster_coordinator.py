@@ -23,6 +23,7 @@ from typing import Any
 from gpulab.errors import GpulabError
 from gpulab.grading import cluster_worker as remote
 from gpulab.grading import sandbox
+from gpulab.grading.grade_model import Target
 from gpulab.grading.run import Done, GpuEvent, Job, not_run, read_notebook
 from gpulab.grading.slurm import wait_for_pilots
 from gpulab.grading.verdict import ExerciseGrade, failure
@@ -35,19 +36,6 @@ Timeline = list[tuple[str, str, float, float]]  # (GPU or "", worker, start, end
 
 class ClusterError(GpulabError):
     """The cluster cannot grade: no scheduler, no worker, no worker that may."""
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where the jobs run: a running scheduler's address, or Slurm pilot jobs (``slurm``)."""
-
-    address: str  # tcp://head:8786, or "slurm"
-    nodes: int = 1  # Slurm: pilot jobs, one per node
-    gpus_per_node: int = 0
-    cpu_slots: int = 1  # Slurm: CPU slots per node
-    partition: str = ""
-    walltime: str = "1:00:00"
-    wait_s: float = 120.0  # for a first worker (Slurm: for the pilot jobs to start)
 
 
 @dataclass

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from gpulab.course.catalog import Course
     from gpulab.grading.intake import Intake
 
-__all__ = ["GradeError", "GradeOptions", "GradeSummary", "checks_hash", "grade_class", "main"]
+__all__ = ["GradeError", "GradeOptions", "GradeSummary", "checks_hash", "grade_class"]
 
 
 def grade_class(
@@ -361,10 +361,3 @@ def _run_guards(in_force: dict[bool, tuple[str, ...]], kinds: set[bool]) -> tupl
         *in_force[False],
         *(f"GPU jobs: {line}" for line in in_force[True] if line not in in_force[False]),
     )
-
-
-def main(options: GradeOptions) -> int:
-    """The CLI's body (`gpulab.grading.report.main`): progress, run, summary."""
-    from gpulab.grading.report import main as report_main
-
-    return report_main(options)

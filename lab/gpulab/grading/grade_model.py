@@ -16,22 +16,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gpulab.errors import GpulabError
 from gpulab.grading import sandbox
 from gpulab.grading.verdict import LearnerGrades
 
-if TYPE_CHECKING:
-    from gpulab.grading.cluster import Target
-
-__all__ = ["GradeError", "GradeOptions", "GradeSummary", "Progress"]
+__all__ = ["GradeError", "GradeOptions", "GradeSummary", "Progress", "Target"]
 
 Progress = Callable[[str, int, int], None]
 
 
 class GradeError(GpulabError):
     """The run cannot start: what is wrong and what to do."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the jobs run: a running scheduler's address, or Slurm pilot jobs (``slurm``)."""
+
+    address: str  # tcp://head:8786, or "slurm"
+    nodes: int = 1  # Slurm: pilot jobs, one per node
+    gpus_per_node: int = 0
+    cpu_slots: int = 1  # Slurm: CPU slots per node
+    partition: str = ""
+    walltime: str = "1:00:00"
+    wait_s: float = 120.0  # for a first worker (Slurm: for the pilot jobs to start)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from gpulab.grading.verdict import KINDS, UNGRADED
 
 if TYPE_CHECKING:
-    from gpulab.grading.grade import GradeOptions, GradeSummary
+    from gpulab.grading.grade_model import GradeOptions, GradeSummary
 
 __all__ = ["main", "summary_table"]
 

@@ -68,6 +68,7 @@ from gpulab.grading.cgroups import (
 )
 from gpulab.grading.sandbox_job import Sandboxed, kill_group, pid_one
 from gpulab.grading.sandbox_policy import ENV, Guards, Policy, from_env
+from gpulab.grading.sandbox_proof import prove
 from gpulab.grading.sandbox_view import build_view
 from gpulab.multicast import NO_MULTICAST
 
@@ -159,14 +160,12 @@ def job_uid() -> int | None:
 @functools.lru_cache(maxsize=1)
 def available() -> Guards:
     """Which guards work on this machine (tried for real, once per process)."""
-    from gpulab.grading.sandbox_proof import prove  # it starts its probe through `spawn`
-
     bwrap = shutil.which("bwrap") or ""
     problem = ""
     if not bwrap:
         problem = "bubblewrap is not installed (Debian: apt install bubblewrap)"
     else:
-        problem = prove(Policy())
+        problem = prove(Policy(), spawn)  # it starts its probe through `spawn`
         if problem:
             bwrap = ""
     cgroup, cgroup_problem = cgroup_home()

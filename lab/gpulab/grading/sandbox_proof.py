@@ -19,10 +19,12 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from gpulab.grading.sandbox import Policy, spawn
+from gpulab.grading.sandbox_job import Sandboxed
+from gpulab.grading.sandbox_policy import Policy
 
 __all__ = ["OUT_OF_VIEW", "prove"]
 
@@ -48,8 +50,11 @@ OUT_OF_VIEW = ("/etc/shadow", "/etc/passwd", "/run", "/var", "/srv", "/mnt", "/h
 """Paths a sandbox must not show, whatever the machine (besides a private file of the probe's)."""
 
 
-def prove(policy: Policy) -> str:
-    """ "" when a sandbox holds here; else why not (it could not start, or let a probe out)."""
+def prove(policy: Policy, spawn: Callable[..., Sandboxed]) -> str:
+    """ "" when a sandbox holds here; else why not (it could not start, or let a probe out).
+
+    `spawn` is `gpulab.grading.sandbox.spawn`, given by the caller: the sandbox module calls
+    this one, so this one does not import it back."""
     with tempfile.TemporaryDirectory(prefix="gpulab-probe-") as private:
         secret = Path(private, "secret")
         secret.write_text("the sandbox must not show this")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gpulab.grading import cluster_worker as remote
 
 if TYPE_CHECKING:
-    from gpulab.grading.cluster import Target
+    from gpulab.grading.grade_model import Target
 
 __all__ = ["NEVER_STARTS", "SbatchErrors", "lost_pilots", "slurm_cluster", "wait_for_pilots"]
 

@@ -18,11 +18,13 @@ from msgspec.structs import replace
 
 from gpulab.errors import GpulabError
 from gpulab.probes.model import ProbeResult
+from gpulab.probes.readiness import NEEDS, driver
 
 __all__ = [
     "PROBES",
     "ProbeInfo",
     "UnknownProbe",
+    "cannot_run",
     "cannot_run_here",
     "exit_status",
     "get_probe",
@@ -220,11 +222,34 @@ def run_probe(name: str) -> ProbeResult:
     return replace(result, seconds=time.perf_counter() - start)
 
 
+def cannot_run(
+    needs: str, nvml_backend: Any = None, *, probe: str = "", title: str = ""
+) -> ProbeResult | None:
+    """Why probes that need `needs` cannot run here (a `no_gpu` or `unavailable` result, in
+    the words the probe itself would use), or None when they can; blocking.
+
+    "cuda" opens the device as a CUDA probe would (CuPy is imported); "nvml" starts
+    NVML; "host" always runs.
+    """
+    probe, title = probe or needs, title or NEEDS.get(needs, needs)
+    if needs == "nvml":
+        found = driver(nvml_backend)
+        if found.status == "ok":
+            return None
+        return ProbeResult(
+            probe, title, "no_gpu" if found.status == "no_gpu" else "unavailable", found.message
+        )
+    if needs == "cuda":
+        from gpulab.probes.cuda import open_device  # imports CuPy
+
+        device = open_device(probe, title, nvml_backend=nvml_backend)
+        return device if isinstance(device, ProbeResult) else None
+    return None
+
+
 def cannot_run_here(nvml_backend: Any = None) -> dict[str, ProbeResult]:
     """For each kind of need ("nvml", "cuda") that this machine cannot meet, the result that
     says why (see `gpulab.probes.readiness`); blocking: NVML starts and CuPy is imported."""
-    from gpulab.probes.readiness import cannot_run
-
     found: dict[str, ProbeResult] = {}
     for needs in ("nvml", "cuda"):
         why = cannot_run(needs, nvml_backend)

@@ -14,8 +14,9 @@
   `pstate_name` word NVML's numbers as nvidia-smi does (`_decode`).
 - `Recorder` wraps pynvml and writes every answer down; `Replay` serves such a
   recording as a pynvml stand-in, so the same code runs on a machine without
-  a GPU against a real GPU's answers; `main` is the command that records a
-  machine (`_record`).
+  a GPU against a real GPU's answers (`_record`); the command that records a
+  machine is `gpulab.probes.machine_record`, above this package and the
+  topology probe.
 
 Every NVML call goes through a *backend*: an object with pynvml's functions,
 by default the real `pynvml` module, imported only when a session starts
@@ -39,8 +40,6 @@ from gpulab.probes.nvml._record import (
     Replay,
     ReplayMismatch,
     from_plain,
-    main,
-    record,
     to_plain,
 )
 from gpulab.probes.nvml._sample import process_name, sample
@@ -71,13 +70,11 @@ __all__ = [
     "decode_clock_event_reasons",
     "from_plain",
     "inventory",
-    "main",
     "no_gpu_text",
     "nvml_session",
     "process_name",
     "pstate_name",
     "pynvml_module",
-    "record",
     "sample",
     "to_plain",
 ]

@@ -1,11 +1,11 @@
 """Record NVML's answers here for replay without a GPU: ``python -m gpulab.probes.nvml OUT.json``.
 
-See `gpulab.probes.nvml.main` and `gpulab.probes.nvml.Recorder`.
+See `gpulab.probes.machine_record` and `gpulab.probes.nvml.Recorder`.
 """
 
 import sys
 
-from gpulab.probes.nvml import main
+from gpulab.probes.machine_record import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,26 +11,18 @@ The few files the probes read beside NVML (a process's name in /proc, a
 GPU's NUMA node and local CPUs in sysfs) are recorded and replayed the same
 way.
 
-    python -m gpulab.probes.nvml OUT.json
-
-runs the NVML probes and a short telemetry sampling through a Recorder and
-writes the recording, with the probes' results beside it for comparison
-("results"); then the GPU topology probe, whose result goes under
-"topology", with the text of `nvidia-smi topo -m` from the same machine under
-"nvidia_smi_topo" (null where nvidia-smi is missing) to check it against.
+The command that records a machine, ``python -m gpulab.probes.nvml OUT.json``,
+is `gpulab.probes.machine_record`: it runs the topology probe as well, which
+reads NVML through this package, so it sits above both.
 """
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import datetime as dt
 import importlib
 import json
-import shutil
-import subprocess
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -39,6 +31,7 @@ from typing import Any
 
 from gpulab.errors import GpulabError
 from gpulab.probes.model import Recorded
+from gpulab.probes.sysfs import sysfs_text
 
 __all__ = [
     "FORMAT",
@@ -47,8 +40,6 @@ __all__ = [
     "Replay",
     "ReplayMismatch",
     "from_plain",
-    "main",
-    "record",
     "to_plain",
 ]
 
@@ -206,8 +197,6 @@ class Recorder:
 
     def sysfs_text(self, path: str) -> str | None:
         """A sysfs file's text (None if unreadable), recorded like an NVML answer."""
-        from gpulab.probes.topology import sysfs_text
-
         text = sysfs_text(path)
         self._add("sysfs_text", [path], result=text)
         return text
@@ -301,65 +290,3 @@ class Replay:
         if "error" in entry:
             raise _pynvml().NVMLError(int(entry["error"]["value"]))
         return from_plain(entry["result"])
-
-
-# ---- the command ---------------------------------------------------------------------------
-
-
-def record(seconds: float = 0.5, inner: Any = None) -> dict[str, Any]:
-    """Run inventory(), sample(), a short telemetry sampling and gpu_topology() through a
-    Recorder; with the real pynvml, also keep `nvidia-smi topo -m`'s text."""
-    from gpulab.probes.nvml._probes import inventory
-    from gpulab.probes.nvml._sample import sample
-    from gpulab.probes.nvml._telemetry import Sampler
-    from gpulab.probes.topology import gpu_topology
-
-    recorder = Recorder(inner)
-    results = [inventory(recorder), sample(recorder)]
-    with Sampler(backend=recorder) as sampler:
-        time.sleep(seconds)
-    topology = gpu_topology(recorder)
-    return recorder.recording(
-        results[0].device or "no NVIDIA GPU",
-        results=[r.to_dict() for r in results],
-        telemetry=sampler.telemetry.to_dict(),
-        topology=topology.to_dict(),
-        nvidia_smi_topo=None if inner is not None else _nvidia_smi_topo(),
-    )
-
-
-def _nvidia_smi_topo() -> str | None:
-    """What `nvidia-smi topo -m` prints here, or None without nvidia-smi or on failure."""
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return None
-    try:
-        done = subprocess.run(
-            [smi, "topo", "-m"], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m gpulab.probes.nvml OUT.json``: record here (`record`) and write OUT.json."""
-    parser = argparse.ArgumentParser(
-        prog="python -m gpulab.probes.nvml",
-        description="Record NVML's answers to gpulab's NVML probes, for replay without a GPU.",
-    )
-    parser.add_argument("out", type=Path, help="the JSON file to write")
-    parser.add_argument(
-        "--seconds", type=float, default=0.5, help="how long to sample telemetry (default 0.5)"
-    )
-    options = parser.parse_args(argv)
-    data = record(options.seconds)
-    options.out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    statuses = ", ".join(
-        f"{r['probe']} {r['status']}" for r in [*data["results"], data["topology"]]
-    )
-    print(
-        f"wrote {len(data['calls'])} NVML calls from {data['machine']} to {options.out} "
-        f"({statuses})"
-    )
-    return 0

@@ -26,7 +26,7 @@ from gpulab.probes.topology._matrix import (
     parse_cpu_list,
     sysfs_pci_address,
 )
-from gpulab.probes.topology._reader import gpu_topology, sysfs_text
+from gpulab.probes.topology._reader import gpu_topology
 
 __all__ = [
     "AFFINITY_COLUMNS",
@@ -45,5 +45,4 @@ __all__ = [
     "p2p_status_text",
     "parse_cpu_list",
     "sysfs_pci_address",
-    "sysfs_text",
 ]

@@ -24,11 +24,11 @@ module fills (`_Answer`, `_Gpu`, `_Link`) are defined.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from gpulab.probes.model import ProbeResult, summarise
 from gpulab.probes.nvml import MissingFunction, NvmlUnavailable, Session, nvml_session
+from gpulab.probes.sysfs import sysfs_text
 from gpulab.probes.topology._matrix import (
     LinkEnd,
     cpu_list,
@@ -52,19 +52,11 @@ from gpulab.probes.topology._report import (
     _readings,
 )
 
-__all__ = ["gpu_topology", "sysfs_text"]
+__all__ = ["gpu_topology"]
 
 _CPU_WORDS = 16  # 1024 CPUs, NVML's own limit for CPU affinity; fixed so recordings replay
 _NODE_WORDS = 4  # 256 NUMA nodes
 _NVLINK_LINKS = 36  # NVML_NVLINK_MAX_LINKS
-
-
-def sysfs_text(path: str) -> str | None:
-    """A sysfs file's text, stripped, or None when it cannot be read."""
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return None
 
 
 def _ask(s: Session, call: str, *args: Any) -> _Answer:
