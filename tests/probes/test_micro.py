@@ -286,6 +286,19 @@ def test_registry_targets_exist_in_micro() -> None:
         assert info.function() is getattr(micro, function)
 
 
+def test_every_recorded_micro_reading_has_a_unit() -> None:
+    """What the GPU test below demands of a fresh run, held of gpulab's H200 recording."""
+    from gpulab.probes.recorded import recorded_results
+
+    recorded = recorded_results()
+    assert set(ONE_GPU_MICRO) <= set(recorded)
+    for name in ONE_GPU_MICRO:
+        assert all(r.unit for r in recorded[name].readings), (
+            name,
+            [r.key for r in recorded[name].readings if not r.unit],
+        )
+
+
 # ---- on the GPU -----------------------------------------------------------------------------
 
 

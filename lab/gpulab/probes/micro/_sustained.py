@@ -169,7 +169,7 @@ def _outcome(
             "sustained_ratio",
             "sustained throughput / first half second",
             round(held / first, 3),
-            "",
+            "x",
             "ratio of the two readings above",
         ),
     ]
