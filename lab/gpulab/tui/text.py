@@ -21,9 +21,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NO_GPU",
+    "caption_text",
     "exercise_state",
     "inline_markdown",
     "node_label",
+    "not_drawn_text",
     "problem_text",
     "progress_bar",
 ]
@@ -120,3 +122,18 @@ def exercise_state(
     if record is not None:
         return Text(f"failing ({record.earned:g}/{record.possible:g})", style="red")
     return Text("not started", style="dim")
+
+
+def caption_text(caption: str, notes: tuple[str, ...]) -> Text:
+    """A figure's or a diagram's caption, its remarks after it in italics."""
+    text = Text(caption)
+    for note in notes:
+        text.append(f" {note}.", style="italic")
+    return text
+
+
+def not_drawn_text(missing: str) -> Text:
+    """Why a figure or a diagram is not drawn."""
+    text = Text("Not drawn: ", style="bold yellow")
+    text.append(missing, style="yellow")
+    return text

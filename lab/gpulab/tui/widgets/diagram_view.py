@@ -33,6 +33,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from gpulab.tui.diagrams import DIAGRAM_BADGE
+from gpulab.tui.text import caption_text, not_drawn_text
 
 if TYPE_CHECKING:
     from gpulab.figures.diagram_model import Box, DiagramData, Link, Role
@@ -175,11 +176,8 @@ def draw(data: DiagramData) -> RenderableType:
 
 def about_text(data: DiagramData) -> Group:
     """The caption and the diagram's remarks, then where its facts come from."""
-    caption = Text(data.caption)
-    for note in data.notes:
-        caption.append(f" {note}.", style="italic")
     source = Text(f"Data: {data.source}." if data.source else "", style="dim italic")
-    return Group(caption, source)
+    return Group(caption_text(data.caption, data.notes), source)
 
 
 class DiagramView(Vertical):
@@ -236,7 +234,5 @@ class DiagramView(Vertical):
         if data.drawable:
             yield Static(draw(data), classes="diagram-drawing")
         else:
-            text = Text("Not drawn: ", style="bold yellow")
-            text.append(data.missing, style="yellow")
-            yield Static(text, classes="diagram-missing")
+            yield Static(not_drawn_text(data.missing), classes="diagram-missing")
         yield Static(about_text(data), classes="diagram-about")

@@ -27,6 +27,7 @@ from textual.widgets import Static
 from textual_plotext import Plot, PlotextPlot
 
 from gpulab.tui.figures import FIGURE_BADGE, source_line
+from gpulab.tui.text import caption_text, not_drawn_text
 
 if TYPE_CHECKING:
     from gpulab.figures import FigureData, Series
@@ -231,10 +232,9 @@ def _bar_values(series: Series) -> str:
 
 def about_text(data: FigureData) -> Group:
     """The caption and the figure's remarks, then whose data it is."""
-    caption = Text(data.caption)
-    for note in data.notes:
-        caption.append(f" {note}.", style="italic")
-    return Group(caption, Text(source_line(data), style="dim italic"))
+    return Group(
+        caption_text(data.caption, data.notes), Text(source_line(data), style="dim italic")
+    )
 
 
 class FigurePlot(PlotextPlot):
@@ -289,11 +289,5 @@ class FigureView(Vertical):
                 classes="figure-key",
             )
         else:
-            yield Static(_missing(data), classes="figure-missing")
+            yield Static(not_drawn_text(data.missing), classes="figure-missing")
         yield Static(about_text(data), classes="figure-about")
-
-
-def _missing(data: FigureData) -> Text:
-    text = Text("Not drawn: ", style="bold yellow")
-    text.append(data.missing, style="yellow")
-    return text
