@@ -82,27 +82,32 @@ def _assert_ordinary(grades: dict[str, ExerciseGrade], worth: float) -> None:
     assert got == {"good": ("right", worth), "victim": ("right", worth), "stub": ("wrong", 0.0)}
 
 
+def _grade_argv(folder: Path, out: Path, *extra: str, timeout: str = str(TIMEOUT)) -> list[str]:
+    """The command line of `gpulab grade` as the instructor types it."""
+    return [
+        sys.executable,
+        "-m",
+        "gpulab",
+        "grade",
+        str(folder),
+        "--out",
+        str(out),
+        "--exercises",
+        EXERCISE,
+        "--workers",
+        "2",
+        "--timeout",
+        timeout,
+        *extra,
+    ]
+
+
 def _grade(
     folder: Path, out: Path, *extra: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`gpulab grade` as the instructor runs it."""
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gpulab",
-            "grade",
-            str(folder),
-            "--out",
-            str(out),
-            "--exercises",
-            EXERCISE,
-            "--workers",
-            "2",
-            "--timeout",
-            str(TIMEOUT),
-            *extra,
-        ],
+        _grade_argv(folder, out, *extra),
         capture_output=True,
         encoding="utf-8",
         timeout=600,
@@ -276,21 +281,7 @@ def test_a_second_run_into_the_same_out_is_refused_and_the_first_is_unharmed(
         (other / name).mkdir(parents=True)
         (other / name / "roofline.ipynb").write_bytes(stub_bytes())
     first = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gpulab",
-            "grade",
-            str(folder),
-            "--out",
-            str(out),
-            "--exercises",
-            EXERCISE,
-            "--workers",
-            "2",
-            "--timeout",
-            "8",
-        ],
+        _grade_argv(folder, out, timeout="8"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         encoding="utf-8",
@@ -362,21 +353,7 @@ def test_a_run_killed_with_sigkill_is_marked_killed_and_its_leftovers_cleared(
     folder, out = tmp_path / "class", tmp_path / "out"
     build(folder, (*ORDINARY, SLOW))
     first = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gpulab",
-            "grade",
-            str(folder),
-            "--out",
-            str(out),
-            "--exercises",
-            EXERCISE,
-            "--workers",
-            "2",
-            "--timeout",
-            "8",
-        ],
+        _grade_argv(folder, out, timeout="8"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
