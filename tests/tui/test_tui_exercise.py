@@ -11,6 +11,7 @@ from textual.widgets import Markdown
 from tui_helpers import PART_TEXT, SIZE, on_screen, plain, screen_text, wait_for
 
 from gpulab.course import ProgressStore
+from gpulab.course.progress import Measurement
 from gpulab.course.workspace import Workspace
 from gpulab.tui import GpulabApp
 from gpulab.tui.screens import CourseMapScreen, ExerciseScreen, LessonScreen
@@ -176,3 +177,31 @@ async def test_without_a_workspace_it_says_how_to_make_one(
         assert not screen.query_one("#exercise-checks").display
         assert not app.is_checking("measure-cache")
         assert any("gpulab init" in str(n.message) for n in app._notifications)
+
+
+async def test_the_last_checks_measurements_show_beside_the_predictions(
+    exercise_app: Callable[..., GpulabApp], store_path: Path, workspace: Workspace
+) -> None:
+    store = ProgressStore(store_path)
+    progress = store.load()
+    progress.record_check(
+        "squares",
+        workspace=workspace.key,
+        passed=False,
+        earned=1,
+        possible=3,
+        measurements=[
+            Measurement("h2d", "pinned host to device", "GB/s", 21.0, 52.5, 0.25, 40.0),
+            Measurement("naive", "a host timer", "ms", 0.004, 1.2, None, "the same"),
+        ],
+    )
+    store.save(progress)
+    app = exercise_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_exercise("squares")
+        await on_screen(pilot, app, ExerciseScreen)
+        shown = " ".join(plain(app.screen.query_one("#exercise-checks").content).split())
+        assert "Your last check (failing" in shown
+        assert "pinned host to device: 40 GB/s → 21 GB/s · 52.5 GB/s" in shown
+        assert "differs (±25%), 0.40× the check's" in shown
+        assert "a host timer: the same → 0.004 ms · 1.2 ms" in shown

@@ -32,7 +32,15 @@ import platformdirs
 
 from gpulab.timestamps import utc_now
 
-__all__ = ["ExerciseRecord", "LessonState", "Prediction", "Progress", "ProgressStore", "state_dir"]
+__all__ = [
+    "ExerciseRecord",
+    "LessonState",
+    "Measurement",
+    "Prediction",
+    "Progress",
+    "ProgressStore",
+    "state_dir",
+]
 
 VERSION = 1
 """The file's format; fields added later (``workspaces``) are optional, so it stays 1.
@@ -70,13 +78,68 @@ class Prediction(msgspec.Struct):
     device: str = ""
 
 
-class ExerciseRecord(msgspec.Struct):
-    """How the learner's last check of an exercise went."""
+class Measurement(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One figure an exercise asks the learner to measure, as a check recorded it.
+
+    `yours` is what the learner's code measured, `trusted` what the check measured
+    itself in the same run (None where either gave no number), `tolerance` the
+    relative distance the check allows (None where it judges otherwise), and
+    `predicted` what the learner's ``predictions()`` said before measuring (a number
+    or a few words; None when it said nothing). A prediction is shown beside the
+    measurement, never graded.
+    """
+
+    key: str
+    label: str
+    unit: str
+    yours: float | None = None
+    trusted: float | None = None
+    tolerance: float | None = None
+    predicted: float | str | None = None
+
+    @property
+    def agrees(self) -> bool | None:
+        """Whether `yours` lies within `tolerance` of `trusted`; None where that cannot be said."""
+        if self.yours is None or self.trusted is None or self.tolerance is None:
+            return None
+        return abs(self.yours - self.trusted) <= self.tolerance * abs(self.trusted)
+
+    def cells(self) -> tuple[str, str, str, str, str]:
+        """The row every view shows (terminal, notebook panel, feedback page, app): what was
+        measured, the learner's prediction, their figure, the check's, and how they compare."""
+
+        def figure(value: float | str | None) -> str:
+            if value is None:
+                return "—"
+            if isinstance(value, str):
+                return value
+            return f"{value:.3g} {self.unit}".strip()
+
+        if self.yours is None or self.trusted is None:
+            compare = "no figure to compare"
+        else:
+            ratio = f"{self.yours / self.trusted:.2f}× the check's" if self.trusted else ""
+            agrees = self.agrees
+            word = "" if agrees is None else ("agrees" if agrees else "differs")
+            within = f" (±{self.tolerance:.0%})" if self.tolerance is not None else ""
+            compare = ", ".join(part for part in (f"{word}{within}" if word else "", ratio) if part)
+        return (
+            self.label or self.key,
+            figure(self.predicted),
+            figure(self.yours),
+            figure(self.trusted),
+            compare,
+        )
+
+
+class ExerciseRecord(msgspec.Struct, omit_defaults=True):
+    """How the learner's last check of an exercise went, with the figures it measured."""
 
     status: ExerciseStatus
     earned: float
     possible: float
     at: str  # ISO time of the check
+    measurements: list[Measurement] = msgspec.field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -124,10 +187,16 @@ class Progress(msgspec.Struct):
         earned: float,
         possible: float,
         at: str | None = None,
+        measurements: list[Measurement] | None = None,
     ) -> ExerciseRecord:
-        """Remember the outcome of a check of exercise `name` in a workspace (`at`: now)."""
+        """Remember the outcome of a check of exercise `name` in a workspace (`at`: now), with
+        the figures its checks measured and the learner's predictions of them."""
         record = ExerciseRecord(
-            "passed" if passed else "failing", float(earned), float(possible), at or utc_now()
+            "passed" if passed else "failing",
+            float(earned),
+            float(possible),
+            at or utc_now(),
+            list(measurements or []),
         )
         self.workspaces.setdefault(workspace, {})[name] = record
         return record

@@ -37,7 +37,14 @@ from gpulab.errors import GpulabError
 from gpulab.grading.markdown_text import md_block as _md_block
 from gpulab.grading.markdown_text import md_cell as _md_cell
 from gpulab.grading.markdown_text import md_inline as _md_inline
-from gpulab.grading.verdict import UNGRADED, CheckRow, ExerciseGrade, Kind, LearnerGrades
+from gpulab.grading.verdict import (
+    UNGRADED,
+    CheckRow,
+    ExerciseGrade,
+    Kind,
+    LearnerGrades,
+    plain,
+)
 
 __all__ = [
     "NOT_RUN_NOTE",
@@ -101,6 +108,8 @@ class _Exercise:
     message: str
     checks: tuple[_Check, ...]
     hidden: _Hidden | None
+    # the visible checks' measurements: what, predicted, yours, the check's, compared
+    measured: tuple[tuple[str, str, str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -216,6 +225,7 @@ def _page(grades: LearnerGrades, *, title: str, run_at: str, maxima: Mapping[str
                 message=grade.message,
                 checks=tuple(_check(row, where) for row in grade.checks if not row.hidden),
                 hidden=_hidden(grade.checks, where),
+                measured=_measured(grade.checks),
             )
         )
     return _Page(
@@ -237,6 +247,19 @@ def _check(row: CheckRow, where: str) -> _Check:
     return _Check(
         status=row.outcome, points=points, title=row.title or row.check, message=row.message
     )
+
+
+def _measured(rows: Sequence[CheckRow]) -> tuple[tuple[str, str, str, str, str], ...]:
+    """The visible checks' measurements as the rows the page shows, every text made plain (a
+    prediction in words is the learner's own text)."""
+    out = []
+    for row in rows:
+        if row.hidden:
+            continue
+        for m in row.measurements:
+            what, predicted, yours, trusted, compared = m.cells()
+            out.append((plain(what), plain(predicted), plain(yours), plain(trusted), compared))
+    return tuple(out)
 
 
 def _hidden(rows: Sequence[CheckRow], where: str) -> _Hidden | None:
@@ -284,6 +307,13 @@ def _markdown(page: _Page) -> str:
             out.append("")
         if ex.hidden:
             out += [f"**Hidden checks: {ex.hidden.total}**{_md_inline(ex.hidden.detail)}", ""]
+        if ex.measured:
+            out += [
+                "| Measured | Your prediction | Yours | The check's | Compared |",
+                "| --- | --- | --- | --- | --- |",
+                *("| " + " | ".join(_md_cell(cell) for cell in row) + " |" for row in ex.measured),
+                "",
+            ]
     out += ["---", "", f"**Total: {page.total} points**", ""]
     if page.guards:
         out += ["Isolation in force:", "", *(f"- {_md_inline(g)}" for g in page.guards), ""]

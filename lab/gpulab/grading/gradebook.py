@@ -26,6 +26,7 @@ themselves, and their version, are in `gpulab.grading.gradebook_schema`.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -68,6 +69,15 @@ _INSERT_CHECK = (
 _SELECT_CHECKS = (
     'SELECT learner, exercise, name AS "check", title, outcome, points, earned, message, hidden '
     "FROM checks ORDER BY learner, exercise, position"
+)
+_INSERT_MEASUREMENT = (
+    "INSERT INTO measurements (learner, exercise, position, number, key, label, unit, yours, "
+    "trusted, tolerance, predicted) VALUES (:learner, :exercise, :position, :number, :key, "
+    ":label, :unit, :yours, :trusted, :tolerance, :predicted)"
+)
+_SELECT_MEASUREMENTS = (
+    "SELECT learner, exercise, position, key, label, unit, yours, trusted, tolerance, predicted "
+    "FROM measurements ORDER BY learner, exercise, position, number"
 )
 _SELECT_GRADES = (
     "SELECT learner, exercise, kind, earned, possible, message, guards, duration_s, "
@@ -292,6 +302,23 @@ class Gradebook:
                     if c.hidden and (c.instructor_message or c.message)
                 ],
             )
+            self.db.executemany(
+                _INSERT_MEASUREMENT,
+                [
+                    to_row(
+                        m,
+                        learner=slug,
+                        exercise=exercise,
+                        position=n,
+                        number=k,
+                        predicted=json.dumps(
+                            plain(m.predicted) if isinstance(m.predicted, str) else m.predicted
+                        ),
+                    )
+                    for n, c in enumerate(grade.checks)
+                    for k, m in enumerate(c.measurements)
+                ],
+            )
 
     # -- reading back --------------------------------------------------------------------
     def learners(self, exercises: Sequence[str]) -> list[LearnerGrades]:
@@ -299,9 +326,15 @@ class Gradebook:
 
         What feedback is written from: hidden checks come back without a message.
         """
+        measured: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+        for row in self._rows(_SELECT_MEASUREMENTS):
+            where = (row.pop("learner"), row.pop("exercise"), row.pop("position"))
+            measured.setdefault(where, []).append({**row, "predicted": _json(row["predicted"])})
         checks: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for row in self._rows(_SELECT_CHECKS):
-            checks.setdefault((row["learner"], row["exercise"]), []).append(row)
+            rows = checks.setdefault((row["learner"], row["exercise"]), [])
+            row["measurements"] = measured.get((row["learner"], row["exercise"], len(rows)), [])
+            rows.append(row)
         grades: dict[tuple[str, str], ExerciseGrade] = {}
         for row in self._rows(_SELECT_GRADES):
             key = (row["learner"], row["exercise"])
@@ -361,6 +394,15 @@ class Gradebook:
                 "other than gpulab changed the gradebook; grade into "
                 "another --out"
             ) from None
+
+
+def _json(text: object) -> object:
+    """A JSON column's value; left as it is when it is not JSON (the conversion then names
+    the field)."""
+    try:
+        return json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return text
 
 
 def _grade_of(row: Mapping[str, Any]) -> str:

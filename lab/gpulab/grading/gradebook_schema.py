@@ -1,9 +1,10 @@
 """The gradebook's tables, as SQL, and the version of their schema.
 
 `SCHEMA` creates every table of a gradebook (`gpulab.grading.gradebook`):
-the runs, the exercises and learners, the grades and their checks, the hidden
-checks' messages (the instructor's own: nothing that writes feedback reads
-them), the runs' GPU events and problems. `SCHEMA_VERSION` is the version a
+the runs, the exercises and learners, the grades and their checks, the figures
+a check measured beside the learner's with the learner's prediction of each,
+the hidden checks' messages (the instructor's own: nothing that writes feedback
+reads them), the runs' GPU events and problems. `SCHEMA_VERSION` is the version a
 gradebook file records (``PRAGMA user_version``): the gradebook refuses a file
 of a newer one and brings an older one up to date, adding the columns it lacks
 (`ADDED_COLUMNS`) before the tables it lacks.
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 __all__ = ["ADDED_COLUMNS", "SCHEMA", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
-"""0: gpulab before versions (no tag, cgroups, problems or hidden messages); 1: this one."""
+SCHEMA_VERSION = 2
+"""0: gpulab before versions (no tag, cgroups, problems or hidden messages); 1: before
+measurements; 2: this one."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -75,6 +77,21 @@ CREATE TABLE IF NOT EXISTS hidden_messages (  -- the instructor's: feedback neve
     position INTEGER NOT NULL,
     message TEXT NOT NULL,
     PRIMARY KEY (learner, exercise, position),
+    FOREIGN KEY (learner, exercise) REFERENCES grades(learner, exercise) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS measurements (  -- what a check measured beside the learner
+    learner TEXT NOT NULL,
+    exercise TEXT NOT NULL,
+    position INTEGER NOT NULL,         -- the check's position in checks
+    number INTEGER NOT NULL,           -- the measurement's place among the check's
+    key TEXT NOT NULL,
+    label TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    yours REAL,                        -- the learner's figure (NULL: none, or not a number)
+    trusted REAL,                      -- the check's own, measured in the same run
+    tolerance REAL,
+    predicted TEXT NOT NULL,           -- JSON: the learner's prediction (null: none)
+    PRIMARY KEY (learner, exercise, position, number),
     FOREIGN KEY (learner, exercise) REFERENCES grades(learner, exercise) ON DELETE CASCADE
 );
 CREATE TABLE IF NOT EXISTS gpu_events (

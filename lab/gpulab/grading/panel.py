@@ -68,6 +68,10 @@ def report_text(report: CheckReport) -> str:
         lines.append(f"  {_MARK[result.outcome]} {title}  [{result.earned:g}/{result.points:g}]")
         if result.message and result.outcome != "passed":
             lines.extend(f"      {line}" for line in result.message.splitlines())
+    measured = report.measurements(hidden=False)
+    if measured:
+        lines.append("  measured: what | your prediction | yours | the check's | compared")
+        lines.extend("    " + " | ".join(m.cells()) for m in measured)
     return "\n".join(lines)
 
 

@@ -33,13 +33,17 @@ from typing import Literal, get_args
 
 import msgspec
 
+from gpulab.course.progress import Measurement
+
 __all__ = [
     "DECISIVE",
     "FAILURES",
+    "MAX_MEASUREMENTS",
     "CheckResult",
     "ChecksReport",
     "Decisive",
     "Failure",
+    "Measurement",
     "Outcome",
     "decode_report",
     "encodable",
@@ -78,6 +82,9 @@ def failure_named(word: object) -> Failure:
 
 Outcome = Literal["passed", "failed", "skipped"]
 
+MAX_MEASUREMENTS = 32
+"""The most figures one check records: a check's own list, never the learner's."""
+
 
 class CheckResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One check: did it pass, what it is worth, and what it says."""
@@ -90,6 +97,8 @@ class CheckResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     hidden: bool = False
     needs_gpu: bool = False  # skipped because this machine has no usable NVIDIA GPU
     kind: Failure | None = None  # why the learner's code gave no answer (LearnerError.kind)
+    # what the check measured beside the learner (the `measured` fixture), in its order
+    measurements: list[Measurement] = msgspec.field(default_factory=list)
 
     @property
     def earned(self) -> float:

@@ -6,29 +6,42 @@
 exercise notebook), ``--gpulab-notebook`` (the one to judge),
 ``--gpulab-report`` (where to write the JSON report), ``--gpulab-call-timeout``
 (seconds per call) and ``--gpulab-parent`` (the process the checks die with).
-The report lists each check with its outcome, points and message; the runner
+The report lists each check with its outcome, points and message, and the
+figures it measured beside the learner (the `measured` fixture); the runner
 reads it, never pytest's output.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
 from gpulab.course.paths import CoursePaths
 from gpulab.grading.learner import Learner, LearnerError, released_cells
 from gpulab.grading.notebook import NotebookError
-from gpulab.grading.protocol import CheckResult, ChecksReport, encodable, encode_report
+from gpulab.grading.protocol import (
+    MAX_MEASUREMENTS,
+    CheckResult,
+    ChecksReport,
+    Measurement,
+    encodable,
+    encode_report,
+)
 
-__all__ = ["learner", "visible_checks"]
+__all__ = ["Measured", "learner", "measured", "visible_checks"]
 
 _RESULTS: list[CheckResult] = []
+_MEASURED = pytest.StashKey[list[Measurement]]()
+MAX_PREDICTION_TEXT = 80
+"""The longest prediction in words that is kept (longer ones are cut, with an ellipsis)."""
 
 
 def visible_checks(hidden_file: str) -> ModuleType:
@@ -127,6 +140,88 @@ def learner(pytestconfig: pytest.Config) -> Iterator[Learner]:
         yield handle
 
 
+class Measured:
+    """Records, for the check that asked for it, a figure the learner measured beside the one
+    the check measured itself, with the learner's prediction of it.
+
+    ``measured("pinned_h2d", label="pinned host to device, 256 MiB", unit="GB/s",
+    yours=got, trusted=want, tolerance=0.25)``. It only records: the check judges. The
+    prediction is what the notebook's ``predictions()`` returns for `key` (asked once a
+    session; no such function, a stub, or anything but a dict gives none). A value that is
+    no finite number (the learner's `yours` may be anything) is kept as None.
+    """
+
+    def __init__(self, learner: Learner, kept: list[Measurement]) -> None:
+        self._learner = learner
+        self._kept = kept
+
+    def __call__(
+        self,
+        key: str,
+        *,
+        label: str,
+        unit: str,
+        yours: Any,
+        trusted: Any,
+        tolerance: float | None = None,
+    ) -> None:
+        if len(self._kept) >= MAX_MEASUREMENTS:
+            raise ValueError(f"a check records at most {MAX_MEASUREMENTS} measurements")
+        self._kept.append(
+            Measurement(
+                key,
+                label,
+                unit,
+                _number(yours),
+                _number(trusted),
+                tolerance,
+                _predictions(self._learner).get(key),
+            )
+        )
+
+
+_ASKED: dict[int, dict[str, float | str]] = {}
+
+
+def _predictions(learner: Learner) -> dict[str, float | str]:
+    """The learner's predictions, asked once per learner worker: numbers and short texts by
+    key, everything else left out."""
+    if id(learner) not in _ASKED:
+        try:
+            said = learner.call("predictions")
+        except LearnerError:
+            said = None
+        kept: dict[str, float | str] = {}
+        if isinstance(said, dict):
+            for key, value in list(said.items())[: MAX_MEASUREMENTS * 4]:
+                if not isinstance(key, str):
+                    continue
+                if isinstance(value, str):
+                    text = encodable(" ".join(value.split()))
+                    if len(text) > MAX_PREDICTION_TEXT:
+                        text = text[: MAX_PREDICTION_TEXT - 1] + "…"
+                    kept[key] = text
+                elif (number := _number(value)) is not None:
+                    kept[key] = number
+        _ASKED[id(learner)] = kept
+    return _ASKED[id(learner)]
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+@pytest.fixture
+def measured(request: pytest.FixtureRequest, learner: Learner) -> Measured:
+    """Records figures the check measured beside the learner's (see `Measured`)."""
+    kept: list[Measurement] = []
+    request.node.stash[_MEASURED] = kept
+    return Measured(learner, kept)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
@@ -165,6 +260,7 @@ def pytest_runtest_makereport(
                 "_hidden" in item.path.name,
                 needs_gpu,
                 kind,
+                item.stash.get(_MEASURED, []).copy(),
             )
         )
     return report

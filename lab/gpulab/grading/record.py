@@ -59,6 +59,7 @@ def record_report(
         earned=report.earned,
         possible=report.possible,
         at=at,
+        measurements=report.measurements(),
     )
 
 

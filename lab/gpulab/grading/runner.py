@@ -19,7 +19,7 @@ from typing import Literal
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.paths import CoursePaths
 from gpulab.grading.notebook import NotebookError, read_notebook
-from gpulab.grading.protocol import CheckResult, decode_report
+from gpulab.grading.protocol import CheckResult, Measurement, decode_report
 
 __all__ = [
     "CheckReport",
@@ -50,6 +50,11 @@ class CheckReport:
     @property
     def possible(self) -> float:
         return sum(r.points for r in self.results if r.outcome != "skipped")
+
+    def measurements(self, *, hidden: bool = True) -> list[Measurement]:
+        """The figures the checks measured beside the learner's, check by check (`hidden`:
+        the hidden checks' too; feedback shows the visible ones only)."""
+        return [m for r in self.results if hidden or not r.hidden for m in r.measurements]
 
 
 def folder_prefix(kind: str) -> str:

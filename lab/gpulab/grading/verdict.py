@@ -20,7 +20,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from gpulab.grading.protocol import DECISIVE
+from gpulab.grading.protocol import DECISIVE, Measurement
 
 if TYPE_CHECKING:
     from gpulab.grading.runner import CheckReport
@@ -78,6 +78,9 @@ class CheckRow:
     message: str = ""  # the teaching message; never shown for a hidden check
     hidden: bool = False
     instructor_message: str = ""  # a hidden check's message: kept for the instructor only
+    # the figures it measured beside the learner's, with their predictions (feedback shows
+    # a visible check's only)
+    measurements: tuple[Measurement, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,7 @@ def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
             "" if r.hidden else r.message,
             r.hidden,
             r.message if r.hidden else "",
+            tuple(r.measurements),
         )
         for r in report.results
     )

@@ -161,6 +161,9 @@ class ExerciseScreen(LabScreen):
         self.hints.border_title = "hints"
         self.checks.border_title = "checks"
         self.checks.display = False
+        record = self.app.exercise_record(self.exercise)
+        if record is not None:
+            self.checks.show_record(record)
         self.task_panel.border_title = "the task"
         self.notes.border_title = "how to work on it"
         self.watch(self.app, "workspace", self._workspace_changed)

@@ -1,4 +1,5 @@
-"""The result of an exercise's checks: each check with its points and what it says."""
+"""The result of an exercise's checks: each check with its points and what it says, and what
+the learner measured beside the check's own figure and their prediction of it."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from rich.text import Text
 from textual.widgets import Static
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gpulab.course.progress import ExerciseRecord, Measurement
     from gpulab.grading.runner import CheckReport
 
-__all__ = ["CheckReportPanel", "report_text"]
+__all__ = ["CheckReportPanel", "measured_text", "report_text"]
 
 _MARKS = {"passed": ("✓", "green"), "failed": ("✗", "red"), "skipped": ("–", "dim")}
 
@@ -39,6 +43,25 @@ def report_text(report: CheckReport) -> Text:
         if result.message and result.outcome != "passed":
             for line in result.message.splitlines():
                 text.append(f"\n    {line}", style="" if result.outcome == "failed" else "dim")
+    measured = report.measurements(hidden=False)
+    if measured:
+        text.append("\n\n")
+        text.append_text(measured_text(measured))
+    return text
+
+
+def measured_text(measured: Sequence[Measurement]) -> Text:
+    """What the learner measured: per figure their prediction, their figure, the check's
+    figure from the same run, and how the two compare (a prediction is never graded)."""
+    text = Text("Measured", style="bold")
+    text.append("  your prediction → yours · the check's", style="dim")
+    for m in measured:
+        what, predicted, yours, trusted, compared = m.cells()
+        style = {True: "green", False: "red", None: "dim"}[m.agrees]
+        text.append(f"\n  {what}: ")
+        text.append(predicted, style="italic")
+        text.append(f" → {yours} · {trusted}  ")
+        text.append(compared, style=style)
     return text
 
 
@@ -50,6 +73,16 @@ class CheckReportPanel(Static):
         text = Text(f"Running the checks on {notebook}…", style="italic")
         if why:
             text.append(f"  ({why})", style="dim")
+        self.update(text)
+        self.display = True
+
+    def show_record(self, record: ExerciseRecord) -> None:
+        """Before any run here: what the last check (``gpulab check``, the notebook's cell)
+        measured, if it measured anything."""
+        if not record.measurements:
+            return
+        text = Text(f"Your last check ({record.status}, {record.at[:16]}):\n", style="dim")
+        text.append_text(measured_text(record.measurements))
         self.update(text)
         self.display = True
 
