@@ -28,6 +28,8 @@ BANKS = 32
 SIZES = ((1, 1), (31, 33), (33, 31), (32, 32), (1000, 999))
 TIMED = (8192, 8192)
 SPEED = 0.8              # of the padded reference's bandwidth, same sizes, same run
+# ... and nearer the padded reference than the unpadded one, as this GPU times them
+MOST = 0.95              # the bar never asks more than this of the padded reference's speed
 REPEATED = (1000, 999)
 REPEAT = 10
 BLOCK_ROWS = (1, 2, 4, 8, 16, 32)
@@ -95,6 +97,29 @@ def config_problem(config: Any, rows: int, cols: int) -> str | None:
                f"{want_grid}: x across the {cols} columns of `in`, y down its {rows} rows, " \
                "each rounded up so that the last, partial tile is covered"
     return None
+
+
+def speed_bar(timed: dict[str, Any]) -> float:
+    """The share of the padded reference's speed a transpose needs in this run: SPEED, or
+    more where this GPU pays less for the conflict, so that the time must lie nearer the
+    padded reference's than the unpadded one's (a GPU whose unpadded transpose is 1.2 times
+    slower asks 0.91); at most MOST, so that timing noise cannot fail a padded kernel."""
+    slower = timed["ms"]["unpadded"] / timed["ms"]["padded"]
+    return min(MOST, max(SPEED, 2 / (1 + slower)))
+
+
+def speed_message(timed: dict[str, Any], bar: float, where: str) -> str:
+    gbs = timed["gbs"]
+    return (
+        f"{where}your transpose moved {gbs['yours']:.0f} GB/s (the median of launches timed "
+        "one by one, on fresh inputs); in the same run the padded reference "
+        f"moved {gbs['padded']:.0f}, the unpadded one {gbs['unpadded']:.0f} and a plain copy "
+        f"{gbs['copy']:.0f} (read + written). That is {timed['vs_padded']:.2f} of the padded "
+        f"reference ({bar:.2f} needed: at least {SPEED}, and nearer the padded reference than "
+        f"the unpadded one) and {timed['vs_unpadded']:.2f} times the unpadded one. "
+        "Is the tile declared [32][33]? Without the spare column, the 32 words of a tile "
+        "column are 32 apart, all in one bank, and each warp's read of the tile takes 32 "
+        "passes instead of one")
 
 
 def passed(case: dict[str, Any]) -> bool:
@@ -248,22 +273,14 @@ def test_repeated_launches(run: dict[str, Any]) -> None:
 @pytest.mark.gpu
 @pytest.mark.points(3)
 def test_speed(run: dict[str, Any]) -> None:
-    """At least 0.8 of the padded reference's speed on 8192 x 8192, in the same run"""
+    """Near the padded reference's speed on 8192 x 8192 (0.8 of it or more), in the same run"""
     timed = run["timed"]
     assert passed(timed), (
         f"the timed run ({TIMED[0]} x {TIMED[1]}) went wrong on {timed['failed_launches']} of "
         f"its {timed['launches']} launches, each on fresh inputs, so its speed does not count: "
         + describe(timed))
-    gbs = timed["gbs"]
-    assert timed["vs_padded"] >= SPEED, (
-        f"your transpose moved {gbs['yours']:.0f} GB/s (the median of launches timed one by "
-        "one, on fresh inputs); in the same run the padded reference "
-        f"moved {gbs['padded']:.0f}, the unpadded one {gbs['unpadded']:.0f} and a plain copy "
-        f"{gbs['copy']:.0f} (read + written). That is {timed['vs_padded']:.2f} of the padded "
-        f"reference ({SPEED} needed) and {timed['vs_unpadded']:.2f} times the unpadded one. "
-        "Is the tile declared [32][33]? Without the spare column, the 32 words of a tile "
-        "column are 32 apart, all in one bank, and each warp's read of the tile takes 32 "
-        "passes instead of one")
+    bar = speed_bar(timed)
+    assert timed["vs_padded"] >= bar, speed_message(timed, bar, "")
 
 
 @pytest.mark.points(1)

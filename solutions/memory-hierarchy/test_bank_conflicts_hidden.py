@@ -63,15 +63,13 @@ def test_thin_and_odd_sizes(learner: Any) -> None:
 @pytest.mark.gpu
 @pytest.mark.points(2)
 def test_speed_wide(learner: Any) -> None:
-    """At least 0.8 of the padded reference's speed on a wide 3001 x 20003 matrix"""
+    """Near the padded reference's speed on a wide 3001 x 20003 matrix (0.8 of it or more)"""
     found = visible.findings(learner, visible.learner_cases(learner, (WIDE,)), WIDE)
     case, timed = found["cases"][0], found["timed"]
     assert visible.passed(case), visible.describe(case)
     assert visible.passed(timed), (
         f"the timed run went wrong on {timed['failed_launches']} of its {timed['launches']} "
         f"launches: {visible.describe(timed)}")
-    assert timed["vs_padded"] >= visible.SPEED, (
-        f"on {WIDE[0]} x {WIDE[1]} your transpose moved {timed['gbs']['yours']:.0f} GB/s, "
-        f"{timed['vs_padded']:.2f} of the padded reference's {timed['gbs']['padded']:.0f} "
-        f"({visible.SPEED} needed; unpadded: {timed['gbs']['unpadded']:.0f}): does every "
-        "block still read and write whole rows of 32 floats, and is the tile padded?")
+    bar = visible.speed_bar(timed)
+    assert timed["vs_padded"] >= bar, visible.speed_message(
+        timed, bar, f"on {WIDE[0]} x {WIDE[1]}, ")

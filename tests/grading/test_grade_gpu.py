@@ -44,8 +44,12 @@ KERNELS = {
     "endless-kernel": "while (true) { atomicAdd(c + i, a[i] + b[i]); }",
 }
 PREFIX = {
-    # the learner's Python holds 100 GiB of the GPU's memory while its checks run
-    "vram-hog": "import cupy\n_hog = cupy.empty(100 * 2**30, dtype=cupy.uint8)\n",
+    # the learner's Python holds 70 % of the GPU's memory while its checks run (the share,
+    # not a size: 100 GiB was most of an H200 and more than an H100 has)
+    "vram-hog": (
+        "import cupy\n"
+        "_hog = cupy.empty(int(0.7 * cupy.cuda.Device().mem_info[1]), dtype=cupy.uint8)\n"
+    ),
     # a CuPy kernel that writes far out of bounds, in the learner's own process
     "cupy-fault": (
         "import cupy\n_k = cupy.RawKernel(r'''extern \"C\" __global__ void f(float* x)"

@@ -216,7 +216,7 @@ WRONG = [
         "bank-conflicts",
         "padding-wrong-side",
         {
-            "test_speed": ("padded reference", "0.8 needed"),
+            "test_speed": ("padded reference", "needed: at least 0.8"),
             "test_speed_wide": ("padded reference",),
         },
     ),
