@@ -9,7 +9,10 @@ day), with its target and PASS or MISS:
 - the matmul_throughput probe's BF16 matmul / PyTorch's BF16 matmul of the same size,
   timed the same way (>= 0.98; skipped with a message where PyTorch is missing);
 - the pointer_chase_latency and smem_latency plateaus, in SM cycles, next to the
-  published ranges in FACTS.md (target: inside the range widened by 10 %).
+  published ranges in FACTS.md (target: inside the range widened by 10 %);
+- the pointer_chase_latency probe's L1 plateau / a pure chase measured here, at the
+  same footprints (within 5 %): bench/pure_chase.cu, the smallest ``p = *p`` loop
+  timed with clock64, modelled on gpu-benches' gpu-latency.
 
 A missed target is reported, not fatal: the script exits 0 unless the probes
 themselves could not run. With ``--strict`` (run on the H200 whenever a probe
@@ -23,6 +26,7 @@ from __future__ import annotations
 import statistics
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from gpulab.probes.micro import matmul_size
 from gpulab.probes.model import ProbeResult
@@ -37,6 +41,10 @@ PUBLISHED = {
     "hbm_latency_cycles": ("HBM", 650.0, 860.0, "650-860"),
 }
 SLACK = 0.10
+# The probe's L1 plateau is the median of these footprints (CHASE_RANGES["l1"])
+L1_FOOTPRINTS = (16 << 10, 32 << 10, 64 << 10)
+PURE_CHASE_STEPS = 1 << 16  # loads timed per footprint, as the probe times there
+LINE = 128  # bytes between the chain's entries: one cache line each, as in the probe
 
 
 @dataclass
@@ -87,6 +95,38 @@ def torch_bf16_tflops(n: int) -> float | str:
     iters = max(1, min(50, round(40.0 / max(timed(1), 1e-3))))
     ms = statistics.median(timed(iters) for _ in range(5))
     return 2.0 * n**3 / (ms * 1e-3) / 1e12
+
+
+def pure_chase_cycles(footprint: int, seed: int) -> float:
+    """Cycles per load of bench/pure_chase.cu over a random cycle through `footprint` bytes.
+
+    The chain is built here with NumPy, not with the probe's code: one entry
+    per 128-byte line, each holding the device address of the next entry of
+    one random cycle through all of them. One untimed lap of 65,536 loads in
+    the same launch, then 65,536 timed ones; the address reached is checked.
+    """
+    import cupy
+    import numpy
+
+    lines = footprint // LINE
+    order = numpy.random.default_rng(seed).permutation(lines).astype(numpy.uint64)
+    table = cupy.zeros(footprint // 8, dtype=cupy.uint64)
+    base = int(table.data.ptr)
+    host = numpy.zeros(footprint // 8, dtype=numpy.uint64)
+    host[order * (LINE // 8)] = numpy.uint64(base) + numpy.roll(order, -1) * numpy.uint64(LINE)
+    table.set(host)
+    source = Path(__file__).with_name("pure_chase.cu").read_text(encoding="utf-8")
+    kernel = cupy.RawKernel(source, "pure_chase")
+    reached = cupy.zeros(1, dtype=cupy.uint64)
+    cycles = cupy.zeros(1, dtype=cupy.int64)
+    steps = PURE_CHASE_STEPS
+    start = numpy.uint64(base + int(order[0]) * LINE)
+    kernel((1,), (1,), (start, numpy.int64(steps), numpy.int64(steps), reached, cycles))
+    want = base + int(order[(2 * steps) % lines]) * LINE
+    got = int(reached.get()[0])
+    if got != want:
+        raise RuntimeError(f"the pure chase ended at {got:#x}, the cycle says {want:#x}")
+    return int(cycles.get()[0]) / steps
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,6 +220,22 @@ def main(argv: list[str] | None = None) -> int:
                 f"{value / middle:.2f}",
                 "in range ±10 %",
                 verdict(ok),
+            )
+        )
+
+    probe_l1 = reading(results["pointer_chase_latency"], "l1_latency_cycles")
+    if probe_l1:
+        pure = statistics.median(
+            pure_chase_cycles(size, seed=i) for i, size in enumerate(L1_FOOTPRINTS)
+        )
+        lines.append(
+            Line(
+                "L1 plateau: probe / pure chase",
+                f"{probe_l1:.1f} cycles",
+                f"{pure:.1f} cycles",
+                f"{probe_l1 / pure:.3f}",
+                "within 5 %",
+                verdict(abs(probe_l1 / pure - 1) <= 0.05),
             )
         )
 

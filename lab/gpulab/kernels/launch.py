@@ -29,6 +29,7 @@ __all__ = [
     "cycle_table",
     "divergent_paths",
     "fma_chains",
+    "line_of",
     "read_strided",
     "smem_bank_access",
     "smem_chase",
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 LINE_BYTES = 128  # spacing of the pointer chase: one L1/L2 cache line
-_WORD = 4  # the chase stores 32-bit word indices
+_POINTER = 8  # the chase stores 64-bit device addresses
 
 
 def time_ms(run: Callable[[], object], *, iters: int, repeats: int, warmup: int = 1) -> list[float]:
@@ -122,53 +123,63 @@ def cycle_successors(order: Sequence[int]) -> list[int]:
 
 
 def cycle_table(table: Any, lines: int, *, seed: int) -> Any:
-    """Fill `table` (uint32 words) with a random cycle through `lines` lines; return the order.
+    """Fill `table` with a random cycle of pointers through `lines` lines; return the order.
 
-    Line k starts at word k * 32 (128 bytes); the word there holds the word
-    index of the next line of a random permutation (the device form of
-    `cycle_successors`). Words inside a line are left as they are. Returns
-    the permutation (a CuPy array), so a chase of s steps from its first line
-    must end at line `order[s % lines]`.
+    Line k is the 128 bytes at the table's address + k * 128; its first 8
+    bytes hold the device address of the next line of a random permutation
+    (the device form of `cycle_successors`), so the chase follows it with
+    ``p = *p`` and no index arithmetic. The rest of each line is left as it
+    is. `table` is a contiguous CuPy array of any dtype (viewed as 64-bit
+    words). Returns the permutation (a CuPy array of uint32), so a chase of s
+    steps from its first line must end at line `order[s % lines]`.
     """
     cupy = importlib.import_module("cupy")
+    numpy = importlib.import_module("numpy")
 
-    per_line = LINE_BYTES // _WORD
-    if lines * per_line > table.size:
-        raise ValueError(f"{lines} lines need {lines * per_line} words; the table has {table.size}")
+    words = table.view(cupy.uint64)
+    per_line = LINE_BYTES // _POINTER
+    if lines * per_line > words.size:
+        raise ValueError(
+            f"{lines} lines need {lines * LINE_BYTES} bytes; the table has {table.nbytes}"
+        )
     order = cupy.random.RandomState(seed).permutation(lines).astype(cupy.uint32)
-    table[order * per_line] = cupy.roll(order, -1) * per_line
+    successor = cupy.roll(order, -1).astype(cupy.uint64)
+    base = numpy.uint64(table.data.ptr)
+    words[order.astype(cupy.int64) * per_line] = base + successor * numpy.uint64(LINE_BYTES)
     return order
+
+
+def line_of(address: int, base: int) -> int:
+    """The line of a chase table at `base` that the device address `address` points into."""
+    return (address - base) // LINE_BYTES
 
 
 def chase(table: Any, start_line: int, *, warm_steps: int, steps: int) -> tuple[int, int]:
     """Run the one-thread pointer chase; return (line reached, cycles for `steps` loads).
 
-    `table` is a CuPy array, or the device address of one (an int) for a table
-    in another GPU's memory with peer access enabled, where CuPy would refuse
-    an array of another device; the results live on the current device.
+    `table` (filled by `cycle_table`) is a CuPy array, or the device address of
+    one (an int) for a table in another GPU's memory with peer access enabled,
+    where CuPy would refuse an array of another device; the results live on the
+    current device.
     """
     cupy = importlib.import_module("cupy")
     numpy = importlib.import_module("numpy")
 
-    if isinstance(table, int):
-        table = numpy.uint64(table)
-
-    out_index = cupy.zeros(1, dtype=cupy.uint32)
+    base = table if isinstance(table, int) else int(table.data.ptr)
+    out_address = cupy.zeros(1, dtype=cupy.uint64)
     out_cycles = cupy.zeros(1, dtype=cupy.int64)
-    per_line = LINE_BYTES // _WORD
     function("chase", "pointer_chase")(
         (1,),
         (1,),
         (
-            table,
-            numpy.uint32(start_line * per_line),
+            numpy.uint64(base + start_line * LINE_BYTES),
             numpy.uint64(warm_steps),
             numpy.uint64(steps),
-            out_index,
+            out_address,
             out_cycles,
         ),
     )
-    return int(out_index.get()[0]) // per_line, int(out_cycles.get()[0])
+    return line_of(int(out_address.get()[0]), base), int(out_cycles.get()[0])
 
 
 def copy_pointers(src: int, dst: int, nbytes: int, *, blocks: int, threads: int) -> None:

@@ -2,8 +2,10 @@
 
 `pointer_chase_latency` follows a random cycle of dependent loads over
 footprints from 16 KiB to 1 GiB and reads the L1, L2 and HBM plateaus off
-the curve. Latencies are counted in SM cycles (clock64) and turned into
-nanoseconds with the SM clock seen during the run (`sm_clock_mhz`, which the
+the curve. The chase is a pure one, ``p = *p`` through a table of device
+addresses (chase.cu says why a chase of indices reads high at L1).
+Latencies are counted in SM cycles (clock64) and turned into nanoseconds
+with the SM clock seen during the run (`sm_clock_mhz`, which the
 shared-memory probes of `_smem` and the P2P chase of `_p2p` use too).
 
 The pure helpers at the top (footprints, chase plans, plateaus) need no GPU;
@@ -123,7 +125,7 @@ def _pointer_chase(device: CudaDevice) -> Outcome:
     cp = device.cupy
     l2 = prop(device, "l2CacheSize")
     footprints = chase_footprints(prop(device, "totalGlobalMem"))
-    table = cp.zeros(footprints[-1] // 4, dtype=cp.uint32)
+    table = cp.zeros(footprints[-1] // 8, dtype=cp.uint64)  # 64-bit addresses, p = *p
     scratch = cp.empty(pow2_ceil(2 * l2) // 4, dtype=cp.uint32)
     points: list[tuple[int, float]] = []
     rows: list[tuple[int, int, int, int, bool, float]] = []
