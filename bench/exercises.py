@@ -8,7 +8,10 @@ which times it against the baseline on the same arrays in the same run:
 - coalescing: the float4 copy / cudaMemcpy device-to-device (target >= 0.90);
 - reduction: the shared-memory sum / cupy.sum (target >= 0.85);
 - tiled-matmul: the register-blocked SGEMM / cuBLAS FP32 through cupy.matmul
-  (target >= 0.5).
+  (target >= 0.5);
+- matmul-dtypes: the WMMA Tensor Core kernel / cuBLAS FP16 (cublasGemmEx, FP16
+  in, FP32 out) on n x n x n, n from the GPU's memory (8192 from 16 GiB;
+  target >= 0.3: WMMA compiles to mma.sync, which cannot use Hopper's wgmma).
 
 A missed target is reported, not fatal: the script exits 1 only when a kernel
 could not run.
@@ -61,6 +64,13 @@ def _matmul(size: int) -> Callable[[Learner, int], dict[str, Any]]:
     return timed
 
 
+def _hgemm(learner: Learner, sm_count: int) -> dict[str, Any]:
+    from gpulab.grading.reference.matmul_dtypes import side
+
+    n = side()
+    return {"M": n, "N": n, "K": n, "config": learner.call("hgemm_config", n, n, n)}
+
+
 BENCHES = (
     Bench(
         "vector-add",
@@ -97,6 +107,15 @@ BENCHES = (
         "tiled SGEMM (4096^3) / cuBLAS FP32",
         "TFLOPS",
         0.5,
+    ),
+    Bench(
+        "matmul-dtypes",
+        "hgemm",
+        "hgemm_source",
+        _hgemm,
+        "matmul-dtypes reference kernel / cuBLAS FP16",
+        "TFLOPS",
+        0.3,
     ),
 )
 

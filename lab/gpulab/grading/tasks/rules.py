@@ -18,7 +18,10 @@ and the line:
    the rules see.
 
 An exercise may add rules of its own (`Rules.forbidden`): the reduction asks
-for the learner's own tree, so library reductions are refused by name.
+for the learner's own tree, so library reductions are refused by name. It may
+also allow more headers (`Rules.includes`): the Tensor Core kernel of
+matmul-dtypes needs ``<mma.h>`` (WMMA) and ``<cuda_pipeline_primitives.h>``
+(asynchronous copies), which are CUDA's own intrinsics, not a library.
 Comments and string literals are blanked (line breaks kept) before anything
 is matched, so a comment never trips a rule and line numbers stay the
 learner's. Plain Python: nothing here needs a GPU.
@@ -60,6 +63,26 @@ class Rules:
 
     exercise: str
     forbidden: tuple[tuple[str, str], ...] = ()  # (regular expression, why it is refused)
+    includes: tuple[str, ...] = ()  # headers allowed beyond INCLUDES
+
+    def allowed(self) -> tuple[str, ...]:
+        """Every header this exercise's kernels may include."""
+        return (*INCLUDES, *self.includes)
+
+    def text(self) -> str:
+        """The rules in one sentence, with this exercise's headers (RULES_TEXT if none)."""
+        if not self.includes:
+            return RULES_TEXT
+        return RULES_TEXT.replace(
+            "no #include except <cuda_fp16.h> and <cuda_bf16.h>",
+            f"no #include except {_listed(self.allowed())}",
+        )
+
+
+def _listed(headers: tuple[str, ...]) -> str:
+    """<a>, <b> and <c>."""
+    names = [f"<{name}>" for name in headers]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 @dataclass(frozen=True)
@@ -97,10 +120,10 @@ def violations(source: str, rules: Rules) -> list[Violation]:
     for match in _INCLUDE.finditer(code):
         line_end = source.find("\n", match.start())
         named = _HEADER.search(source, match.start(), len(source) if line_end < 0 else line_end)
-        if named is None or named.group(1) not in INCLUDES:
+        if named is None or named.group(1) not in rules.allowed():
             add(
                 match.start(),
-                "rule 1 (no libraries): only <cuda_fp16.h> and <cuda_bf16.h> "
+                f"rule 1 (no libraries): only {_listed(rules.allowed())} "
                 "may be included; write the kernel yourself",
             )
     defines = [(m.start(), m.end()) for m in _DEFINE.finditer(code)]
@@ -167,5 +190,5 @@ def check_rules(source: str, rules: Rules) -> None:
     raise TaskError(
         "rule",
         f"your kernel breaks the rules of kernel answers, so it was not "
-        f"compiled:\n{shown}{more}\n(The rules: {RULES_TEXT}.)",
+        f"compiled:\n{shown}{more}\n(The rules: {rules.text()}.)",
     )
