@@ -166,17 +166,17 @@ def plan_problem(got: Any, footprint: int, l2: int) -> str | None:
     want = own_plan(footprint, l2)
     if got == want and all(not isinstance(x, bool) for x in got):
         return None
-    lines = footprint // LINE_BYTES
+    loads = footprint // LINE_BYTES
     if footprint <= l2:
         why = (f"a {footprint}-byte chain fits in the {l2}-byte L2: after the flush, one "
-               f"untimed lap ({lines} loads) brings every line back into the cache; then time "
+               f"untimed lap ({loads} loads) brings every line back into the cache; then time "
                f"max(lines, MIN_STEPS) = {want[1]} loads")
         if isinstance(got, list) and got[:1] == [0]:
             why += (". Without the untimed lap the timed loads find a cache left cold: each "
                     "line's first load goes to HBM")
     else:
         why = (f"a {footprint}-byte chain does not fit in the {l2}-byte L2, so an untimed lap "
-               f"would leave only part of it there: time exactly one lap ({lines} loads) "
+               f"would leave only part of it there: time exactly one lap ({loads} loads) "
                "right after the flush, every load the first touch of its line")
     return f"chase_plan({footprint}, {l2}) returned {got!r:.80}, want {want}: {why}"
 
