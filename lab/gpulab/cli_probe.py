@@ -52,6 +52,11 @@ def add_commands(commands: Any) -> None:
         help="show the readings recorded on gpulab's H200 instead of "
         "measuring this machine (labelled as such)",
     )
+    probe_run.add_argument(
+        "--recording",
+        choices=("h200", "h100"),
+        help="with --recorded: which of gpulab's recordings (default h200)",
+    )
     probe_run.set_defaults(handler=_probe_run)
     probe_schema = probe_commands.add_parser(
         "schema",
@@ -129,6 +134,9 @@ def _probe_run(args: argparse.Namespace) -> int:
     from gpulab.probes.registry import exit_status
     from gpulab.probes.saved import run_document
 
+    if args.recording and not args.recorded:
+        print("gpulab: --recording names a recording to show: give --recorded too", file=sys.stderr)
+        return BAD_INPUT
     if args.all == bool(args.names):
         print("gpulab: name the probes to run, or give --all", file=sys.stderr)
         return BAD_INPUT
@@ -140,10 +148,14 @@ def _probe_run(args: argparse.Namespace) -> int:
     if args.recorded:
         from gpulab.probes.recorded import recorded_results
 
-        recorded = recorded_results()
+        recorded = recorded_results(args.recording or "h200")
         missing = [name for name in names if name not in recorded]
         if missing:
-            print(f"gpulab: no recorded readings for {', '.join(missing)}", file=sys.stderr)
+            print(
+                f"gpulab: no readings recorded on the {args.recording or 'h200'} for "
+                f"{', '.join(missing)}",
+                file=sys.stderr,
+            )
             return BAD_INPUT
         measure = recorded.__getitem__
     else:

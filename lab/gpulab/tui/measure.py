@@ -43,6 +43,7 @@ __all__ = [
     "find_out",
     "gpu_present",
     "in_claim_unit",
+    "other_recordings",
     "outcome_of",
     "probe_needs",
     "recorded_outcome",
@@ -209,6 +210,7 @@ class ClaimState:
     missing: str = ""  # why the probe cannot run here, if known
     recorded: Outcome | None = None  # a recorded run, shown only when it cannot run here
     guess: Prediction | None = None  # the last saved prediction of the recorded value
+    also: tuple[Outcome, ...] = ()  # the other recordings (the H100's), shown beside it
 
 
 class ClaimBoard:
@@ -295,8 +297,25 @@ class ClaimBoard:
                 None,
             )
         return ClaimState(
-            claim.id in self._measuring, outcome, predicted, last, missing, recorded, guess
+            claim.id in self._measuring,
+            outcome,
+            predicted,
+            last,
+            missing,
+            recorded,
+            guess,
+            other_recordings(claim) if recorded is not None else (),
         )
+
+
+def other_recordings(claim: Claim) -> tuple[Outcome, ...]:
+    """What the readings recorded on gpulab's other GPUs (the H100) say about the claim."""
+    from gpulab.probes.recorded import recorded_runs
+
+    found = (
+        results.get(claim.probe) for name, results in recorded_runs().items() if name != "h200"
+    )
+    return tuple(outcome_of(claim, result) for result in found if result is not None)
 
 
 def recorded_outcome(claim: Claim) -> Outcome | None:

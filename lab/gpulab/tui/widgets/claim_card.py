@@ -108,6 +108,7 @@ class ClaimCard(Static):
             rows.append(("measured", Text(NOT_MEASURED, style="dim italic")))
         if state.missing:
             rows.append(("recorded", self._recorded(state.recorded)))
+            rows.extend(("also", self._recorded(other)) for other in state.also)
             if outcome is not None and outcome.cannot_run and state.predicted is not None:
                 rows.append(("predicted", self._against_recording(state.predicted, state.recorded)))
             elif outcome is None and state.guess is not None:
