@@ -9,7 +9,9 @@ unless asked to be.
 from __future__ import annotations
 
 import json
+import random
 import struct
+import zlib
 from typing import Any
 
 # A small valid exercise-like notebook: one answer cell, one check cell.
@@ -166,3 +168,37 @@ def directory_bomb(
         counts, size32, start32 = declared, size, start
     end = _END.pack(b"PK\x05\x06", 0, 0, counts, counts, size32, start32, len(comment))
     return local + directory + tail + end + comment
+
+
+def comment_noise(size: int, seed: int = 28) -> bytes:
+    """`size` bytes no compressor can shrink, holding no zip signature: a zip comment that keeps
+    a bomb's unpacked-to-packed ratio low."""
+    return random.Random(seed).randbytes(size).replace(b"PK", b"QK")
+
+
+def lying_directory(entries: int = 44_610) -> bytes:
+    """The red team's H7 inner zip (rt3-14): its end record says 1 entry, its directory holds
+    `entries` of 47 bytes (2.0 MiB, under the 2 MiB cap), and 12 kB of noise in its comment
+    keeps the ratio of a copy deflated in another zip under 200:1."""
+    return directory_bomb(entries, declared=1, comment=comment_noise(12_000))
+
+
+def copies(member: bytes, count: int, name: str = "part{}.zip") -> bytes:
+    """A zip holding `count` deflated copies of `member`, named `name` with the number filled in.
+
+    Written record by record and deflated once: 240 copies of a 2 MiB member
+    cost one compression, not 240.
+    """
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    packed = deflate.compress(member) + deflate.flush()
+    crc = zlib.crc32(member)
+    body, directory = bytearray(), bytearray()
+    for number in range(count):
+        filename = name.format(number).encode()
+        at = len(body)
+        fields = (8, 0, 0x21, crc, len(packed), len(member), len(filename))
+        body += _LOCAL.pack(b"PK\x03\x04", 20, 0, *fields, 0) + filename + packed
+        directory += _CENTRAL.pack(b"PK\x01\x02", 20, 20, 0, *fields, 0, 0, 0, 0, 0, at)
+        directory += filename
+    end = _END.pack(b"PK\x05\x06", 0, 0, count, count, len(directory), len(body), 0)
+    return bytes(body + directory + end)

@@ -403,9 +403,9 @@ def test_points_are_written_as_people_write_them(tmp_path: Path, earned: float, 
         "-2",
         "@SUM(A1)",
         "\tcmd",
-        "\rcmd",
         " =1+1",
         "\u3000 @SUM(A1)",
+        "＝1+1",  # full width: the test_attacks_intake.py corpus has the rest of its kin
     ],
 )
 def test_csv_cells_that_look_like_formulas_are_defused(tmp_path: Path, name: str) -> None:
@@ -414,9 +414,14 @@ def test_csv_cells_that_look_like_formulas_are_defused(tmp_path: Path, name: str
         write_grades_csv([grades], ["=squares"], {"=squares": 3}, tmp_path / "grades.csv")
     )
     assert rows[0][2] == "'=squares"
-    one_line = "'" + name.replace("\r", " ")  # a lone CR would end the CSV row
-    assert rows[2][:2] == [one_line, one_line]
+    assert rows[2][:2] == ["'" + name, "'" + name]
     assert rows[2][2:] == ["3", "3"]
+
+
+def test_a_carriage_return_is_written_out_not_left_to_end_the_row(tmp_path: Path) -> None:
+    grades = LearnerGrades("\rcmd", "x\ry", ())
+    rows = read_csv(write_grades_csv([grades], [], {}, tmp_path / "grades.csv"))
+    assert rows[2] == ["\\rcmd", "x\\ry", "0"]  # as the gradebook stores it (plain)
 
 
 def test_ordinary_names_are_left_alone(tmp_path: Path) -> None:

@@ -11,12 +11,15 @@ from pathlib import Path
 import pytest
 
 from gpulab.grading.gradebook import (
+    SCHEMA_VERSION,
     DeadRun,
     Gradebook,
     GradebookError,
+    Holder,
     KnownExercise,
     StoredGrade,
 )
+from gpulab.grading.names import MAX_NAME, MAX_TEXT
 from gpulab.grading.verdict import CheckRow, ExerciseGrade, LearnerGrades
 
 GRADE = ExerciseGrade(
@@ -190,3 +193,45 @@ def test_a_value_of_the_wrong_type_is_refused_naming_file_row_and_field(
     assert message.endswith(
         "Something other than gpulab changed the gradebook; grade into another --out"
     )
+
+
+def test_learners_are_stored_with_the_identity_their_slug_is_fixed_to(book: Gradebook) -> None:
+    assert book.holders() == [Holder("ada", "Ada Lovelace", "")]  # stored before identities
+    book.set_learner("ada", "Ada Lovelace", "class/ada", identity="id-ada")
+    book.set_learner("ada", "Ada L.", "class/ada.zip")  # no identity given: it stays
+    book.set_learner("bob", "Bob", "class/bob", identity="id-bob")
+    assert book.holders() == [
+        Holder("ada", "Ada L.", "id-ada"),
+        Holder("bob", "Bob", "id-bob"),
+    ]
+    with pytest.raises(GradebookError, match="the slug ada is another learner's"):
+        book.set_learner("ada", "Eve", "class/eve", identity="id-eve")
+    with pytest.raises(GradebookError, match="it does not move to bob-2"):
+        book.set_learner("bob-2", "Bob", "class/bob", identity="id-bob")
+    assert len(book.holders()) == 2
+
+
+def test_a_schema_2_gradebook_gains_identities_and_keeps_its_learners(book: Gradebook) -> None:
+    with contextlib.closing(sqlite3.connect(book.path)) as other, other:  # gpulab before 3
+        other.executescript(
+            "DROP INDEX learners_identity; ALTER TABLE learners DROP COLUMN identity; "
+            "PRAGMA user_version = 2"
+        )
+    with Gradebook(book.path) as again:
+        assert again.db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        assert again.holders() == [Holder("ada", "Ada Lovelace", "")]
+        assert [learner.slug for learner in again.learners(["roofline"])] == ["ada"]
+
+
+def test_names_and_messages_are_stored_cut(book: Gradebook) -> None:
+    run = book.start_run(started="t3", command="c", version="v", guards=[])
+    book.set_learner("eve", "E" * 10_000, "class/eve")
+    long = ExerciseGrade("roofline", "crashed", 0.0, 21.0, "\x1b" * 10_000)
+    book.record("eve", long, checks_hash="ck", gpu="", run_id=run, graded_at="t3")
+    name, message = book.db.execute(
+        "SELECT l.name, g.message FROM learners l JOIN grades g ON g.learner = l.slug "
+        "WHERE l.slug = 'eve'"
+    ).fetchone()
+    assert len(name) <= MAX_NAME and name == "E" * 226 + "… (cut: 9774 more characters)"
+    assert len(message) <= MAX_TEXT and message.startswith("\\x1b\\x1b")
+    assert message.endswith("more characters)")

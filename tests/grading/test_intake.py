@@ -27,7 +27,7 @@ from gpulab.grading.intake import (
     collect,
 )
 from gpulab.grading.notebook import MAX_BYTES
-from gpulab.grading.zipread import MIB, read_directory
+from gpulab.grading.zipread import MIB, count_headers, read_directory
 from intake_attacks import directory_bomb
 
 EXERCISES = ("roofline", "reduction")
@@ -873,8 +873,10 @@ def test_the_end_records_are_read_as_zipfile_reads_them(
     path = build(tmp_path)
     with path.open("rb") as file:
         directory = read_directory(file)
+        found = None if directory is None else count_headers(file, directory)
     with zipfile.ZipFile(path) as archive:
         assert directory is not None and directory.entries == len(archive.infolist())
+        assert found == len(archive.infolist())  # the headers really there
         assert directory.size == sum(
             46 + len(i.orig_filename.encode("cp437")) + len(i.extra) + len(i.comment)
             for i in archive.infolist()

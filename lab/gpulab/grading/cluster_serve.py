@@ -52,10 +52,8 @@ def serve(
     guards = sandbox.available()
     if not guards.bubblewrap and not unsafe:
         raise WorkerError(
-            f"refusing to serve: no guard can hide the course and the other "
-            f"learners' files from learner code ({guards.bubblewrap_problem}). "
-            "Install bubblewrap, or pass --unsafe to serve without it (a grader "
-            "that has bubblewrap will refuse this worker)."
+            sandbox.refusal(guards, "serve")
+            + " (a grader that has bubblewrap refuses a worker without it)"
         )
     course = load_course()
     root = CoursePaths.of_manifest(Path(course.manifest.path).resolve()).root

@@ -9,7 +9,9 @@ Much of what is shown comes from the learner: their name, their values in
 the checks' messages, their tracebacks. The HTML is rendered with autoescape
 on, the Markdown escapes every character that could make markup
 (`gpulab.grading.markdown_text`), and the CSV defuses cells a spreadsheet would
-run as a formula.
+run as a formula (`gpulab.grading.csv_cells`). Every such text is
+shown `plain` and cut to a length, as the gradebook stores it, whoever hands
+the grades in.
 
 Hidden checks are shown as one total per exercise ("hidden checks: 7/10
 points") with their names, never one by one: the learner's code sees every
@@ -34,10 +36,12 @@ from pathlib import Path
 import jinja2
 
 from gpulab.errors import GpulabError
+from gpulab.grading.csv_cells import cell as _cell
 from gpulab.grading.markdown_text import md_block as _md_block
 from gpulab.grading.markdown_text import md_cell as _md_cell
 from gpulab.grading.markdown_text import md_inline as _md_inline
 from gpulab.grading.verdict import (
+    MAX_NAME,
     UNGRADED,
     CheckRow,
     ExerciseGrade,
@@ -72,8 +76,6 @@ VERDICTS: Mapping[Kind, str] = {
 
 # In the points row of grades.csv when some cell is blank because the grader did not run it.
 NOT_RUN_NOTE = "blank: not run by the grader, or only its checks that need no GPU (no grade, not 0)"
-# A cell starting with one of these is a formula to a spreadsheet (OWASP's list).
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 class FeedbackError(GpulabError):
@@ -222,7 +224,7 @@ def _page(grades: LearnerGrades, *, title: str, run_at: str, maxima: Mapping[str
                 kind=grade.kind,
                 verdict=VERDICTS[grade.kind],
                 points=f"{_number(earned)}/{_number(possible)}",
-                message=grade.message,
+                message=plain(grade.message),
                 checks=tuple(_check(row, where) for row in grade.checks if not row.hidden),
                 hidden=_hidden(grade.checks, where),
                 measured=_measured(grade.checks),
@@ -230,7 +232,7 @@ def _page(grades: LearnerGrades, *, title: str, run_at: str, maxima: Mapping[str
         )
     return _Page(
         title=title,
-        learner=grades.learner,
+        learner=plain(grades.learner, MAX_NAME),
         run_at=run_at,
         exercises=tuple(exercises),
         guards=tuple(guards),
@@ -245,7 +247,10 @@ def _check(row: CheckRow, where: str) -> _Check:
         f"{_number(_finite(row.points, f'{where}: points'))}"
     )
     return _Check(
-        status=row.outcome, points=points, title=row.title or row.check, message=row.message
+        status=row.outcome,
+        points=points,
+        title=plain(row.title or row.check),
+        message=plain(row.message),
     )
 
 
@@ -258,7 +263,9 @@ def _measured(rows: Sequence[CheckRow]) -> tuple[tuple[str, str, str, str, str],
             continue
         for m in row.measurements:
             what, predicted, yours, trusted, compared = m.cells()
-            out.append((plain(what), plain(predicted), plain(yours), plain(trusted), compared))
+            out.append(
+                (plain(what), plain(predicted, MAX_NAME), plain(yours), plain(trusted), compared)
+            )
     return tuple(out)
 
 
@@ -369,18 +376,6 @@ def _number(value: float) -> str:
     if value.is_integer():
         return str(int(value))
     return f"{value:.2f}".rstrip("0")
-
-
-def _cell(text: str) -> str:
-    """A CSV text cell on one line that a spreadsheet will not run as a formula,
-    even after the spaces some spreadsheets skip.
-
-    Line breaks become spaces: the csv module leaves a lone CR unquoted when
-    lines end in LF, and a gradebook cell has no use for one.
-    """
-    if text.startswith(_FORMULA_START) or text.lstrip().startswith(_FORMULA_START):
-        text = "'" + text
-    return " ".join(text.splitlines())
 
 
 def _file_name(grades: LearnerGrades) -> str:

@@ -78,11 +78,7 @@ def grade_class(
         raise GradeError(f"{options.submissions}: no such folder or zip file")
     guards = sandbox.available()
     if not guards.bubblewrap and not options.unsafe:
-        raise GradeError(
-            f"refusing to grade: no guard can hide the course and the other "
-            f"learners' files from learner code ({guards.bubblewrap_problem}). "
-            "Install bubblewrap, or pass --unsafe to grade without it."
-        )
+        raise GradeError(sandbox.refusal(guards, "grade"))
     try:
         (options.out / "feedback").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -120,7 +116,9 @@ class _Run:
         summary.notes = self._clear_dead_runs()
         course_root = CoursePaths.of_manifest(Path(self.course.manifest.path).resolve()).root
         names = list(self.options.exercises) or list(self.entries)
-        taken = intake.collect(self.options.submissions, names, self.out / "submissions")
+        taken = intake.collect(
+            self.options.submissions, names, self.out / "submissions", held=self.book.holders()
+        )
         if not self.options.exercises:  # the exercises someone handed in, in course order
             handed = {
                 e for learner in taken.learners for e in (*learner.notebooks, *learner.problems)
@@ -251,7 +249,9 @@ class _Run:
         learners = []
         for learner in taken.learners:
             try:
-                self.book.set_learner(learner.slug, learner.learner, str(learner.source))
+                self.book.set_learner(
+                    learner.slug, learner.learner, str(learner.source), identity=learner.identity
+                )
             except Exception as exc:
                 writer.problems.append(
                     f"{learner.slug}: not graded, the learner could not be stored: {failure(exc)}"

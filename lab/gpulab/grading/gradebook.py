@@ -10,8 +10,11 @@ tool; nothing here needs a server.
 One `Gradebook` is one connection, used only by the thread that opened it
 (sqlite3 refuses any other): a grading run's jobs hand their grades to that
 one writer (`gpulab.grading.run`), so no two transactions ever share the
-connection. Every text stored passes through `verdict.plain` first: what
-the feedback, the CSV and the summary show later is read back from here.
+connection. Every text stored passes through `verdict.plain` first, which
+also cuts it to a length: what the feedback, the CSV and the summary show
+later is read back from here. A learner's slug is fixed to their identity
+the first time it is stored, and never given to another (`set_learner`);
+the intake reads the slugs given (`holders`) before it gives new ones.
 
 The schema has a version (``PRAGMA user_version``): a gradebook written by a
 newer gpulab is refused, not guessed at; an older one is brought up to date.
@@ -40,10 +43,21 @@ from gpulab.grading.gradebook_rows import (
     KnownExercise,
     StoredGrade,
     json_list,
+    json_value,
     to_record,
     to_row,
 )
-from gpulab.grading.gradebook_schema import ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION
+from gpulab.grading.gradebook_schema import (
+    INSERT_CHECK,
+    INSERT_GRADE,
+    INSERT_MEASUREMENT,
+    SCHEMA_VERSION,
+    SELECT_CHECKS,
+    SELECT_GRADES,
+    SELECT_MEASUREMENTS,
+    upgrade,
+)
+from gpulab.grading.names import MAX_NAME, Holder
 from gpulab.grading.verdict import ExerciseGrade, LearnerGrades, plain
 
 __all__ = [
@@ -51,38 +65,10 @@ __all__ = [
     "DeadRun",
     "Gradebook",
     "GradebookError",
+    "Holder",
     "KnownExercise",
     "StoredGrade",
 ]
-
-_INSERT_GRADE = (
-    "INSERT INTO grades (learner, exercise, notebook_hash, checks_hash, kind, earned, possible, "
-    "message, guards, gpu, duration_s, run_id, graded_at) VALUES (:learner, :exercise, "
-    ":notebook_hash, :checks_hash, :kind, :earned, :possible, :message, :guards, :gpu, "
-    ":duration_s, :run_id, :graded_at)"
-)
-_INSERT_CHECK = (
-    "INSERT INTO checks (learner, exercise, position, name, title, outcome, points, earned, "
-    "message, hidden) VALUES (:learner, :exercise, :position, :check, :title, :outcome, "
-    ":points, :earned, :message, :hidden)"
-)
-_SELECT_CHECKS = (
-    'SELECT learner, exercise, name AS "check", title, outcome, points, earned, message, hidden '
-    "FROM checks ORDER BY learner, exercise, position"
-)
-_INSERT_MEASUREMENT = (
-    "INSERT INTO measurements (learner, exercise, position, number, key, label, unit, yours, "
-    "trusted, tolerance, predicted) VALUES (:learner, :exercise, :position, :number, :key, "
-    ":label, :unit, :yours, :trusted, :tolerance, :predicted)"
-)
-_SELECT_MEASUREMENTS = (
-    "SELECT learner, exercise, position, key, label, unit, yours, trusted, tolerance, predicted "
-    "FROM measurements ORDER BY learner, exercise, position, number"
-)
-_SELECT_GRADES = (
-    "SELECT learner, exercise, kind, earned, possible, message, guards, duration_s, "
-    "notebook_hash FROM grades"
-)
 
 R = TypeVar("R")
 
@@ -121,18 +107,8 @@ class Gradebook:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA foreign_keys=ON")
-        if found == SCHEMA_VERSION:
-            return
-        with self.db:
-            self.db.execute("BEGIN IMMEDIATE")
-            for table, columns in ADDED_COLUMNS.items():
-                have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
-                for column in columns if have else ():
-                    if column.split()[0] not in have:
-                        self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
-            for statement in SCHEMA.split(";"):
-                self.db.execute(statement)
-            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        if found != SCHEMA_VERSION:
+            upgrade(self.db)
 
     def __enter__(self) -> Gradebook:
         return self
@@ -236,12 +212,41 @@ class Gradebook:
         row = next(self._rows("SELECT * FROM exercises WHERE name = ?", (name,)), None)
         return None if row is None else self._record(KnownExercise, row, f"exercise {name}")
 
-    def set_learner(self, slug: str, name: str, source: str) -> None:
+    def set_learner(self, slug: str, name: str, source: str, *, identity: str = "") -> None:
+        """Store a learner under `slug`, which stays the learner's whose `identity` first held
+        it (`gpulab.grading.names.identity`); a slug stored without one (schema 2 and older)
+        takes the first identity given.
+
+        GradebookError, nothing stored, for a slug another identity holds, or an
+        identity stored under another slug: the intake keeps the slugs given
+        (`holders`), so neither happens in a run.
+        """
+        slug, name, source = plain(slug), plain(name, MAX_NAME), plain(source)
         with self.db:
-            self.db.execute(
-                "INSERT OR REPLACE INTO learners (slug, name, source) VALUES (?, ?, ?)",
-                (plain(slug), plain(name), plain(source)),
-            )
+            self.db.execute("BEGIN IMMEDIATE")
+            held = self.db.execute("SELECT identity FROM learners WHERE slug = ?", (slug,))
+            if identity and (held.fetchone() or ("",))[0] not in ("", identity):
+                raise GradebookError(f"{self.path}: {name}: the slug {slug} is another learner's")
+            try:
+                self.db.execute(
+                    "INSERT INTO learners (slug, name, source, identity) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (slug) DO UPDATE SET name = excluded.name, source = "
+                    "excluded.source, identity = CASE excluded.identity WHEN '' THEN identity "
+                    "ELSE excluded.identity END",
+                    (slug, name, source, identity),
+                )
+            except sqlite3.IntegrityError:  # learners_identity: one slug per identity
+                raise GradebookError(
+                    f"{self.path}: {name} has a slug already; it does not move to {slug}"
+                ) from None
+
+    def holders(self) -> list[Holder]:
+        """Every slug given so far, with the identity (or, before identities, the name) of
+        the learner it is fixed to: what `gpulab.grading.intake.collect` keeps."""
+        return [
+            self._record(Holder, row, f"learner {row['slug']}")
+            for row in self._rows("SELECT slug, name, identity FROM learners ORDER BY slug")
+        ]
 
     def graded(self) -> dict[tuple[str, str], StoredGrade]:
         """Every stored grade, by (learner, exercise), as a later run compares it."""
@@ -270,7 +275,7 @@ class Gradebook:
                 "DELETE FROM grades WHERE learner = ? AND exercise = ?", (slug, exercise)
             )  # its checks and hidden messages go with it
             self.db.execute(
-                _INSERT_GRADE,
+                INSERT_GRADE,
                 to_row(
                     grade,
                     learner=slug,
@@ -281,7 +286,7 @@ class Gradebook:
                 ),
             )
             self.db.executemany(
-                _INSERT_CHECK,
+                INSERT_CHECK,
                 [
                     to_row(
                         c,
@@ -303,7 +308,7 @@ class Gradebook:
                 ],
             )
             self.db.executemany(
-                _INSERT_MEASUREMENT,
+                INSERT_MEASUREMENT,
                 [
                     to_row(
                         m,
@@ -312,7 +317,9 @@ class Gradebook:
                         position=n,
                         number=k,
                         predicted=json.dumps(
-                            plain(m.predicted) if isinstance(m.predicted, str) else m.predicted
+                            plain(m.predicted, MAX_NAME)
+                            if isinstance(m.predicted, str)
+                            else m.predicted
                         ),
                     )
                     for n, c in enumerate(grade.checks)
@@ -327,16 +334,18 @@ class Gradebook:
         What feedback is written from: hidden checks come back without a message.
         """
         measured: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
-        for row in self._rows(_SELECT_MEASUREMENTS):
+        for row in self._rows(SELECT_MEASUREMENTS):
             where = (row.pop("learner"), row.pop("exercise"), row.pop("position"))
-            measured.setdefault(where, []).append({**row, "predicted": _json(row["predicted"])})
+            measured.setdefault(where, []).append(
+                {**row, "predicted": json_value(row["predicted"])}
+            )
         checks: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for row in self._rows(_SELECT_CHECKS):
+        for row in self._rows(SELECT_CHECKS):
             rows = checks.setdefault((row["learner"], row["exercise"]), [])
             row["measurements"] = measured.get((row["learner"], row["exercise"], len(rows)), [])
             rows.append(row)
         grades: dict[tuple[str, str], ExerciseGrade] = {}
-        for row in self._rows(_SELECT_GRADES):
+        for row in self._rows(SELECT_GRADES):
             key = (row["learner"], row["exercise"])
             grades[key] = self._record(
                 ExerciseGrade, {**row, "checks": checks.get(key, [])}, _grade_of(row)
@@ -394,15 +403,6 @@ class Gradebook:
                 "other than gpulab changed the gradebook; grade into "
                 "another --out"
             ) from None
-
-
-def _json(text: object) -> object:
-    """A JSON column's value; left as it is when it is not JSON (the conversion then names
-    the field)."""
-    try:
-        return json.loads(text) if isinstance(text, str) else text
-    except ValueError:
-        return text
 
 
 def _grade_of(row: Mapping[str, Any]) -> str:

@@ -29,6 +29,7 @@ __all__ = [
     "KnownExercise",
     "StoredGrade",
     "json_list",
+    "json_value",
     "to_record",
     "to_row",
 ]
@@ -115,3 +116,12 @@ def _from_json(column: str, value: object) -> object:
 def json_list(lines: Sequence[str]) -> str:
     """Lines of text as the JSON list a JSON column holds, each made `plain`."""
     return json.dumps([plain(line) for line in lines])
+
+
+def json_value(text: object) -> object:
+    """A JSON column's value; left as it is when it is not JSON (the conversion then names
+    the field)."""
+    try:
+        return json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return text

@@ -1,7 +1,9 @@
-"""The gradebook's tables, as SQL, and the version of their schema.
+"""The gradebook's tables, as SQL, the version of their schema, and the statements that fill
+and read them.
 
 `SCHEMA` creates every table of a gradebook (`gpulab.grading.gradebook`):
-the runs, the exercises and learners, the grades and their checks, the figures
+the runs, the exercises and the learners (each with the identity their slug
+is fixed to), the grades and their checks, the figures
 a check measured beside the learner's with the learner's prediction of each,
 the hidden checks' messages (the instructor's own: nothing that writes feedback
 reads them), the runs' GPU events and problems. `SCHEMA_VERSION` is the version a
@@ -12,11 +14,24 @@ of a newer one and brings an older one up to date, adding the columns it lacks
 
 from __future__ import annotations
 
-__all__ = ["ADDED_COLUMNS", "SCHEMA", "SCHEMA_VERSION"]
+import sqlite3
 
-SCHEMA_VERSION = 2
+__all__ = [
+    "ADDED_COLUMNS",
+    "INSERT_CHECK",
+    "INSERT_GRADE",
+    "INSERT_MEASUREMENT",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "SELECT_CHECKS",
+    "SELECT_GRADES",
+    "SELECT_MEASUREMENTS",
+    "upgrade",
+]
+
+SCHEMA_VERSION = 3
 """0: gpulab before versions (no tag, cgroups, problems or hidden messages); 1: before
-measurements; 2: this one."""
+measurements; 2: before learners' identities; 3: this one."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -37,10 +52,12 @@ CREATE TABLE IF NOT EXISTS exercises (
     gpu INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS learners (
-    slug TEXT PRIMARY KEY,
+    slug TEXT PRIMARY KEY,             -- given once, for good, to the learner of identity
     name TEXT NOT NULL,
-    source TEXT NOT NULL
+    source TEXT NOT NULL,
+    identity TEXT NOT NULL DEFAULT ''  -- sha256 of the learner's key ('' before schema 3)
 );
+CREATE UNIQUE INDEX IF NOT EXISTS learners_identity ON learners (identity) WHERE identity != '';
 CREATE TABLE IF NOT EXISTS grades (
     learner TEXT NOT NULL REFERENCES learners(slug),
     exercise TEXT NOT NULL,
@@ -107,5 +124,53 @@ CREATE TABLE IF NOT EXISTS problems (      -- what a run could not read or do, i
     PRIMARY KEY (run_id, position)
 )
 """
-# Columns a version-0 gradebook lacks, added when it is opened.
-ADDED_COLUMNS = {"runs": ("tag TEXT NOT NULL DEFAULT ''", "cgroups TEXT NOT NULL DEFAULT ''")}
+# Columns an older gradebook lacks, added when it is opened.
+ADDED_COLUMNS = {
+    "runs": ("tag TEXT NOT NULL DEFAULT ''", "cgroups TEXT NOT NULL DEFAULT ''"),
+    "learners": ("identity TEXT NOT NULL DEFAULT ''",),
+}
+
+INSERT_GRADE = (
+    "INSERT INTO grades (learner, exercise, notebook_hash, checks_hash, kind, earned, possible, "
+    "message, guards, gpu, duration_s, run_id, graded_at) VALUES (:learner, :exercise, "
+    ":notebook_hash, :checks_hash, :kind, :earned, :possible, :message, :guards, :gpu, "
+    ":duration_s, :run_id, :graded_at)"
+)
+INSERT_CHECK = (
+    "INSERT INTO checks (learner, exercise, position, name, title, outcome, points, earned, "
+    "message, hidden) VALUES (:learner, :exercise, :position, :check, :title, :outcome, "
+    ":points, :earned, :message, :hidden)"
+)
+SELECT_CHECKS = (
+    'SELECT learner, exercise, name AS "check", title, outcome, points, earned, message, hidden '
+    "FROM checks ORDER BY learner, exercise, position"
+)
+INSERT_MEASUREMENT = (
+    "INSERT INTO measurements (learner, exercise, position, number, key, label, unit, yours, "
+    "trusted, tolerance, predicted) VALUES (:learner, :exercise, :position, :number, :key, "
+    ":label, :unit, :yours, :trusted, :tolerance, :predicted)"
+)
+SELECT_MEASUREMENTS = (
+    "SELECT learner, exercise, position, key, label, unit, yours, trusted, tolerance, predicted "
+    "FROM measurements ORDER BY learner, exercise, position, number"
+)
+SELECT_GRADES = (
+    "SELECT learner, exercise, kind, earned, possible, message, guards, duration_s, "
+    "notebook_hash FROM grades"
+)
+
+
+def upgrade(db: sqlite3.Connection) -> None:
+    """Bring a gradebook of an older schema (or a new, empty file) up to `SCHEMA_VERSION`, in
+    one transaction: the columns its tables lack first (`ADDED_COLUMNS`), then the tables
+    and indexes it lacks."""
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        for table, columns in ADDED_COLUMNS.items():
+            have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+            for column in columns if have else ():
+                if column.split()[0] not in have:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+        for statement in SCHEMA.split(";"):
+            db.execute(statement)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -15,19 +15,27 @@ like a folder:
 - Canvas: flat ``<name>_<id>_<id>_<file>`` or ``<name>_LATE_<id>_<id>_<file>``;
   ``roofline-2.ipynb`` is a re-submission of roofline and the highest number wins.
 
-A learner is a folder or zip name, or a platform's name and id; the slug comes
-from that alone, and learners whose names give one slug are told apart by a
-hash of their own name and reported (`gpulab.grading.names`).
+A learner is a folder or zip name, or a platform's name and id: their
+identity. A learner the gradebook already holds (`held`) keeps the slug it
+gave them; a newcomer's slug comes from their name alone, and newcomers whose
+names give one slug, or a slug another learner holds, are told apart by a hash
+of their own name and reported (`gpulab.grading.names`). A slug never moves.
 
 Submissions are untrusted, and are read only through `gpulab.grading.entries`.
-Zips are never extracted wholesale: a zip's end records are read before its
-list of members (`gpulab.grading.zipread`), each member needed is streamed
-with its bytes counted against `ZipLimits`, and members that are links,
-encrypted, or named outside the zip are refused. Links in a submissions folder
-are not followed. Whatever is passed over that could have been a submission (a
-link, a FIFO, a folder or notebook too deep, a file named like a notebook that
-is not one) becomes a problem line that names the path; only a SUBMISSIONS
-path that is unusable as a whole raises `IntakeError`. Hidden files and
+Zips are never extracted wholesale: a zip's end records, and the directory
+headers really there, are counted before its list of members is read
+(`gpulab.grading.zipread`); each member needed is streamed with its bytes
+counted against `ZipLimits`; members that are links, encrypted, or named
+outside the zip are refused; and one learner's hand-in opens at most
+`ZipLimits.max_zips` zips, nested no deeper than `ZipLimits.max_depth`, each
+refused before it is unpacked. Links in a submissions folder are not followed.
+Whatever is passed over that could have been a submission (a link, a FIFO, a
+folder or notebook too deep, a file named like a notebook that is not one)
+becomes a problem line that names the path; only a SUBMISSIONS path that is
+unusable as a whole raises `IntakeError`. One learner's hand-in gives at most
+`MAX_PROBLEMS` such lines, and one more that counts the rest
+(`gpulab.grading.handin`); a learner's name is shown at most `MAX_NAME`
+characters long, a line `gpulab.grading.names.MAX_TEXT`. Hidden files and
 folders (.ipynb_checkpoints) and macOS litter are passed over without a word. ::
 
     GpulabError
@@ -37,12 +45,11 @@ folders (.ipynb_checkpoints) and macOS litter are passed over without a word. ::
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpulab.errors import GpulabError
@@ -57,10 +64,31 @@ from gpulab.grading.entries import (
     open_checked,
     unpack,
 )
-from gpulab.grading.names import Key, clean, flat, looks_like, reason, settle_slugs, slug
+from gpulab.grading.handin import MAX_PROBLEMS, Candidate, HandIn
+from gpulab.grading.names import (
+    MAX_NAME,
+    Holder,
+    Key,
+    clean,
+    flat,
+    identity,
+    looks_like,
+    reason,
+    settle_slugs,
+    slug,
+)
 from gpulab.grading.zipread import ZipLimits
 
-__all__ = ["Intake", "IntakeError", "LearnerSubmission", "ZipLimits", "collect"]
+__all__ = [
+    "MAX_PROBLEMS",
+    "Holder",
+    "Intake",
+    "IntakeError",
+    "LearnerSubmission",
+    "ZipLimits",
+    "collect",
+]
+
 
 _RESUBMITTED = re.compile(r"(?P<stem>.+)-(?P<n>\d{1,9})", re.S)
 _EXERCISE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -82,6 +110,7 @@ class LearnerSubmission:
     problems: dict[str, str]  # exercise -> why it cannot be graded; never also in notebooks
     source: Path  # where it came from, to show (SUBMISSIONS when several); a
     # path inside a zip names no file, and none is opened again
+    identity: str = ""  # who the learner is, as the gradebook keeps it with the slug
 
 
 @dataclass(frozen=True)
@@ -92,35 +121,24 @@ class Intake:
     problems: tuple[str, ...]  # each "path: what is wrong", printable text
 
 
-@dataclass
-class _Candidate:
-    """A notebook offered for one exercise: copied to `staged`, or refused with `problem`."""
-
-    where: str
-    rank: int | None  # Canvas re-submission number; None outside the Canvas rule
-    staged: Path | None = None
-    sha256: str = ""
-    problem: str = ""
-
-
-@dataclass
-class _Learner:
-    name: str
-    slug: str  # before clashes are settled
-    sources: set[str] = field(default_factory=set)
-    candidates: dict[str, list[_Candidate]] = field(default_factory=dict)
-    near: dict[str, list[str]] = field(default_factory=dict)  # exercise -> "where: why not"
-
-
 def collect(
-    submissions: Path, exercises: Sequence[str], work: Path, *, limits: ZipLimits | None = None
+    submissions: Path,
+    exercises: Sequence[str],
+    work: Path,
+    *,
+    limits: ZipLimits | None = None,
+    held: Iterable[Holder] = (),
 ) -> Intake:
-    """Find every learner's notebooks for `exercises` in `submissions` and copy them into `work`."""
+    """Find every learner's notebooks for `exercises` in `submissions` and copy them into `work`.
+
+    `held` are the slugs the gradebook has given (`Gradebook.holders`): those
+    learners keep theirs, and no newcomer gets one.
+    """
     for name in exercises:
         if not _EXERCISE.fullmatch(name):
             raise ValueError(f"exercise name {name!r} cannot name a file safely")
     return _Run(
-        Path(submissions), frozenset(exercises), Path(work), limits or ZipLimits()
+        Path(submissions), frozenset(exercises), Path(work), limits or ZipLimits(), tuple(held)
     ).collect()
 
 
@@ -128,10 +146,16 @@ class _Run:
     """The state of one `collect` call."""
 
     def __init__(
-        self, root: Path, exercises: frozenset[str], work: Path, limits: ZipLimits
+        self,
+        root: Path,
+        exercises: frozenset[str],
+        work: Path,
+        limits: ZipLimits,
+        held: tuple[Holder, ...],
     ) -> None:
         self.root, self.exercises, self.work, self.limits = root, exercises, work, limits
-        self.learners: dict[Key, _Learner] = {}
+        self.held = held
+        self.learners: dict[Key, HandIn] = {}
         self.problems: list[str] = []
         self.scratch = work
         self.count = 0
@@ -179,11 +203,10 @@ class _Run:
         finally:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
-    def _learner(self, key: Key, source: str) -> _Learner:
+    def _learner(self, key: Key, source: str) -> HandIn:
         """The learner of `key`, ("plain", name) or (platform, name, id), found in `source`."""
         if key not in self.learners:
-            name = clean(key[1])
-            self.learners[key] = _Learner(name, slug(name, *key[2:]))
+            self.learners[key] = HandIn(clean(key[1], MAX_NAME), slug(clean(key[1]), *key[2:]))
         learner = self.learners[key]
         learner.sources.add(source)
         return learner
@@ -216,7 +239,7 @@ class _Run:
             self._learner_entry(learner, entry.parts[1:], entry)
 
     def _learner_entry(
-        self, learner: _Learner, parts: tuple[str, ...], entry: Entry, *, canvas: bool = False
+        self, learner: HandIn, parts: tuple[str, ...], entry: Entry, *, canvas: bool = False
     ) -> None:
         """Take one entry of a learner's folder or zip: a notebook, a zip, or nothing."""
         name = parts[-1] if parts else ""
@@ -229,11 +252,12 @@ class _Run:
                 )
         elif len(parts) - 1 > MAX_FOLDERS:
             if entry.refused:
-                self.problems.append(f"{entry.where}: {entry.refused}")
+                learner.problem(f"{entry.where}: {entry.refused}", self.problems)
             elif name.lower().endswith(".zip"):
-                self.problems.append(
+                learner.problem(
                     f"{entry.where}: more than {MAX_FOLDERS} folders deep in "
-                    "the learner's zip; not opened"
+                    "the learner's zip; not opened",
+                    self.problems,
                 )
             elif meant:
                 learner.near.setdefault(meant, []).append(
@@ -242,14 +266,16 @@ class _Run:
                 )
         elif entry.refused:
             if exercise is None:
-                self.problems.append(f"{entry.where}: {entry.refused}")
+                learner.problem(f"{entry.where}: {entry.refused}", self.problems)
             else:
-                offer = _Candidate(entry.where, rank, problem=entry.refused)
+                offer = Candidate(entry.where, rank, problem=entry.refused)
                 learner.candidates.setdefault(exercise, []).append(offer)
         elif name.lower().endswith(".zip"):
-            self._read_zip(entry, lambda inner: self._learner_entry(learner, inner.parts, inner))
+            self._read_zip(
+                learner, entry, lambda inner: self._learner_entry(learner, inner.parts, inner)
+            )
         elif exercise is not None:
-            offer = _Candidate(entry.where, rank)
+            offer = Candidate(entry.where, rank)
             staged = self._scratch_file(".ipynb")
             try:
                 offer.sha256 = unpack(entry, staged, self.limits.max_member_bytes, self.limits)
@@ -274,15 +300,25 @@ class _Run:
             return again["stem"], int(again["n"])
         return None, None
 
-    def _read_zip(self, entry: Entry, visit: Callable[[Entry], None]) -> None:
-        """Open a learner's zip (unpacking it first if it lies in a zip) and visit its entries."""
+    def _read_zip(self, learner: HandIn, entry: Entry, visit: Callable[[Entry], None]) -> None:
+        """Open a learner's zip (unpacking it first if it lies in a zip) and visit its entries.
+
+        A zip too deep, or past the learner's `ZipLimits.max_zips`, is refused
+        before a byte of it is unpacked; one whose directory holds too much,
+        before its directory is parsed.
+        """
         depth = (entry.archive.depth if entry.archive else 0) + 1
         if depth > self.limits.max_depth:
-            self.problems.append(
+            learner.problem(
                 f"{entry.where}: a zip nested {depth} deep, past the limit "
-                f"of {self.limits.max_depth}; not opened"
+                f"of {self.limits.max_depth}; not opened",
+                self.problems,
             )
             return
+        if learner.zips >= self.limits.max_zips:
+            learner.unopened.append(entry.where)
+            return
+        learner.zips += 1
         with contextlib.ExitStack() as stack:
             if entry.archive is None:
                 assert entry.path is not None
@@ -294,11 +330,11 @@ class _Run:
                 try:
                     unpack(entry, path, self.limits.max_total_bytes - budget.used, self.limits)
                 except Refused as refusal:
-                    self.problems.append(f"{entry.where}: {refusal}")
+                    learner.problem(f"{entry.where}: {refusal}", self.problems)
                     return
             opened = open_checked(path, entry.where, self.limits)
             if isinstance(opened, str):
-                self.problems.append(opened)
+                learner.problem(opened, self.problems)
                 return
             archive = Archive(stack.enter_context(opened), budget, depth)
             for inner in list_zip(archive, entry.where):
@@ -309,73 +345,33 @@ class _Run:
         return self.scratch / f"{self.count}{suffix}"
 
     def _finish(self) -> Intake:
-        """Settle each exercise of each learner, move the chosen copies into place.
-
-        What was passed over for an exercise (a look-alike, a folder, a
-        notebook too deep) is the learner's problem for it when nothing else
-        was handed in for it, and a problem line of the run when something was.
-        """
+        """Settle each learner's slug and each of their exercises (`HandIn.settle`), and what
+        their hand-ins held past their limits."""
         slugs, clashes = settle_slugs(
             {
                 key: (learner.name, learner.slug, sorted(learner.sources))
                 for key, learner in self.learners.items()
-            }
+            },
+            self.held,
         )
         self.problems += clashes
         done: list[LearnerSubmission] = []
         for key, learner in self.learners.items():
-            folder = self.work / slugs[key]
-            notebooks: dict[str, Path] = {}
-            hashes: dict[str, str] = {}
-            problems: dict[str, str] = {}
-            for exercise in sorted(self.exercises):
-                offers = _settle(learner.candidates.get(exercise, []))
-                near = learner.near.get(exercise, [])
-                if offers:
-                    self.problems += near
-                elif near:
-                    problems[exercise] = f"no {exercise}.ipynb: {'; '.join(near)}"
-                target = folder / f"{exercise}.ipynb"
-                try:
-                    if len(offers) == 1 and offers[0].staged is not None:
-                        folder.mkdir(exist_ok=True)
-                        os.replace(offers[0].staged, target)
-                        notebooks[exercise], hashes[exercise] = target, offers[0].sha256
-                        continue
-                    if folder.is_dir():
-                        target.unlink(missing_ok=True)  # no stale copy from an earlier run
-                except OSError as exc:
-                    problems[exercise] = f"{clean(target)}: cannot write it: {reason(exc)}"
-                    continue
-                if len(offers) > 1:
-                    places = ", ".join(offer.where for offer in offers)
-                    problems[exercise] = (
-                        f"{len(offers)} notebooks for {exercise}: {places}; "
-                        "the learner should hand in one"
-                    )
-                elif offers:
-                    problems[exercise] = f"{offers[0].where}: {offers[0].problem}"
+            settled = learner.settle(self.exercises, self.work / slugs[key], self.problems)
+            self.problems += learner.past_limits(self.limits.max_zips)
             sources = sorted(learner.sources)
-            source = Path(sources[0] if len(sources) == 1 else clean(self.root))
             done.append(
                 LearnerSubmission(
                     learner.name,
                     slugs[key],
-                    notebooks,
-                    hashes,
-                    {k: clean(v) for k, v in problems.items()},
-                    source,
+                    settled.notebooks,
+                    settled.hashes,
+                    settled.problems,
+                    Path(sources[0] if len(sources) == 1 else clean(self.root)),
+                    identity(key),
                 )
             )
         return Intake(
             tuple(sorted(done, key=lambda s: s.slug)),
             tuple(clean(problem) for problem in self.problems),
         )
-
-
-def _settle(offers: list[_Candidate]) -> list[_Candidate]:
-    """The offers that stand: of Canvas re-submissions only the highest number counts."""
-    numbers = [offer.rank for offer in offers if offer.rank is not None]
-    if not numbers:
-        return offers
-    return [offer for offer in offers if offer.rank is None or offer.rank == max(numbers)]

@@ -3,7 +3,8 @@
 The probes' checklist asks about the machine (driver, CUDA, cgroups, NUMA);
 these ask about the course tools: pytest, which runs an exercise's checks;
 JupyterLab, where the notebooks are written; the learner's workspace; and
-bubblewrap, without which `gpulab grade` refuses to grade.
+bubblewrap, without which `gpulab grade` refuses to grade (tried for real: where it is
+installed but cannot make a sandbox here, the item says what it could not do and the fix).
 """
 
 from __future__ import annotations
@@ -63,7 +64,18 @@ def _workspace() -> Check:
 def _bubblewrap() -> Check:
     found = shutil.which("bwrap")
     if found is not None:
-        return Check("grading sandbox", "pass", f"bubblewrap at {found} (for gpulab grade)")
+        from gpulab.grading.sandbox import available
+
+        problem = available().bubblewrap_problem  # a sandbox tried for real, once
+        if not problem:
+            return Check("grading sandbox", "pass", f"bubblewrap at {found} (for gpulab grade)")
+        what, _, fix = problem.partition(" To fix it: ")
+        return Check(
+            "grading sandbox",
+            "warn",
+            f"bubblewrap at {found}, but gpulab grade cannot use it: {what}",
+            fix or "see the line above",
+        )
     return Check(
         "grading sandbox",
         "skip",

@@ -21,6 +21,12 @@ worker (`gpulab.grading.learner`) and the kernel worker (`gpulab.grading.gpu`)
   place a size-capped tmpfs. bubblewrap reads its options from a pipe, so the
   sandbox's PID 1 shows only the command (Python and gpulab's worker), and
   reports the worker's pid, so the checks inspect that process and no other;
+- **a keyring of its own and a seccomp filter** (`gpulab.grading.sandbox_seccomp`):
+  the job's first program joins a fresh session keyring, so it possesses none
+  of the grader's, and installs a filter that refuses the keyring calls and
+  the system calls learner code never needs (bpf, perf, io_uring, ptrace,
+  mounts, namespaces, modules...); ``/proc/keys`` shows it nothing. A job run
+  under ``--unsafe`` gets both too;
 - **rlimits**: CPU seconds, address space (CPU jobs: CUDA reserves more
   address space than it uses), file size, open files, no core files, and
   processes: set inside the sandbox's own user namespace, where the kernel
@@ -69,6 +75,8 @@ from gpulab.grading.cgroups import (
 from gpulab.grading.sandbox_job import Sandboxed, kill_group, pid_one
 from gpulab.grading.sandbox_policy import ENV, Guards, Policy, from_env
 from gpulab.grading.sandbox_proof import prove
+from gpulab.grading.sandbox_seccomp import entered, keys_hidden
+from gpulab.grading.sandbox_seccomp import problem as seccomp_problem
 from gpulab.grading.sandbox_view import build_view
 from gpulab.multicast import NO_MULTICAST
 
@@ -85,6 +93,7 @@ __all__ = [
     "kept_env",
     "kill_group",
     "pid_one",
+    "refusal",
     "remove_cgroups",
     "remove_stale_cgroups",
     "run_cgroups",
@@ -140,13 +149,6 @@ ISOLATION = (
 of its PID namespace (no reaper of bubblewrap's beside it to trace or signal); when it ends,
 the kernel ends everything it started."""
 
-# Run inside the sandbox before the job's command: the process limit, set in the sandbox's own
-# user namespace, where the kernel counts only the processes of this job.
-_NPROC = (
-    "import os, resource, sys; n = int(sys.argv[1]); "
-    "resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); os.execv(sys.argv[2], sys.argv[2:])"
-)
-
 
 def job_uid() -> int | None:
     """The uid a new job runs as: one of its own when the grader is root, else None (the
@@ -163,9 +165,9 @@ def available() -> Guards:
     bwrap = shutil.which("bwrap") or ""
     problem = ""
     if not bwrap:
-        problem = "bubblewrap is not installed (Debian: apt install bubblewrap)"
+        problem = f"bubblewrap is not installed ({INSTALL})"
     else:
-        problem = prove(Policy(), spawn)  # it starts its probe through `spawn`
+        problem = seccomp_problem() or prove(Policy(), spawn)  # the probe starts through `spawn`
         if problem:
             bwrap = ""
     cgroup, cgroup_problem = cgroup_home()
@@ -175,7 +177,27 @@ def available() -> Guards:
         cgroup=cgroup,
         cgroup_problem=cgroup_problem,
         drops_uid=os.geteuid() == 0,
+        seccomp=not seccomp_problem(),
     )
+
+
+INSTALL = "Debian, Ubuntu: apt install bubblewrap; Fedora, RHEL: dnf install bubblewrap"
+
+
+def refusal(guards: Guards, doing: str = "grade") -> str:
+    """Why a run that would `doing` (grade, serve) without a sandbox is refused, and what to do
+    about it: where bubblewrap is installed, what it could not do here and how to fix that
+    (never --unsafe); where it is not, install it, or --unsafe."""
+    why = (
+        f"refusing to {doing}: no guard can hide the course and the other learners' files "
+        "from learner code"
+    )
+    if shutil.which("bwrap") is None:
+        return (
+            f"{why}: bubblewrap is not installed. Install it ({INSTALL}), or pass --unsafe "
+            f"to {doing} without it."
+        )
+    return f"{why}: {guards.bubblewrap_problem or 'bubblewrap was not used'}"
 
 
 def spawn(
@@ -218,7 +240,7 @@ def spawn(
         spec["cgroups"] = [str(c) for c in made]
         process = _launch(
             spec,
-            list(argv),
+            list(argv) if seccomp_problem() else entered(list(argv)),
             {**env, SPAWNER: str(os.getpid())},
             cwd,
             stdin,
@@ -240,12 +262,15 @@ def spawn(
         staged=uid is not None,
     )
     env = {**env, "HOME": SCRATCH, "TMPDIR": "/tmp", "CUPY_CACHE_DIR": f"{SCRATCH}/.cupy"}
-    inner = [sys.executable, "-I", "-S", "-c", _NPROC, str(policy.processes), *argv]
+    # The process limit is set inside, in the sandbox's own user namespace, where the kernel
+    # counts only the processes of this job; then a keyring of its own and the seccomp filter.
+    inner = entered(list(argv), processes=policy.processes)
     info_read, info_write = os.pipe()
     args_read, args_write = os.pipe()
     arguments = [
         *ISOLATION,
         *view.args,
+        *keys_hidden(),
         "--chdir",
         SCRATCH,
         "--setenv",

@@ -15,6 +15,8 @@ import json
 import os
 from dataclasses import asdict, dataclass, fields
 
+from gpulab.grading.sandbox_seccomp import REFUSED
+
 __all__ = ["ENV", "Guards", "MiB", "Policy", "from_env"]
 
 ENV = "GPULAB_SANDBOX"
@@ -68,6 +70,7 @@ class Guards:
     cgroup: str = ""  # as Policy.cgroup: where job cgroups may be made
     cgroup_problem: str = ""
     drops_uid: bool = False  # the grader is root: jobs run as a uid of their own
+    seccomp: bool = False  # jobs get a keyring of their own and the seccomp filter
 
     def describe(self, policy: Policy) -> tuple[str, ...]:
         """The guards in force for `policy`, one line each, for the gradebook and feedback."""
@@ -86,6 +89,12 @@ class Guards:
             lines.append(
                 "no file-system isolation (--unsafe): learner code sees this "
                 "machine's files as the grader does"
+            )
+        if self.seccomp:
+            lines.append(
+                "seccomp: a session keyring of the job's own; refused (EPERM): "
+                + ", ".join(REFUSED)
+                + f" ({sum(len(names) for names in REFUSED.values())} system calls)"
             )
         limits = [
             f"CPU {policy.cpu_s} s",

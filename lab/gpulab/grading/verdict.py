@@ -9,9 +9,10 @@ into them.
 Their text comes partly from the learner (their name, the values and
 exceptions a check's message quotes, file names in a zip), so it may hold
 anything a Python string can: lone surrogates that no encoder accepts,
-terminal escapes, bidirectional overrides. `plain` is the one place such
-text is made storable and printable; the gradebook passes every text it
-stores through it, and everything shown later is read back from there.
+terminal escapes, bidirectional overrides, or a megabyte. `plain` is the one
+place such text is made storable and printable, and cut to a length
+(`gpulab.grading.names.cut`); the gradebook passes every text it stores
+through it, and everything shown later is read back from there.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from gpulab.grading.names import MAX_NAME, MAX_TEXT, cut
 from gpulab.grading.protocol import DECISIVE, Measurement
 
 if TYPE_CHECKING:
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KINDS",
+    "MAX_NAME",
+    "MAX_TEXT",
     "UNGRADED",
     "CheckRow",
     "ExerciseGrade",
@@ -187,25 +191,36 @@ def failure(exc: BaseException) -> str:
 _KEPT = frozenset("\n\t")
 
 
-def plain(text: object) -> str:
-    """`text` made storable and printable: the one cleaning of learner text.
+def plain(text: object, limit: int = MAX_TEXT) -> str:
+    """`text` made storable and printable, in at most `limit` characters: the one cleaning of
+    learner text.
 
     Lone surrogates (which UTF-8 cannot encode, so SQLite and every file
     refuse them) become U+FFFD; a pair of surrogates becomes the character
     it stands for. CR LF becomes LF. Control and format characters are
     written out as Python escapes (ESC as ``\\x1b``, U+202E as ``\\u202e``),
-    so a terminal or a browser shows them instead of obeying them.
+    so a terminal or a browser shows them instead of obeying them. Text
+    longer than `limit` ends in "… (cut: N more characters)" (`cut`); text
+    already plain and within `limit` comes back as it is. Only the start of
+    a long text is looked at: what is cut is never cleaned.
     """
     if not isinstance(text, str):
         text = str(text)
+    more = max(len(text) - 2 * limit, 0)  # the two steps below at most halve a text
+    text = text[: 2 * limit] if more else text
     if not text.isascii():
         text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     text = text.replace("\r\n", "\n")
     if text.replace("\n", "").replace("\t", "").isprintable():
-        return text
-    return "".join(
-        char
-        if char in _KEPT or char.isprintable() or unicodedata.category(char) == "Zs"
-        else char.encode("unicode_escape").decode("ascii")
-        for char in text
+        return cut(text, limit, more=more)
+    more += max(len(text) - limit, 0)  # an escape only lengthens the character it shows
+    return cut(
+        [
+            char
+            if char in _KEPT or char.isprintable() or unicodedata.category(char) == "Zs"
+            else char.encode("unicode_escape").decode("ascii")
+            for char in text[:limit]
+        ],
+        limit,
+        more=more,
     )
