@@ -44,7 +44,8 @@ MACHINES = {  # recorded machine: (CUDA's spelling of a GPU's address, its node,
     ],
 }
 PINNED_TOLERANCE = 0.2  # pinned copies: the link decides, and it varies little
-PAGEABLE_TOLERANCE = 0.4  # pageable copies: the host's memcpy decides, and it varies more
+PAGEABLE_TOLERANCE = 0.6  # pageable copies: the host's memcpy and caches decide: 12 against
+#                            8.3 GB/s in two processes on one H100 machine at 4 MiB
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -129,8 +130,9 @@ def yours(learner: Any, nbytes: int, direction: str, pinned: bool) -> float:
 def ours(nbytes: int, direction: str, pinned: bool) -> float:
     """The check's own figure for the same copy (measured once per run and case)."""
     key = (nbytes, direction, pinned)
-    if key not in _OURS:
-        _OURS[key] = ref.own_transfer_gbs(nbytes, direction, pinned)
+    if key not in _OURS:  # pageable: the better of two, as one copy can meet a cold cache
+        _OURS[key] = max(ref.own_transfer_gbs(nbytes, direction, pinned)
+                         for _ in range(1 if pinned else 2))
     return _OURS[key]
 
 
