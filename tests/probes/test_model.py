@@ -65,6 +65,20 @@ def test_every_recorded_result_writes_back_byte_for_byte() -> None:
     }
 
 
+@pytest.mark.parametrize("name", list(recorded.RECORDINGS))
+def test_every_shipped_recording_validates_and_names_its_gpu(name: str) -> None:
+    """h200.json and h100.json both ship, follow the schema, and each result says which GPU
+    made it: a claim card's "also" row must never show one GPU's figure under another's name."""
+    path = files("gpulab.probes").joinpath("recorded", f"{name}.json")
+    jsonschema.Draft202012Validator(SCHEMA).validate(json.loads(path.read_text("utf-8")))
+    results = recorded.recorded_results(name)
+    assert len(results) > 10
+    gpu = recorded.RECORDINGS[name].removeprefix("NVIDIA ")
+    for result in results.values():
+        assert result.recorded is not None and gpu in result.recorded.machine, result.probe
+    assert name in recorded.recorded_runs()
+
+
 def test_the_schema_validates_the_recording_and_a_run_document() -> None:
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     validator = jsonschema.Draft202012Validator(SCHEMA)
