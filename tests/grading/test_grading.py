@@ -148,6 +148,27 @@ def test_dev_check_proves_a_gpu_exercise_on_its_checks_that_need_no_gpu(course_r
     assert [p.message.split(":")[0] for p in problems] == ["the solution does not pass"]
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(gpu_missing() is not None, reason=str(gpu_missing()))
+def test_dev_check_on_a_gpu_names_the_checks_this_machine_cannot_run(course_root: Path) -> None:
+    """On a GPU machine, a check that needs more than it has (two GPUs, say) is named as not
+    proven there; the exercise is not failed for it while its other GPU checks ran and
+    passed. With no GPU check passing, nothing is proven and the solution does not pass."""
+    manifest = course_root / "lessons" / "course.toml"
+    manifest.write_text(MANIFEST.replace("gpu = false", "gpu = true"))
+    hidden = course_root / "solutions" / "basics" / "test_squares_hidden.py"
+    more = '\n\n@pytest.mark.gpu\ndef test_two(learner):\n    pytest.skip("needs two GPUs")\n'
+    hidden.write_text("import pytest\n\n\n@pytest.mark.gpu\n" + HIDDEN + more)
+    manifest.write_text(manifest.read_text().replace("hidden_points = 1", "hidden_points = 2"))
+    lines: list[str] = []
+    course = load_course(course_root / "lessons")
+    assert check_all(course, gpu=True, report=lines.append) == []
+    assert lines == ["✓ squares: not run on this machine, so not proven: test_two (needs two GPUs)"]
+    hidden.write_text("import pytest\n\n\n" + HIDDEN + more)  # no GPU check passes now
+    problems = check_all(load_course(course_root / "lessons"), gpu=True, report=lines.append)
+    assert [p.message.split(":")[0] for p in problems] == ["the solution does not pass"]
+
+
 def test_dev_check_keeps_the_hidden_points_the_learner_is_told_true(course_root: Path) -> None:
     manifest = course_root / "lessons" / "course.toml"
     for said, wrong in (("hidden_points = 3\n", "says 3"), ("", "does not say")):

@@ -101,7 +101,9 @@ WRONG = [
         "edge-chunks-skipped",
         {
             "test_hgemm_tiles_and_edges": ("right on 128 x 128 x 128", "K is ragged", "hold 0"),
-            "test_hgemm_sums_in_fp32": ("K is ragged",),
+            # not test_hgemm_sums_in_fp32: at K = 16411 every chunk of A's last tile starts
+            # inside K and is zero-filled element by element, so the stale rows of B meet
+            # zeros (seen passing on an H100)
             "test_hgemm_repeated_launches": ("went wrong",),
             "test_hgemm_thin_long_and_secret_sizes": ("right on 128 x 128 x 128",),
         },
