@@ -278,7 +278,7 @@ def test_the_timeline_is_course_toml_and_the_roadmaps_tables() -> None:
     assert phases.children[0].label == f"Days 1–{last}" and phases.children[0].span == last
     text = (course.manifest.path.parent / "roadmap.md").read_text(encoding="utf-8")
     table = re.findall(r"^\s*\| ([A-Za-z][^|]*?) \| days (\d+)-(\d+) \|$", text, re.MULTILINE)
-    assert len(table) == 6
+    assert len(table) == 5
     for box, (name, low, high) in zip(phases.children[1:], table, strict=True):
         assert box.label == f"Days {low}–{high}" and box.lines == (name, "proposed")
         assert box.span == int(high) - int(low) + 1 and box.role == "proposed"
@@ -289,7 +289,9 @@ def test_the_timeline_is_course_toml_and_the_roadmaps_tables() -> None:
         "plan day 2",
         "plan day 3",
         "gpulab's own",
+        "kernels and compilers",
     ]
+    assert [b.role for b in detail.children] == ["source"] * 3 + ["own"] * 2
     assert data.source == "course.toml and the roadmap lesson's tables"
 
 

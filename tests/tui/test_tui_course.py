@@ -42,6 +42,10 @@ async def test_each_module_opens(lesson_id: str, store_path: Path) -> None:
         for node in claimed[:3]:
             screen.reveal(node.key)
             await pilot.pause()
+            if screen.pane.answer_folded:  # a question's claims come with its answer
+                assert not screen.query(ClaimCard), "a card must not give the answer away"
+                screen.pane.show_answer()
+                await pilot.pause()
             card = screen.query_one(ClaimCard)
             assert card.claim.id == node.claims[0]
             assert course.claims[node.claims[0]].probe in plain(card.render())

@@ -1,10 +1,12 @@
-"""A diagram of the course itself: the sixty days, gpulab's nine, and what each follows.
+"""A diagram of the course itself: the sixty days, gpulab's written ones, and what each follows.
 
 Drawn from the course, not from a machine: the days and lessons from
 course.toml (and its `plan_days`), what each gpulab day covers of the source
 plan from the roadmap lesson's table "gpulab day | lesson | what it covers of
-the plan", and the later phases with their proposed day ranges from its table
-"phase | gpulab days (proposed)". Edit those tables and the diagram follows.
+the plan" ("plan day N", "gpulab's phase: NAME" for a phase of gpulab's own, or
+anything else for gpulab's own days within the plan's phase), and the later
+phases with their proposed day ranges from its table "phase | gpulab days
+(proposed)". Edit those tables and the diagram follows.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ ROADMAP = "roadmap"
 
 _RANGE = re.compile(r"days?\s+(\d+)\s*[-–]\s*(\d+)")
 _PLAN_DAY = re.compile(r"plan day (\d+)")
+_OWN_PHASE = re.compile(r"gpulab's phase: ([^|(]+)")
 
 
 def markdown_table(markdown: str) -> list[list[str]]:
@@ -71,8 +74,14 @@ def _timeline(f: Facts) -> Drawing:
     for row in _find(tables, "gpulab day", "covers"):
         day = re.search(r"\d+", row[0])
         if day:
-            found = _PLAN_DAY.search(row[-1])
-            covers[int(day.group())] = f"plan day {found.group(1)}" if found else "gpulab's own"
+            found, phase = _PLAN_DAY.search(row[-1]), _OWN_PHASE.search(row[-1])
+            covers[int(day.group())] = (
+                f"plan day {found.group(1)}"
+                if found
+                else phase.group(1).strip()
+                if phase
+                else "gpulab's own"
+            )
     lessons = sorted(course.entries, key=lambda e: e.day)
     last = lessons[-1].day
     missing = sorted({e.day for e in lessons} - set(covers))
@@ -88,7 +97,7 @@ def _timeline(f: Facts) -> Drawing:
             Box(
                 _days(first, end).capitalize(),
                 (*(e.id for e in entries), what),
-                role="own" if what == "gpulab's own" else "source",
+                role="source" if _PLAN_DAY.fullmatch(what) else "own",
                 span=end - first + 1,
             )
         )
@@ -152,8 +161,9 @@ COURSE_DIAGRAMS = (
         "The sixty days: gpulab's lessons and its proposed outline",
         "gpulab's first nine days teach the plan's first phase: its days 1 to 3 as the "
         "source gives them, then gpulab's own days on the CUDA stack, the managed device, "
-        "programming and measuring. The later phases and their day ranges are gpulab's own "
-        "proposal (dashed), not the source plan's schedule.",
+        "programming and measuring. Days 10 to 18 are gpulab's second phase, kernels and "
+        "compilers. The later phases and their day ranges are gpulab's own proposal "
+        "(dashed), not the source plan's schedule.",
         _timeline,
     ),
 )
