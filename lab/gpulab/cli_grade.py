@@ -71,8 +71,8 @@ def add_commands(commands: Any, course_option: Callable[[argparse.ArgumentParser
         "on a cluster (needs gpulab[cluster])",
         "Grade on the workers of a Dask scheduler (`gpulab worker ADDRESS` on each node), or "
         "on Slurm pilot jobs that each run `gpulab worker` on a node (--workers: CPU slots "
-        "per node). The workers must run this gpulab with this course; this machine stays "
-        "the one writer of --out.",
+        "per node). The workers must run this gpulab; they need no course: this machine "
+        "sends them its course (--course) as one bundle, and stays the one writer of --out.",
     )
     cluster.add_argument(
         "--cluster",
@@ -110,7 +110,7 @@ def add_commands(commands: Any, course_option: Callable[[argparse.ArgumentParser
         description="Serve this node to the Dask scheduler at ADDRESS for `gpulab grade "
         "--cluster`: one worker per GPU (one job at a time each) and one with "
         "--cpu-slots slots. Refuses to serve without bubblewrap unless --unsafe. "
-        "Needs gpulab[cluster] and the course checkout the grader uses (--course). "
+        "Needs gpulab[cluster] and no course: each grader sends its own with the jobs. "
         "Stop it with ctrl-c.",
     )
     worker.add_argument("address", metavar="ADDRESS", help="the scheduler, e.g. tcp://head:8786")
@@ -141,7 +141,8 @@ def add_commands(commands: Any, course_option: Callable[[argparse.ArgumentParser
     for hidden in ("--name", "--nthreads", "--memory-limit", "--local-directory"):
         worker.add_argument(hidden, default=None, help=argparse.SUPPRESS)  # dask-jobqueue's
     worker.add_argument("--death-timeout", type=float, default=60.0, help=argparse.SUPPRESS)
-    course_option(worker)
+    # workers needed a course checkout before the grader sent its course; still taken, unused
+    worker.add_argument("--course", dest="old_course", default=None, help=argparse.SUPPRESS)
     worker.set_defaults(handler=_worker)
 
 
@@ -223,6 +224,12 @@ def _worker(args: argparse.Namespace) -> int:
         return BAD_INPUT
     from gpulab.grading.cluster_serve import serve
 
+    if args.old_course:
+        print(
+            "gpulab worker: --course is not needed: each grader sends its course with the "
+            "jobs (ignored)",
+            file=sys.stderr,
+        )
     try:
         return serve(
             args.address,

@@ -26,6 +26,8 @@ subclass lives beside the code that raises it; this tree lists them all, and
     ├── OutBusy                another grading run holds the output folder
     ├── GpuPoolError           a GPU given to a grading run that NVML cannot read
     ├── ClusterError           the cluster cannot grade: no scheduler, no worker that may
+    ├── BundleError            a course that cannot be packed for a cluster's workers, or
+    │                          a bundle a worker cannot use (gpulab.grading.cluster_bundle)
     └── WorkerError            a cluster worker cannot serve
 
 `gpulab` exits with status 2 when a command could not do what it was asked (any

@@ -7,6 +7,10 @@ fake GPUs (``--fake-gpus``: indices as labels, no NVML check): a job sent to
 one runs without a GPU device, which is what "one job per GPU" needs to be
 shown. The class is built from the solutions and released notebooks of
 env-report and roofline, and a hostile answer whose messages no encoder takes.
+
+The shared cluster's worker has no course: it runs in a folder of its own, with
+a copy of the gpulab package beside which no course lies (`PYTHONPATH`), and
+no ``GPULAB_COURSE_DIR``; it grades with the bundle each grader sends.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -32,10 +36,11 @@ import nbformat
 import pytest
 
 from adversarial_class import SOLUTION as ROOFLINE
-from adversarial_class import _answer, _write
+from adversarial_class import _answer, _prefixed, _write
 from gpulab.course.catalog import Course
 from gpulab.grading import sandbox
 from gpulab.grading.cluster import Target, run_on_cluster, slurm_cluster
+from gpulab.grading.cluster_bundle import Bundle, pack
 from gpulab.grading.grade import GradeOptions, GradeSummary, checks_hash, grade_class
 from gpulab.grading.gradebook import Gradebook
 from gpulab.grading.run import Done, GpuEvent, Job
@@ -76,12 +81,22 @@ class Processes:
         self.started: list[subprocess.Popen[bytes]] = []
 
     def start(
-        self, name: str, *argv: str, env: dict[str, str] | None = None
+        self,
+        name: str,
+        *argv: str,
+        env: dict[str, str | None] | None = None,
+        cwd: Path | None = None,
     ) -> tuple[subprocess.Popen[bytes], Path]:
+        """`python ARGV`, its output in a log; `env` adds to this environment (None: removes)."""
         log = self.folder / f"{name}-{uuid.uuid4().hex[:6]}.log"
+        merged = {**os.environ, **(env or {})}
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [sys.executable, *argv], stdout=out, stderr=out, env={**os.environ, **(env or {})}
+                [sys.executable, *argv],
+                stdout=out,
+                stderr=out,
+                env={k: v for k, v in merged.items() if v is not None},
+                cwd=cwd,
             )
         self.started.append(process)
         return process, log
@@ -107,10 +122,17 @@ class Processes:
         return str(json.loads(where.read_text())["address"])
 
     def worker(
-        self, address: str, *args: str, env: dict[str, str] | None = None, ready: bool = True
+        self,
+        address: str,
+        *args: str,
+        env: dict[str, str | None] | None = None,
+        ready: bool = True,
+        cwd: Path | None = None,
     ) -> tuple[subprocess.Popen[bytes], Path]:
         """`gpulab worker ADDRESS ARGS`; with `ready`, once it serves."""
-        process, log = self.start("worker", "-m", "gpulab", "worker", address, *args, env=env)
+        process, log = self.start(
+            "worker", "-m", "gpulab", "worker", address, *args, env=env, cwd=cwd
+        )
         if ready:
             _until(lambda: "gpulab worker: serving" in log.read_text(), 60, process, log)
         return process, log
@@ -146,10 +168,42 @@ def processes(tmp_path: Path) -> Iterator[Processes]:
         started.end()
 
 
+@dataclass(frozen=True)
+class Served:
+    """The shared cluster: its scheduler's address, and where its worker keeps things."""
+
+    address: str
+    home: Path  # the worker's working folder: nothing of a course in it
+    package: Path  # the gpulab it imports: a copy, with no course beside it
+    local: Path  # its --local-directory: its gpulab-cluster-<pid>-... folder lies there
+
+    def courses(self) -> Path:
+        """Where the worker unpacks the bundles it is sent, one folder per sha256."""
+        (folder,) = self.local.glob("gpulab-cluster-*")
+        return folder / "courses"
+
+
+def courseless(folder: Path) -> dict[str, str | None]:
+    """A copy of gpulab in `folder`/pkg and the environment that imports it: beside it (and
+    so for `find_course_dir`) there is no course, and GPULAB_COURSE_DIR names none."""
+    shutil.copytree(
+        ROOT / "lab" / "gpulab",
+        folder / "pkg" / "gpulab",
+        ignore=shutil.ignore_patterns("__pycache__", "_course"),
+    )
+    return {"PYTHONPATH": str(folder / "pkg"), "GPULAB_COURSE_DIR": None}
+
+
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A scheduler with one node: two fake GPUs and two CPU slots. Its address."""
-    started = Processes(tmp_path_factory.mktemp("cluster"))
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A scheduler with one node, two fake GPUs and two CPU slots, whose worker has no
+    course: it runs in a folder of its own, with a copy of gpulab and no course beside it."""
+    base = tmp_path_factory.mktemp("cluster")
+    home, local = base / "home", base / "local"
+    home.mkdir()
+    local.mkdir()
+    env = courseless(base)
+    started = Processes(base)
     try:
         address = started.scheduler()
         started.worker(
@@ -159,11 +213,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             "--fake-gpus",
             "--cpu-slots",
             "2",
-            env={"GPULAB_CHECK_SEED": SEED},
+            "--local-directory",
+            str(local),
+            env={**env, "GPULAB_CHECK_SEED": SEED},
+            cwd=home,
         )
-        yield address
+        yield Served(address, home, base / "pkg", local)
     finally:
         started.end()
+
+
+@pytest.fixture
+def cluster(served: Served) -> str:
+    """The shared cluster's address."""
+    return served.address
 
 
 def _target(address: str) -> Target:
@@ -200,9 +263,36 @@ def _seen(grade: ExerciseGrade) -> tuple[object, ...]:
     )
 
 
+def _whence(dask_worker: object) -> dict[str, str]:
+    """Run on a worker (pickled by value): its gpulab, the course it would find, its folder."""
+    import gpulab
+    from gpulab.course.catalog import find_course_dir
+
+    return {"gpulab": gpulab.__file__, "course": str(find_course_dir()), "cwd": os.getcwd()}
+
+
+def _on_workers(address: str, function: object) -> dict[str, object]:
+    """`function` (of this module, pickled by value) run on every worker of `address`."""
+    import cloudpickle
+    from distributed import Client
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        with Client(address, set_as_default=False) as client:
+            return dict(client.run(function))
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
 def test_a_cluster_grades_a_class_as_this_machine_does(
-    cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    served: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The worker has no course at all: it grades with the one this grader sends, as here."""
+    cluster = served.address
+    for said in _on_workers(cluster, _whence).values():
+        assert isinstance(said, dict)
+        assert Path(said["gpulab"]).is_relative_to(served.package)
+        assert not Path(said["course"]).exists() and said["cwd"] == str(served.home)
     monkeypatch.setenv("GPULAB_CHECK_SEED", SEED)
     folder = tmp_path / "class"
     _class(folder)
@@ -226,6 +316,9 @@ def test_a_cluster_grades_a_class_as_this_machine_does(
     assert "\ufffd lone \ufffd" in message  # made storable, as locally
     assert there.graded == here.graded == 7 and not there.problems
     assert any("graded on the Dask cluster at" in note for note in there.notes)
+    bundle = pack(ROOT)
+    assert any(f"one bundle of {bundle.size}" in note for note in there.notes)
+    assert (served.courses() / bundle.digest / "lessons" / "course.toml").is_file()
     with Gradebook(tmp_path / "there" / "gradebook.sqlite") as book:
         runs = book.db.execute("SELECT status FROM runs").fetchall()
     assert runs == [("finished",)]
@@ -495,24 +588,178 @@ def _refused(
     assert reason in log.read_text()  # and it said why, where it runs
 
 
-def test_a_worker_with_other_checks_is_refused_and_says_why(
-    cluster: str, tmp_path: Path, processes: Processes
+def _roofline_jobs(course: Course, folder: Path, count: int) -> list[Job]:
+    """`count` learners' right roofline notebooks, as CPU jobs (r0, r1, ...)."""
+    entry = next(e for e in course.exercises() if e.name == "roofline")
+    jobs = []
+    for n in range(count):
+        notebook = folder / f"r{n}" / "roofline.ipynb"
+        _write(nbformat.read(ROOFLINE, as_version=4), notebook)
+        jobs.append(
+            Job(f"r{n}", entry, notebook, sha(notebook), checks_hash(entry), 15.0, ("bwrap",))
+        )
+    return jobs
+
+
+@pytest.mark.parametrize("tampered", ["bytes", "name"])
+def test_a_bundle_that_is_not_the_one_named_is_never_used(
+    served: Served, tmp_path: Path, tampered: str
 ) -> None:
-    course = tmp_path / "course"
+    """Bytes that are not those whose sha256 the job names (a hidden check changed on the
+    way; a name that is no sha256 at all): each job is not run and says why, nothing of
+    the bundle is unpacked, and the worker, which did nothing wrong, serves on."""
+    from gpulab.course import load_course
+
+    good = pack(ROOT)
+    if tampered == "bytes":  # the same length: still a tar, one that passes every check
+        bad = Bundle(good.data.replace(b"def test_", b"def xest_"), good.digest)
+    else:
+        bad = Bundle(good.data, "../../" + good.digest[6:])
+    course = load_course()
+    notes: list[str] = []
+    problems: list[str] = []
+    results = list(
+        run_on_cluster(
+            _target(served.address),
+            _roofline_jobs(course, tmp_path, 3),
+            course=course,
+            policy=sandbox.Policy(tag=uuid.uuid4().hex[:12]),
+            timeout=TIMEOUT,
+            recovery_s=1.0,
+            notes=notes,
+            problems=problems,
+            bundle=bad,
+        )
+    )
+    assert len(results) == 3 and all(isinstance(r, Done) for r in results)
+    for done in results:
+        assert isinstance(done, Done)
+        assert done.grade.kind == "not-run" and done.grade.earned == 0
+        assert done.grade.message.startswith(
+            "not graded: the course bundle it came with is not the one the grader named: "
+            "its sha256 is "
+        ), done.grade.message
+    assert not problems and not any("left the cluster" in n for n in notes)
+    unpacked = list(served.local.glob("gpulab-cluster-*/**/*.py"))
+    assert not any(b"def xest_" in path.read_bytes() for path in unpacked)
+    assert not list(served.local.glob("gpulab-cluster-*/*/unpack-*"))
+    assert len(_on_workers(served.address, _whence)) == 3  # it serves on, whole
+
+
+def test_two_courses_graded_at_once_on_the_same_workers_do_not_mix(
+    served: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two graders started together on the same worker, one (`gpulab grade --course`) with a
+    copy of the course whose roofline has one hidden check more (one no answer passes),
+    one with the course: each class gets its own course's grades, and each course has a
+    folder of its own on the worker."""
+    from gpulab.course import load_course
+
+    monkeypatch.setenv("GPULAB_CHECK_SEED", SEED)
+    other = tmp_path / "other"
     for part in ("lessons", "exercises", "solutions"):
-        shutil.copytree(ROOT / part, course / part)
-    hidden = course / "solutions" / "memory-hierarchy" / "test_roofline_hidden.py"
-    hidden.write_text(hidden.read_text() + "\n# one line more\n")
-    worker, log = processes.worker(
-        cluster, "--gpus", "", "--cpu-slots", "1", "--course", str(course)
+        shutil.copytree(ROOT / part, other / part)
+    hidden = other / "solutions" / "memory-hierarchy" / "test_roofline_hidden.py"
+    hidden.write_text(
+        hidden.read_text()
+        + "\n\n@pytest.mark.points(3)\ndef test_only_in_the_other_course() -> None:\n"
+        + '    """A check of the other course alone"""\n    assert False\n'
     )
-    _refused(
-        cluster,
-        tmp_path,
-        worker,
-        log,
-        f"its checks of roofline differ from this grader's (its course at {course})",
+    for name in ("this", "other"):
+        for learner in ("a", "b", "c"):
+            notebook = tmp_path / f"class-{name}" / learner / "roofline.ipynb"
+            _write(nbformat.read(ROOFLINE, as_version=4), notebook)
+    argv = [sys.executable, "-m", "gpulab", "grade", str(tmp_path / "class-other")]
+    argv += ["--out", str(tmp_path / "out-other"), "--timeout", str(TIMEOUT)]
+    argv += ["--cluster", served.address, "--course", str(other)]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as process:
+        try:
+            grade_class(
+                GradeOptions(
+                    tmp_path / "class-this",
+                    tmp_path / "out-this",
+                    timeout=TIMEOUT,
+                    cluster=_target(served.address),
+                ),
+                course=load_course(),
+            )
+            said = process.communicate(timeout=300)[0].decode()
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 0, said[-3000:]
+    found = {}
+    for name in ("this", "other"):
+        with Gradebook(tmp_path / f"out-{name}" / "gradebook.sqlite") as book:
+            known = book.exercise("roofline")
+            assert known is not None
+            found[name] = (known.max_points, book.learners(["roofline"]))
+    worth = found["this"][0]
+    assert found["other"][0] == worth + 3
+    for name, (_, learners) in found.items():
+        assert len(learners) == 3
+        for learner in learners:
+            (grade,) = learner.exercises
+            names = {c.check for c in grade.checks}
+            if name == "this":
+                assert (grade.kind, grade.earned) == ("right", worth)
+                assert "test_only_in_the_other_course" not in names
+            else:
+                assert (grade.kind, grade.earned, grade.possible) == ("wrong", worth, worth + 3)
+                assert "test_only_in_the_other_course" in names
+    digests = {"this": pack(ROOT).digest, "other": pack(other).digest}
+    assert digests["this"] != digests["other"]
+    for name, digest in digests.items():
+        unpacked = served.courses() / digest / "solutions" / "memory-hierarchy"
+        text = (unpacked / "test_roofline_hidden.py").read_text()
+        assert ("test_only_in_the_other_course" in text) == (name == "other")
+
+
+PEEK = """
+import os
+_lessons = os.environ.get("GPULAB_COURSE_DIR", "")
+_course = os.path.dirname(_lessons)  # <worker's folder>/courses/<sha256>
+_worker = os.path.dirname(os.path.dirname(_course))
+if os.path.basename(os.path.dirname(_course)) != "courses" or not os.path.isfile(
+    os.path.join(_lessons, "specs.toml")
+):
+    raise RuntimeError("this is not a worker's unpacked course: " + _lessons)
+_saw = [p for p in (
+    os.path.join(_course, "solutions"),
+    os.path.join(_course, "solutions", "memory-hierarchy", "test_roofline_hidden.py"),
+    os.path.join(_worker, "private"),
+) if os.path.lexists(p)]
+_saw += [os.path.join(_worker, "courses", n) for n in os.listdir(os.path.join(_worker, "courses"))
+         if n != os.path.basename(_course)]
+for _folder, _dirs, _files in os.walk("/"):
+    _dirs[:] = [d for d in _dirs if os.path.join(_folder, d) not in ("/proc", "/sys", "/dev")]
+    _saw += [os.path.join(_folder, n) for n in _files if n.endswith("_hidden.py")]
+if _saw:
+    raise RuntimeError("the sandbox showed me: " + ", ".join(sorted(set(_saw))[:8]))
+"""
+
+
+def test_learner_code_on_a_worker_sees_the_course_but_not_its_hidden_checks(
+    served: Served, tmp_path: Path
+) -> None:
+    """A learner who looks, from the sandbox, for the hidden checks the worker unpacked
+    (beside the lessons it is shown, in the worker's other folders, anywhere) finds none,
+    and earns the full marks of the right answer it also gives."""
+    folder = tmp_path / "class"
+    _write(nbformat.read(ROOFLINE, as_version=4), folder / "honest" / "roofline.ipynb")
+    _prefixed(ROOFLINE, PEEK)(folder / "peeker" / "roofline.ipynb")
+    summary = grade_class(
+        GradeOptions(folder, tmp_path / "out", timeout=TIMEOUT, cluster=_target(served.address))
     )
+    grades = _grades(summary)
+    worth = summary.maxima["roofline"]
+    peeker = grades[("peeker", "roofline")]
+    assert (peeker.kind, peeker.earned) == ("right", worth), [
+        c.message for c in peeker.checks if c.outcome != "passed"
+    ]
+    assert (grades[("honest", "roofline")].kind, peeker.guards[0][:10]) == ("right", "bubblewrap")
+    hidden = served.courses() / pack(ROOT).digest / "solutions" / "memory-hierarchy"
+    assert (hidden / "test_roofline_hidden.py").is_file()  # there, on the worker, all along
 
 
 def test_a_worker_without_bubblewrap_is_refused(
@@ -539,12 +786,12 @@ def test_a_worker_without_bubblewrap_is_refused(
 
 def test_slurm_pilot_jobs_each_run_gpulab_worker(tmp_path: Path) -> None:
     """What dask-jobqueue would submit (no Slurm here): a pilot job per node, each running
-    `gpulab worker` with the node's GPUs, CPU slots and this course, on this scheduler."""
+    `gpulab worker` with the node's GPUs and CPU slots, on this scheduler (and no course:
+    the grader sends it)."""
     from gpulab.cli import _parser
 
     pilots = slurm_cluster(
-        Target("slurm", nodes=8, gpus_per_node=4, cpu_slots=8, partition="gpu", walltime="2:00:00"),
-        ROOT,
+        Target("slurm", nodes=8, gpus_per_node=4, cpu_slots=8, partition="gpu", walltime="2:00:00")
     )
     try:
         script, address = pilots.job_script(), pilots.scheduler_address
@@ -561,10 +808,10 @@ def test_slurm_pilot_jobs_each_run_gpulab_worker(tmp_path: Path) -> None:
     command = shlex.split(script.strip().splitlines()[-1])
     assert command[:5] == [sys.executable, "-m", "gpulab", "worker", address]
     args = _parser().parse_args(command[3:])  # gpulab's own parser takes it
-    assert (args.cpu_slots, args.course, args.gpus) == (8, str(ROOT), None)
+    assert (args.cpu_slots, args.gpus) == (8, None) and "--course" not in script
     # the GPUs: those Slurm gives the job, in CUDA_VISIBLE_DEVICES (gpulab worker's default);
     # on nodes asked for no GPU, none, whatever the node has
-    pilots = slurm_cluster(Target("slurm", cpu_slots=4), ROOT)
+    pilots = slurm_cluster(Target("slurm", cpu_slots=4))
     try:
         script = pilots.job_script()
     finally:

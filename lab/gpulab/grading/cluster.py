@@ -11,9 +11,15 @@ answer (the `ExerciseGrade` as JSON, and whether the GPU recovered), run by a
 - a GPU job takes ``GPU=1`` of a worker that has one GPU and one thread, so one
   job runs per GPU at a time; a CPU job takes a ``CPU_SLOT``. Jobs go out two
   per slot at a time: the scheduler never holds a whole class's notebooks;
-- every worker is checked (version, course, checks hashes, guards) before the
-  first job and when it joins; one that differs is refused: told why, retired,
-  named in the run's problems. Each job checks its worker again before it runs;
+- the course goes with the jobs: packed here into one bundle named by its
+  sha256 (`gpulab.grading.cluster_bundle`), a copy put on each worker (one that
+  joins later fetches it with its first job), which checks it against its
+  sha256, unpacks it once and grades with it; a worker needs no course of its
+  own;
+- every worker is checked (version, guards) before the first job and when it
+  joins; one that differs is refused: told why, retired, named in the run's
+  problems. Each job checks its worker again before it runs, and proves the
+  unpacked course: its checks hash must be the grader's, else it is not run;
 - a learner's timeout, crash or GPU fault is a verdict, never an exception, so
   Dask retries nothing of the learner's; a worker lost mid-job is retried
   elsewhere, up to ``distributed.scheduler.allowed-failures`` times, then the
@@ -36,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from gpulab.course.paths import CoursePaths
 from gpulab.grading import cluster_worker as remote
 from gpulab.grading import sandbox
+from gpulab.grading.cluster_bundle import Bundle, pack
 from gpulab.grading.cluster_coordinator import ClusterError, Coordinator, Target, Timeline
 from gpulab.grading.run import Done, GpuEvent, Job
 from gpulab.grading.slurm import SbatchErrors, slurm_cluster
@@ -67,25 +74,22 @@ def run_on_cluster(
     notes: list[str],
     problems: list[str],
     timeline: Timeline | None = None,
+    bundle: Bundle | None = None,
 ) -> Generator[Done | GpuEvent, None, None]:
     """Grade `jobs` on the cluster; yield each grade (and each GPU event) as it arrives.
 
-    Refused workers go to `problems`, the workers used and lost to `notes`.
+    Refused workers go to `problems`, the workers used and lost to `notes`. The
+    workers get `course` as `bundle` (default: packed here from the course's checkout).
     """
     import gpulab
 
-    root = CoursePaths.of_manifest(Path(course.manifest.path).resolve()).root
-    expect = remote.Expect(
-        str(gpulab.__version__),
-        course.title,
-        {job.entry.name: job.checks_hash for job in jobs},
-        policy.bubblewrap,
-    )
+    expect = remote.Expect(str(gpulab.__version__), policy.bubblewrap)
     if not jobs:
         return
+    bundle = bundle or pack(CoursePaths.of_manifest(Path(course.manifest.path).resolve()).root)
     need_distributed()  # distributed sets its loggers up as it is imported
     sbatch = SbatchErrors() if target.address == "slurm" else None
-    with sbatch or contextlib.nullcontext(), _client(target, root) as client:
+    with sbatch or contextlib.nullcontext(), _client(target) as client:
         yield from Coordinator(
             client,
             target,
@@ -96,6 +100,7 @@ def run_on_cluster(
             notes,
             problems,
             timeline,
+            bundle,
             sbatch=sbatch.said if sbatch else [],
         ).run(jobs)
 
@@ -112,7 +117,7 @@ def need_distributed() -> None:
 
 
 @contextlib.contextmanager
-def _client(target: Target, course_root: Path) -> Iterator[Any]:
+def _client(target: Target) -> Iterator[Any]:
     need_distributed()
     import dask
     from distributed import Client
@@ -120,7 +125,7 @@ def _client(target: Target, course_root: Path) -> Iterator[Any]:
     cluster = None
     if target.address == "slurm":
         with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
-            cluster = slurm_cluster(target, course_root)
+            cluster = slurm_cluster(target)
     try:
         client = Client(cluster or target.address, timeout=30, set_as_default=False)
     except (OSError, TimeoutError) as exc:

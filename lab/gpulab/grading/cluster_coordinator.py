@@ -2,11 +2,14 @@
 
 `gpulab.grading.cluster.run_on_cluster` connects to the scheduler and hands the
 run's jobs to a `Coordinator`, which checks every worker as it joins (and
-retires those that may not grade), sends the jobs to GPU workers and CPU
-slots, two per slot at a time, reroutes GPU jobs when no GPU worker is left,
-and turns each answer (or each worker lost) into a grade. `Target` (where the
-jobs run) and `ClusterError` live here, beside the loop that reads and raises
-them; `gpulab.grading.cluster` gives them to the rest of gpulab.
+retires those that may not grade), puts the course bundle in the cluster once
+(`Client.scatter`: a copy on each worker there then, copied from worker to
+worker; each job names it as an argument, so a worker that joins later fetches
+it with its first job, from one that holds it), sends the jobs to GPU workers
+and CPU slots, two per slot at a time, reroutes GPU jobs when no GPU worker is
+left, and turns each answer (or each worker lost) into a grade. `Target`
+(where the jobs run) and `ClusterError` live here, beside the loop that reads
+and raises them; `gpulab.grading.cluster` gives them to the rest of gpulab.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from gpulab.errors import GpulabError
 from gpulab.grading import cluster_worker as remote
 from gpulab.grading import sandbox
+from gpulab.grading.cluster_bundle import Bundle
 from gpulab.grading.grade_model import Target
 from gpulab.grading.run import Done, GpuEvent, Job, not_run, read_notebook
 from gpulab.grading.slurm import wait_for_pilots
@@ -60,6 +64,7 @@ class Coordinator:
     notes: list[str]
     problems: list[str]
     timeline: Timeline | None
+    bundle: Bundle  # the course, for the workers
     sbatch: list[str] = field(default_factory=list)  # what sbatch refused
     workers: dict[str, dict[str, Any]] = field(default_factory=dict)  # accepted: address ->
     seen: set[str] = field(default_factory=set)  # identity
@@ -70,6 +75,7 @@ class Coordinator:
     had_gpus: bool = False
     stalled_since: float | None = None
     completed: Any = None  # distributed.as_completed over `running`
+    course: Any = None  # the bundle's future, once scattered
 
     def run(self, jobs: list[Job]) -> Generator[Done | GpuEvent, None, None]:
         from distributed import as_completed
@@ -96,7 +102,11 @@ class Coordinator:
         finally:
             with contextlib.suppress(Exception):  # ctrl-c: what still runs is dropped
                 self.client.cancel(
-                    [*self.running, *(t.data for t in self.running.values() if t.data is not None)]
+                    [
+                        *self.running,
+                        *(t.data for t in self.running.values() if t.data is not None),
+                        *([self.course] if self.course is not None else []),
+                    ]
                 )
 
     def _start(self) -> None:
@@ -255,6 +265,7 @@ class Coordinator:
                     remote.grade_job,
                     self._spec(task.job),
                     payload,
+                    self._course(),
                     pure=False,
                     key=f"gpulab-{task.job.slug}-{task.job.entry.name}-{uuid.uuid4().hex[:8]}",
                     resources={remote.GPU: 1} if gpu else {remote.CPU_SLOT: 1},
@@ -262,6 +273,23 @@ class Coordinator:
                 self.running[future] = task
                 self.completed.add(future)
                 out += 1
+
+    def _course(self) -> Any:
+        """The course bundle's future: scattered to every worker the first time, and again
+        if the cluster lost it (every worker that held it died: Dask forgets scattered
+        data it cannot recompute, and cancels the jobs that named it, running ones too,
+        which `_collect` sends again). A copy on each from the start, rather than one the
+        others fetch, is what keeps one worker's death from doing that."""
+        if self.course is not None and self.course.status == "finished":
+            return self.course
+        if self.course is None:
+            self.notes.append(
+                f"the course went to the workers as one bundle of {self.bundle.size} "
+                f"(sha256 {self.bundle.digest[:16]}…), unpacked once by each"
+            )
+        key = f"gpulab-course-{self.bundle.digest[:16]}-{uuid.uuid4().hex[:8]}"
+        self.course = self.client.scatter({key: self.bundle.data}, broadcast=True)[key]
+        return self.course
 
     def _spec(self, job: Job) -> str:
         return json.dumps(
@@ -271,6 +299,7 @@ class Coordinator:
                 "notebook": str(job.notebook),
                 "notebook_hash": job.notebook_hash,
                 "checks_hash": job.checks_hash,
+                "course": self.bundle.digest,
                 "possible": job.possible,
                 "policy": self.policy.to_json(),
                 "timeout": self.timeout or float(job.entry.time_limit),
@@ -304,6 +333,9 @@ class Coordinator:
             return
         answer = json.loads(future.result())
         future.release()
+        if "not_run" in answer:  # the course it came with: the grader's, not the worker's
+            yield Done(task.job, not_run(task.job, answer["not_run"]))
+            return
         if "refused" in answer:
             if answer["worker"] in self.workers:
                 self._refuse(answer["worker"], None, answer["refused"])

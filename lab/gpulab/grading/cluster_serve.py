@@ -1,12 +1,13 @@
 """`gpulab worker`'s body: check this node, start its Dask workers, serve until interrupted.
 
 `serve` tries the guards (`sandbox.available`) and refuses to serve without
-bubblewrap unless ``--unsafe``; checks that the course has its hidden checks
-and that each GPU can be read by NVML (unless ``--fake-gpus``); then holds,
-in one event loop, a Dask worker per GPU (one thread, resource ``GPU=1``) and
-one for the CPU slots (N threads, ``CPU_SLOT=N``), each a
-`gpulab.grading.cluster_worker.Station`, until interrupted or retired. What
-the Dask workers do for the grader is in `gpulab.grading.cluster_worker`.
+bubblewrap unless ``--unsafe``; checks that each GPU can be read by NVML
+(unless ``--fake-gpus``); then holds, in one event loop, a Dask worker per GPU
+(one thread, resource ``GPU=1``) and one for the CPU slots (N threads,
+``CPU_SLOT=N``), each a `gpulab.grading.cluster_worker.Station`, until
+interrupted or retired. It needs no course: each grader sends its own with
+every job. What the Dask workers do for the grader is in
+`gpulab.grading.cluster_worker`.
 """
 
 from __future__ import annotations
@@ -20,11 +21,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gpulab.course.paths import CoursePaths
 from gpulab.grading import sandbox
 from gpulab.grading.cluster_worker import _STATIONS, CPU_SLOT, GPU, Node, Station, WorkerError
 from gpulab.grading.gpupool import GpuPool, GpuPoolError, visible_gpus
-from gpulab.grading.runner import check_files, remove_stale_folders
+from gpulab.grading.runner import remove_stale_folders
 from gpulab.grading.verdict import failure
 
 __all__ = ["serve"]
@@ -45,7 +45,6 @@ def serve(
     recovery_s: float = 15.0,
 ) -> int:
     """`gpulab worker`'s body: check this node, then serve until interrupted."""
-    from gpulab.course import load_course
     from gpulab.grading.cluster import need_distributed
 
     need_distributed()
@@ -54,15 +53,6 @@ def serve(
         raise WorkerError(
             sandbox.refusal(guards, "serve")
             + " (a grader that has bubblewrap refuses a worker without it)"
-        )
-    course = load_course()
-    root = CoursePaths.of_manifest(Path(course.manifest.path).resolve()).root
-    entries = {e.name: e for e in course.exercises()}
-    if not any(check_files(e, hidden=True)[-1].is_file() for e in entries.values()):
-        raise WorkerError(
-            f"the course at {root} has no hidden checks (an installed course "
-            "ships none): a worker needs the course checkout with solutions/; "
-            "give it with --course DIR"
         )
     if gpus is None:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")  # a batch system's choice
@@ -82,11 +72,7 @@ def serve(
     sandbox.remove_stale_cgroups(guards.cgroup)
     _remove_stale_roots(Path(local_directory or tempfile.gettempdir()))
     node = Node(
-        root,
-        course.title,
-        entries,
-        guards,
-        Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=local_directory)),
+        guards, Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=local_directory))
     )
     prefix = name or f"{node.host}-{os.getpid()}"
     stations = [Station(node, f"{prefix}-gpu{g}", g, 1, pools[g]) for g in gpus]
@@ -131,7 +117,8 @@ async def _serve(address: str, stations: list[Station], death_timeout: float) ->
     slots = sum(s.slots for s in stations if not s.gpu)
     print(
         f"gpulab worker: serving {address} from {node.host} (pid {os.getpid()}): "
-        f"{', '.join(lanes) or 'no GPU'}; CPU slots: {slots}; course {node.course_root}; "
+        f"{', '.join(lanes) or 'no GPU'}; CPU slots: {slots}; the courses graders send "
+        f"unpacked under {node.shelf.folder}; "
         f"{'bubblewrap' if node.guards.bubblewrap else 'NO bubblewrap (--unsafe)'}",
         file=sys.stderr,
         flush=True,

@@ -11,14 +11,19 @@ GPU recovered after each job (`gpulab.grading.gpupool`). A GPU that does not
 recover takes its worker out of rotation: it refuses GPU jobs from then on.
 
 At start the worker tries the guards (`sandbox.available`) and refuses to
-serve without bubblewrap unless ``--unsafe`` (`cluster_serve.serve`). Each
-Dask worker says what it is (`Station.identity`: gpulab version, course, every
-exercise's checks hash, guards) to the grader that asks, and checks each job
-against its own course before running it (`Station.refuses`), so a job never
-runs on checks other than the grader's. The sandbox policy comes from the grader; the paths in it
-are this node's own (its course, its folders, its run cgroups). What a worker
-says (`Station.identity`) and how the grader judges it (`refusal`) are kept
-side by side here, as are a grade's plain form and its reading back.
+serve without bubblewrap unless ``--unsafe`` (`cluster_serve.serve`). It has
+no course of its own: each job comes with the grader's course as one bundle
+(`gpulab.grading.cluster_bundle`), which the node checks against the sha256 the
+job names and unpacks once per sha256 (`Node.shelf`). Each Dask worker says
+what it is (`Station.identity`: gpulab version, guards) to the grader that
+asks, and checks each job before running it: against itself (`Station.refuses`)
+and against the unpacked course (`course_refuses`: the exercise's checks hash,
+computed from what was unpacked, must be the grader's), so a job never runs on
+checks other than the grader's. The sandbox policy comes from the grader; the
+paths in it are this node's own (the unpacked course, its folders, its run
+cgroups). What a worker says (`Station.identity`) and how the grader judges it
+(`refusal`) are kept side by side here, as are a grade's plain form and its
+reading back.
 """
 
 from __future__ import annotations
@@ -31,17 +36,15 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from gpulab.course.manifest import ExerciseEntry
 from gpulab.errors import GpulabError
 from gpulab.grading import sandbox
-from gpulab.grading.fingerprint import checks_hash
+from gpulab.grading.cluster_bundle import BundleError, Shelf, Unpacked
 from gpulab.grading.gpupool import GpuPool
 from gpulab.grading.run import Job, check_job, not_run
 from gpulab.grading.verdict import ExerciseGrade, failure
@@ -53,6 +56,7 @@ __all__ = [
     "Node",
     "Station",
     "WorkerError",
+    "course_refuses",
     "grade_from_plain",
     "grade_job",
     "identity",
@@ -72,11 +76,10 @@ class WorkerError(GpulabError):
 
 @dataclass(frozen=True)
 class Expect:
-    """What every worker must match: this grader's gpulab, course, checks and guards."""
+    """What every worker must match: this grader's gpulab and guards. (The course comes with
+    each job, and each job proves it: `course_refuses`.)"""
 
     version: str
-    course: str
-    checks: Mapping[str, str]  # exercise -> checks hash, for the run's exercises
     bubblewrap: bool  # this grader's jobs run in bubblewrap: the workers' must
 
 
@@ -89,36 +92,53 @@ def refusal(identity: object, expect: Expect) -> str:
         return "it is not a gpulab worker (start one with: gpulab worker ADDRESS)"
     if identity.get("gpulab") != expect.version:
         return f"it runs gpulab {identity.get('gpulab')}, this grader {expect.version}"
-    if identity.get("course") != expect.course:
-        return f"it serves the course {identity.get('course')!r}, this grader {expect.course!r}"
-    checks = identity.get("checks") or {}
-    differ = [name for name, digest in expect.checks.items() if checks.get(name) != digest]
-    if differ:
-        return (
-            f"its checks of {', '.join(differ)} differ from this grader's (its course at "
-            f"{identity.get('course_dir')})"
-        )
     if expect.bubblewrap and not identity.get("bubblewrap"):
         problem = identity.get("bubblewrap_problem") or "served with --unsafe"
         return f"this grader's jobs run in bubblewrap, which it has not: {problem}"
     return ""
 
 
+def course_refuses(course: Unpacked, spec: dict[str, Any]) -> str:
+    """Why the unpacked `course` cannot grade the job `spec` describes; "" when it can."""
+    name = spec["exercise"]
+    if name not in course.entries:
+        return f"the course bundle {course.digest[:16]}… has no exercise {name}"
+    if course.hashes[name] != spec["checks_hash"]:
+        return (
+            f"the checks of {name} unpacked from the course bundle {course.digest[:16]}… "
+            "differ from the grader's"
+        )
+    return ""
+
+
 @dataclass
 class Node:
-    """What the Dask workers of this process share: the course, the guards, the folders."""
+    """What the Dask workers of this process share: the guards, the folders, the courses.
 
-    course_root: Path
-    title: str
-    entries: dict[str, ExerciseEntry]
+    In `folder` (the worker's own): ``private/`` (`root`: its jobs' folders, Dask's,
+    and where bundles are unpacked) and ``courses/<sha256>/`` (`shelf`), each a course
+    a grader sent; a job's sandbox shows that course's lessons and exercises, as a
+    local run shows the checkout's, and neither its solutions nor anything in `root`."""
+
     guards: sandbox.Guards
-    root: Path  # its jobs' folders: private to learner code
+    folder: Path
     host: str = field(default_factory=socket.gethostname)
     cgroups: dict[str, str] = field(default_factory=dict)  # run tag -> its cgroups here
     lock: threading.Lock = field(default_factory=threading.Lock)
+    shelf: Shelf = field(init=False)
 
-    def policy(self, text: str) -> sandbox.Policy:
-        """The grader's policy, with this node's course, folders and run cgroups."""
+    def __post_init__(self) -> None:
+        self.root.mkdir(mode=0o700, exist_ok=True)
+        self.shelf = Shelf(self.folder / "courses", self.root)
+
+    @property
+    def root(self) -> Path:
+        """Its jobs' folders, Dask's, and where bundles are unpacked: private to learner code."""
+        return self.folder / "private"
+
+    def policy(self, text: str, course: Unpacked) -> sandbox.Policy:
+        """The grader's policy, with the unpacked course, this node's folders and its run
+        cgroups."""
         policy = sandbox.Policy.from_json(text)
         with self.lock:
             if policy.tag not in self.cgroups:
@@ -131,14 +151,14 @@ class Node:
             policy,
             bubblewrap=bool(self.guards.bubblewrap),
             cgroup=cgroup,
-            private=(str(self.course_root / "solutions"), str(self.root), *policy.private),
-            show=(str(self.course_root / "lessons"), str(self.course_root / "exercises")),
+            private=(str(course.root / "solutions"), str(self.root), *policy.private),
+            show=(str(course.lessons), str(course.root / "exercises")),
         )
 
     def close(self) -> None:
         for cgroup in self.cgroups.values():
             sandbox.remove_cgroups(cgroup)
-        shutil.rmtree(self.root, ignore_errors=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 @dataclass
@@ -163,9 +183,6 @@ class Station:
         node = self.node
         return {
             "gpulab": str(gpulab.__version__),
-            "course": node.title,
-            "course_dir": str(node.course_root),
-            "checks": {name: checks_hash(entry) for name, entry in node.entries.items()},
             "bubblewrap": bool(node.guards.bubblewrap),
             "bubblewrap_problem": node.guards.bubblewrap_problem,
             "cgroup": node.guards.cgroup,
@@ -179,35 +196,27 @@ class Station:
         }
 
     def refuses(self, spec: dict[str, Any]) -> str:
-        """Why this worker may not run the job `spec` describes; "" when it may."""
+        """Why this worker may not run the job `spec` describes; "" when it may. (Whether its
+        course can: `course_refuses`.)"""
         import gpulab
 
-        entry = self.node.entries.get(spec["exercise"])
         if self.retired:
             return f"its GPU {self.label} was taken out of rotation: {self.retired}"
         if spec["version"] != gpulab.__version__:
             return f"it runs gpulab {gpulab.__version__}, the grader {spec['version']}"
-        if entry is None:
-            return f"its course ({self.node.course_root}) has no exercise {spec['exercise']}"
-        if checks_hash(entry) != spec["checks_hash"]:
-            return (
-                f"its checks of {entry.name} differ from the grader's (its course at "
-                f"{self.node.course_root})"
-            )
         if spec["bubblewrap"] and not self.node.guards.bubblewrap:
             problem = self.node.guards.bubblewrap_problem or "served with --unsafe"
             return f"the grader's jobs run in bubblewrap, which it has not: {problem}"
         return ""
 
-    def grade(self, spec: dict[str, Any], notebook: bytes) -> ExerciseGrade:
-        """Grade the job as `run.check_job` does locally; messages name the grader's copy."""
+    def grade(self, spec: dict[str, Any], notebook: bytes, course: Unpacked) -> ExerciseGrade:
+        """Grade the job with `course` as `run.check_job` does locally; messages name the
+        grader's copy of the notebook."""
         node = self.node
-        entry = node.entries[spec["exercise"]]
-        policy = node.policy(spec["policy"])
+        entry = course.entries[spec["exercise"]]
+        policy = node.policy(spec["policy"], course)
         own = node.root / uuid.uuid4().hex
         intake = own / "in" / Path(spec["notebook"]).name
-        intake.parent.mkdir(parents=True)
-        intake.write_bytes(notebook)
         job = Job(
             spec["slug"],
             entry,
@@ -219,6 +228,8 @@ class Station:
             node.guards.describe(replace(policy, gpu=False)),
         )
         try:
+            intake.parent.mkdir(parents=True)
+            intake.write_bytes(notebook)
             grade = check_job(
                 job, self.gpu, policy=policy, timeout=spec["timeout"], folder=own / "jobs"
             )
@@ -286,9 +297,13 @@ def told(why: str, dask_worker: Any) -> None:
     print(f"gpulab worker {dask_worker.name}: {why}", file=sys.stderr, flush=True)
 
 
-def grade_job(spec_text: str, notebook: bytes) -> str:
-    """The Dask task: one job in (a JSON spec, the notebook's bytes), its answer out as JSON:
-    the grade, the GPU, whether the GPU recovered, when it ran and where."""
+def grade_job(spec_text: str, notebook: bytes, bundle: bytes) -> str:
+    """The Dask task: one job in (a JSON spec, the notebook's bytes, the course bundle's),
+    its answer out as JSON: the grade, the GPU, whether the GPU recovered, when it ran and
+    where. A worker that may not run it answers ``refused``; a course it cannot grade
+    with (a bundle that is not the one the spec names, or whose checks are not the
+    grader's) ``not_run``: neither is the learner's doing, and the second not the
+    worker's."""
     from distributed import get_worker
 
     worker = get_worker()
@@ -301,9 +316,18 @@ def grade_job(spec_text: str, notebook: bytes) -> str:
     why = station.refuses(spec)
     if why:
         return json.dumps({**answer, "refused": why})
-    started = time.time()
-    grade = station.grade(spec, notebook)
-    ended = time.time()
+    try:  # an OSError here is the shelf's: `Station.grade` makes its own the grade
+        with station.node.shelf.course(spec["course"], bundle) as course:
+            why = course_refuses(course, spec)
+            if why:
+                return json.dumps({**answer, "not_run": why})
+            started = time.time()
+            grade = station.grade(spec, notebook, course)
+            ended = time.time()
+    except BundleError as exc:
+        return json.dumps({**answer, "not_run": str(exc)})
+    except OSError as exc:  # this node's disk, not the bundle
+        return json.dumps({**answer, "refused": f"it cannot unpack the course: {failure(exc)}"})
     retired = station.after_job(float(spec["recovery_s"]))
     return json.dumps(
         {**answer, "grade": asdict(grade), "retired": retired, "started": started, "ended": ended}

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gpulab.course.manifest import ExerciseEntry
+from gpulab.course.paths import CoursePaths
 from gpulab.grading import sandbox
 from gpulab.grading.gradebook import Gradebook
 from gpulab.grading.notebook import MAX_BYTES
@@ -294,10 +295,14 @@ def check_job(
     copy = own / job.notebook.name
     try:
         notebook_hash = copy_notebook(job.notebook, copy)
+        # the checks and the released notebook read the course the exercise is of (specs.toml),
+        # wherever it lies: a checkout, or a cluster worker's unpacked bundle
+        course = CoursePaths.of_notebook(job.entry.notebook.resolve())
         # a GPU job with no GPU to run on gets neither the device files nor a CUDA device
         env = {
             sandbox.ENV: replace(policy, gpu=job.entry.gpu and bool(gpu)).to_json(),
             "CUDA_VISIBLE_DEVICES": gpu,
+            "GPULAB_COURSE_DIR": str(course.lessons),
             **NO_MULTICAST,
         }
         report = run_checks(job.entry, copy, hidden=True, env=env, timeout=timeout)

@@ -17,7 +17,6 @@ import re
 import subprocess
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpulab.grading import cluster_worker as remote
@@ -62,7 +61,7 @@ class SbatchErrors(logging.Handler):
             logger.propagate = propagate
 
 
-def slurm_cluster(target: Target, course_root: Path) -> Any:
+def slurm_cluster(target: Target) -> Any:
     """A `dask_jobqueue.SLURMCluster` whose pilot jobs each run ``gpulab worker`` on a node
     (its scheduler runs in this process; nothing is submitted until it is scaled)."""
     from dask_jobqueue import SLURMCluster
@@ -80,8 +79,6 @@ def slurm_cluster(target: Target, course_root: Path) -> Any:
         worker_extra_args=[
             "--cpu-slots",
             str(target.cpu_slots),
-            "--course",
-            str(course_root),
             *([] if target.gpus_per_node else ["--gpus", "none"]),
         ],
         scheduler_options={"dashboard_address": ":0"},
