@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Literal
 
 import pytest
 
-from chromium import chromium, needs_chromium
 from gpulab.book import build_book
 from gpulab.course import load_course
+from helpers.chromium import chromium, needs_chromium
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page

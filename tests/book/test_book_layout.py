@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from chromium import chromium, needs_chromium
 from gpulab.book import build_book
 from gpulab.book.lesson_page import node_anchor
 from gpulab.course import load_course
+from helpers.chromium import chromium, needs_chromium
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

@@ -34,7 +34,7 @@ from gpulab.grading.names import MAX_NAME, MAX_TEXT, cut, identity
 from gpulab.grading.protocol import Measurement
 from gpulab.grading.verdict import CheckRow, ExerciseGrade, LearnerGrades, plain
 from gpulab.grading.zipread import ZipRefused, open_zip
-from intake_attacks import copies, directory_bomb, lying_directory
+from helpers.intake_attacks import copies, directory_bomb, lying_directory
 
 EXERCISES = ("roofline",)
 NOTEBOOK = b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'

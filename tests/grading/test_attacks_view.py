@@ -39,9 +39,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from adversarial_class import ROOT, SOLUTION, STUB, _prefixed, _write
 from gpulab.grading import sandbox, sandbox_proof, sandbox_view
-from instructor_home import MARK, Home, course_copy, home_base, make_home, plant
+from helpers.adversarial_class import ROOT, SOLUTION, STUB, _prefixed, _write
+from helpers.instructor_home import MARK, Home, course_copy, home_base, make_home, plant
 
 GUARDS = sandbox.available()
 NOBODY = 65534

@@ -35,8 +35,6 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-from adversarial_class import SOLUTION as ROOFLINE
-from adversarial_class import _answer, _prefixed, _write
 from gpulab.course.catalog import Course
 from gpulab.grading import sandbox
 from gpulab.grading.cluster import Target, run_on_cluster, slurm_cluster
@@ -45,7 +43,9 @@ from gpulab.grading.grade import GradeOptions, GradeSummary, checks_hash, grade_
 from gpulab.grading.gradebook import Gradebook
 from gpulab.grading.run import Done, GpuEvent, Job
 from gpulab.grading.verdict import ExerciseGrade
-from run_attacks import _raises_in_a_check, graded_count, sha, tagged_processes
+from helpers.adversarial_class import SOLUTION as ROOFLINE
+from helpers.adversarial_class import _answer, _prefixed, _write
+from helpers.run_attacks import _raises_in_a_check, graded_count, sha, tagged_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_REPORT = ROOT / "solutions" / "landscape" / "env-report.ipynb"

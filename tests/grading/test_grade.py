@@ -1,6 +1,6 @@
 """`gpulab grade` on a hostile class: right grades, a finished run, others unaffected.
 
-The class is built from the roofline exercise (tests/adversarial_class.py);
+The class is built from the roofline exercise (tests/helpers/adversarial_class.py);
 grading runs for real: bubblewrap, rlimits and cgroups where this machine has
 them, a pytest process per job, learner code in a sandboxed worker.
 """
@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from adversarial_class import CASES, FULL, PARTIAL, ROOT, build_class
 from gpulab.grading import sandbox
 from gpulab.grading.grade import GradeError, GradeOptions, grade_class
 from gpulab.grading.gradebook import SCHEMA_VERSION, Gradebook, GradebookError
 from gpulab.grading.verdict import CheckRow, ExerciseGrade
-from run_attacks import graded_count
+from helpers.adversarial_class import CASES, FULL, PARTIAL, ROOT, build_class
+from helpers.run_attacks import graded_count
 
 needs_bwrap = pytest.mark.skipif(
     not sandbox.available().bubblewrap,

@@ -24,7 +24,7 @@ from gpulab.grading.gpu import gpu_missing
 from gpulab.grading.notebook import NotebookError, read_notebook
 from gpulab.grading.runner import run_checks
 from gpulab.grading.verdict import verdict
-from squares_course import ANSWER, CHECKS, solution_notebook
+from helpers.squares_course import ANSWER, CHECKS, solution_notebook
 
 MANIFEST = """\
 [course]

@@ -28,7 +28,7 @@ from gpulab.grading.intake import (
 )
 from gpulab.grading.notebook import MAX_BYTES
 from gpulab.grading.zipread import MIB, count_headers, read_directory
-from intake_attacks import directory_bomb
+from helpers.intake_attacks import directory_bomb
 
 EXERCISES = ("roofline", "reduction")
 NBFORMAT: Any = nbformat  # it has no type hints

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from chromium import chromium, needs_chromium
+from helpers.chromium import chromium, needs_chromium
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page

@@ -24,7 +24,7 @@ from gpulab.grading.panel import CheckedNotebook, report_text
 from gpulab.grading.pytest_plugin import MAX_PREDICTION_TEXT
 from gpulab.grading.runner import CheckReport, run_checks
 from gpulab.grading.verdict import ExerciseGrade, verdict
-from squares_course import code
+from helpers.squares_course import code
 
 MANIFEST = """\
 [course]

@@ -1,7 +1,7 @@
 """Reading hostile notebooks: every malformed input is a `NotebookError` that says where, and the
 cost of reading one is bounded before `json.loads` or nbformat's validator sees it.
 
-The inputs are the red team's cases (tests/intake_attacks.py), written to real
+The inputs are the red team's cases (tests/helpers/intake_attacks.py), written to real
 files and read by `read_notebook` (the grader) and `read_cells` (the checks).
 """
 
@@ -28,7 +28,7 @@ from gpulab.grading.notebook import (
     read_cells,
     read_notebook,
 )
-from intake_attacks import (
+from helpers.intake_attacks import (
     SHAPES,
     answer,
     deeply_nested,

@@ -4,8 +4,8 @@ Each test grades a small class for real (bubblewrap, a pytest process per
 job, SQLite) in which one or two learners attack the run around the sandbox:
 text no encoder takes, markup in names, a notebook changed after the intake,
 a second run into the same folder, a newer gradebook, a grader killed with
-SIGKILL. The learners are built in tests/run_attacks.py from
-tests/adversarial_class.py.
+SIGKILL. The learners are built in tests/helpers/run_attacks.py from
+tests/helpers/adversarial_class.py.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from pathlib import Path
 
 import pytest
 
-from adversarial_class import Case
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading import sandbox
 from gpulab.grading.feedback import NOT_RUN_NOTE
@@ -37,7 +36,8 @@ from gpulab.grading.gradebook import SCHEMA_VERSION, Gradebook, GradebookError
 from gpulab.grading.run import Done, GpuEvent, Job, Writer, run_jobs
 from gpulab.grading.runner import CheckReport, CheckResult
 from gpulab.grading.verdict import CheckRow, ExerciseGrade, plain, verdict
-from run_attacks import (
+from helpers.adversarial_class import Case
+from helpers.run_attacks import (
     MARKUP_FILE,
     MARKUP_LEARNER,
     MARKUP_MEMBERS,

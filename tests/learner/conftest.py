@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from learner_env import (
+
+from helpers.learner_env import (
     NOBODY,
     Learner,
     base_python,

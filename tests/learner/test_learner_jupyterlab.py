@@ -17,9 +17,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from learner_env import Learner
 
-from chromium import chromium, needs_chromium
+from helpers.chromium import chromium, needs_chromium
+from helpers.learner_env import Learner
 
 TIMEOUT = 180
 

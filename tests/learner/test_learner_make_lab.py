@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from learner_env import ROOT, TEST_ONLY, distributions, shared_folder, solve, tree_digest
 
 from gpulab.course import load_course
-from terminal import Terminal, needs_tmux
+from helpers.learner_env import ROOT, TEST_ONLY, distributions, shared_folder, solve, tree_digest
+from helpers.terminal import Terminal, needs_tmux
 
 pytestmark = [
     needs_tmux,

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from learner_env import (
+
+from gpulab.course import load_course
+from helpers.learner_env import (
     ROOT,
     TEST_ONLY,
     Learner,
@@ -35,8 +37,6 @@ from learner_env import (
     wheel_names,
     which,
 )
-
-from gpulab.course import load_course
 
 COURSE = load_course(ROOT / "lessons")
 SOLUTION_FILES = {

@@ -9,13 +9,13 @@ import importlib.util
 import json
 
 import pytest
-from probe_helpers import H200_NVML, cuda_device, no_driver_here
 
 from gpulab.probes.cuda import open_device, properties
 from gpulab.probes.model import ProbeResult
 from gpulab.probes.nvml import Replay
 from gpulab.probes.readiness import Driver, cupy_missing_text, driver
 from gpulab.probes.registry import get_probe, run_probe
+from helpers.probes import H200_NVML, cuda_device, no_driver_here
 
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
 without_cupy = pytest.mark.skipif(

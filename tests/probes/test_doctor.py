@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from probe_helpers import no_driver_here
 
 from gpulab.probes import nvml
 from gpulab.probes.doctor import Check, CudaRuntime, checks_from, cuda_runtime, doctor, parse_cpus
 from gpulab.probes.model import ProbeResult, Reading, Table
 from gpulab.probes.nvml import Replay
 from gpulab.probes.registry import run_probe
+from helpers.probes import no_driver_here
 
 H200 = Path(__file__).resolve().parents[1] / "fixtures" / "nvml" / "h200.json"
 

@@ -15,8 +15,6 @@ from collections.abc import Callable
 from importlib.resources import files
 
 import pytest
-from probe_helpers import cuda_device as cuda
-from probe_helpers import no_driver_here
 
 from gpulab import kernels
 from gpulab.kernels import KernelError, launch
@@ -42,6 +40,8 @@ from gpulab.probes.micro import (
 )
 from gpulab.probes.model import ProbeResult
 from gpulab.probes.registry import PROBES, run_probe
+from helpers.probes import cuda_device as cuda
+from helpers.probes import no_driver_here
 
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30

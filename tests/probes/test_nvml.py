@@ -20,7 +20,6 @@ from typing import Any
 
 import pynvml
 import pytest
-from probe_helpers import entries, set_answer
 
 from gpulab.probes import ProbeResult, Reading, run_probe
 from gpulab.probes.machine_record import main, record
@@ -41,6 +40,7 @@ from gpulab.probes.nvml import (
     sample,
     to_plain,
 )
+from helpers.probes import entries, set_answer
 
 NVML_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nvml"
 H0 = {"__handle__": 0}

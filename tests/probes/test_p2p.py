@@ -9,8 +9,6 @@ import json
 
 import jsonschema
 import pytest
-from probe_helpers import cuda_device as cuda
-from probe_helpers import no_driver_here
 
 from gpulab.probes.micro import (
     GiB,
@@ -25,6 +23,8 @@ from gpulab.probes.micro import (
 )
 from gpulab.probes.model import ProbeResult, Reading, run_schema, summarise
 from gpulab.probes.registry import get_probe, run_probe
+from helpers.probes import cuda_device as cuda
+from helpers.probes import no_driver_here
 
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
 SCHEMA = run_schema()

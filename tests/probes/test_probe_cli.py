@@ -15,7 +15,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-from probe_helpers import no_driver_here
 from rich.console import Console, RenderableType
 
 from gpulab.probes import PROBES, nvml
@@ -23,6 +22,7 @@ from gpulab.probes.model import ProbeResult, Recorded, Table, run_schema
 from gpulab.probes.nvml import Replay
 from gpulab.probes.registry import cannot_run_here, exit_status
 from gpulab.probes.render import render_probe_list, render_result
+from helpers.probes import no_driver_here
 
 H200 = Path(__file__).resolve().parents[1] / "fixtures" / "nvml" / "h200.json"
 SCHEMA = run_schema()

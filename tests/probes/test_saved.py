@@ -12,7 +12,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 from msgspec.structs import replace
-from probe_helpers import H200_NVML, no_driver_here
 
 from gpulab.probes.model import ProbeResult, Reading, Recorded, Table, run_schema
 from gpulab.probes.nvml import Replay
@@ -24,6 +23,7 @@ from gpulab.probes.saved import (
     run_document,
     this_machine,
 )
+from helpers.probes import H200_NVML, no_driver_here
 
 SCHEMA = run_schema()
 H200_UUID = "GPU-8dfe4d19-1004-3586-8bc1-dba3369af561"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from probe_helpers import no_driver_here
 
 from gpulab.probes.model import ProbeResult, Reading, run_schema
 from gpulab.probes.saved import Gpu, Machine, ResultStore, this_machine
+from helpers.probes import no_driver_here
 
 SCHEMA = run_schema()
 ELSEWHERE = Machine("elsewhere", (Gpu("NVIDIA A100-SXM4-80GB", "GPU-00000000-aaaa-bbbb"),))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from probe_helpers import cuda_device
 
 from gpulab.probes.micro import Window, sustained_matmul, trace_rows
 from gpulab.probes.model import ProbeResult
 from gpulab.probes.nvml import Sample
+from helpers.probes import cuda_device
 
 FLOPS = 2.0 * 8192**3
 

@@ -15,8 +15,6 @@ from typing import Any
 import jsonschema
 import pynvml
 import pytest
-from probe_helpers import entries, set_answer
-from topo_text import parse_topo_matrix
 
 from gpulab.probes import ProbeResult, Reading, run_probe
 from gpulab.probes.machine_record import record
@@ -40,6 +38,8 @@ from gpulab.probes.topology import (
     parse_cpu_list,
     sysfs_pci_address,
 )
+from helpers.probes import entries, set_answer
+from helpers.topo_text import parse_topo_matrix
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TOPO = FIXTURES / "topology"

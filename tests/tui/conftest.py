@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tui_helpers import FIXTURE, NVML_REPLAY, build_exercise_course
 
 from gpulab.course import Course, ProgressStore, load_course
 from gpulab.course.workspace import Workspace, init_workspace
 from gpulab.probes import ProbeResult, nvml, recorded
 from gpulab.probes.nvml import Replay
 from gpulab.tui import GpulabApp, make_app
+from helpers.tui import FIXTURE, NVML_REPLAY, build_exercise_course
 
 
 @pytest.fixture(autouse=True)

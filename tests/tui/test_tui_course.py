@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Markdown
-from tui_helpers import plain, wait_for
 
 from gpulab.course import ProgressStore, load_course
 from gpulab.tui import make_app
 from gpulab.tui.screens import LessonScreen
 from gpulab.tui.widgets import ClaimCard, MindmapTree
+from helpers.tui import plain, wait_for
 
 LESSONS = Path(__file__).resolve().parents[2] / "lessons"
 COURSE = load_course(LESSONS)

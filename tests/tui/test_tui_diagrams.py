@@ -17,7 +17,6 @@ import pytest
 from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import OptionList, Static
-from tui_helpers import FIXTURE, on_screen, plain, screen_text, wait_for
 
 from gpulab.course import ProgressStore, load_course
 from gpulab.figures import DIAGRAMS, FIGURES
@@ -27,6 +26,7 @@ from gpulab.tui.diagrams import DiagramSource, diagrams_of
 from gpulab.tui.screens import FiguresScreen, LessonScreen
 from gpulab.tui.widgets import FigureView, NodePane
 from gpulab.tui.widgets.diagram_view import DiagramView, draw
+from helpers.tui import FIXTURE, on_screen, plain, screen_text, wait_for
 
 SIZE = (120, 45)
 COURSE = Path(__file__).resolve().parents[2] / "lessons"

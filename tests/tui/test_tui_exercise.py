@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from textual.widgets import Markdown
-from tui_helpers import PART_TEXT, SIZE, on_screen, plain, screen_text, wait_for
 
 from gpulab.course import ProgressStore
 from gpulab.course.progress import Measurement
@@ -17,6 +16,7 @@ from gpulab.tui import GpulabApp
 from gpulab.tui.screens import CourseMapScreen, ExerciseScreen, LessonScreen
 from gpulab.tui.widgets import HintList, TaskPanel
 from gpulab.tui.widgets.task_panel import HIDDEN_UNKNOWN
+from helpers.tui import PART_TEXT, SIZE, on_screen, plain, screen_text, wait_for
 
 VECTOR_ADD_HINTS = (
     "One thread per element.",

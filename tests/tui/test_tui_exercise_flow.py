@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Markdown
-from tui_helpers import SIZE, on_screen, plain, solve, wait_for
 
 from gpulab.course import ProgressStore
 from gpulab.course.workspace import Workspace
@@ -27,6 +26,7 @@ from gpulab.tui.measure import gpu_present
 from gpulab.tui.screens import CourseMapScreen, ExerciseScreen
 from gpulab.tui.screens.exercise import LOCKED
 from gpulab.tui.widgets import CourseTree, ItemSummary
+from helpers.tui import SIZE, on_screen, plain, solve, wait_for
 
 CHECK_TIME = 90.0
 """Seconds a check may take in these tests (pytest and a worker process start cold)."""

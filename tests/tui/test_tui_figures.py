@@ -12,15 +12,6 @@ from msgspec.structs import replace
 from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import OptionList, Static
-from tui_helpers import (
-    FOOTPRINT,
-    PITFALL,
-    build_figure_course,
-    on_screen,
-    plain,
-    screen_text,
-    wait_for,
-)
 
 from gpulab.course import ProgressStore, load_course
 from gpulab.figures import DIAGRAMS, FIGURES
@@ -31,6 +22,15 @@ from gpulab.tui.screens import FiguresScreen, LessonScreen
 from gpulab.tui.screens.figures import UNPLACED
 from gpulab.tui.widgets import ClaimCard, FigureView, NodePane
 from gpulab.tui.widgets.figure_view import FigurePlot, axes_text, key_text
+from helpers.tui import (
+    FOOTPRINT,
+    PITFALL,
+    build_figure_course,
+    on_screen,
+    plain,
+    screen_text,
+    wait_for,
+)
 
 SIZE = (120, 40)
 COURSE = Path(__file__).resolve().parents[2] / "lessons"

@@ -9,7 +9,6 @@ import pytest
 from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import OptionList, Sparkline, Static
-from tui_helpers import FIXTURE, NVML_REPLAY, SIZE, on_screen, plain, wait_for
 
 from gpulab.course import ProgressStore, load_course
 from gpulab.probes import ProbeResult, nvml
@@ -17,6 +16,7 @@ from gpulab.probes.nvml import Replay
 from gpulab.tui import GpulabApp, make_app
 from gpulab.tui.screens import CourseMapScreen, GpuScreen, LessonScreen, gpu
 from gpulab.tui.screens.gpu import SENSORS
+from helpers.tui import FIXTURE, NVML_REPLAY, SIZE, on_screen, plain, wait_for
 
 
 @pytest.fixture(autouse=True)

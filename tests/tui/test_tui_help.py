@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from tui_helpers import SIZE, on_screen, plain
 
 from gpulab.tui import GpulabApp
 from gpulab.tui.app import help_sections
 from gpulab.tui.screens import CourseMapScreen, ExerciseScreen, HelpScreen, LessonScreen
 from gpulab.tui.screens.help import bindings_of, help_groups
+from helpers.tui import SIZE, on_screen, plain
 
 TEXTUAL_WORDS = (
     "Cursor to",

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from tui_helpers import FIXTURE
+from helpers.tui import FIXTURE
 
 HEAVY = ("cupy", "pynvml", "nbclient", "jupyter_client", "numpy", "jupyter")
 

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tui_helpers import SIZE, on_screen, plain, screen_text, wait_for
 
 from gpulab.course.workspace import Workspace
 from gpulab.grading import jupyter
 from gpulab.tui import GpulabApp
 from gpulab.tui.screens import ExerciseScreen
 from gpulab.tui.widgets import JupyterPanel
+from helpers.tui import SIZE, on_screen, plain, screen_text, wait_for
 
 START_TIME = jupyter.START_TIMEOUT + 30
 """Seconds JupyterLab may take to start here (a cold start on a busy machine is slow)."""

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.widgets import Markdown
-from tui_helpers import SIZE, plain, screen_text, wait_for
 
 from gpulab.course import Course
 from gpulab.tui import GpulabApp
@@ -18,6 +17,7 @@ from gpulab.tui.widgets import ClaimCard, MindmapTree, NodePane
 from gpulab.tui.widgets.claim_card import NOT_MEASURED
 from gpulab.tui.widgets.mindmap import initially_expanded
 from gpulab.tui.widgets.node_pane import ANSWER_FOLDED
+from helpers.tui import SIZE, plain, screen_text, wait_for
 
 
 async def _open(app: GpulabApp, pilot: Pilot[None], lesson_id: str) -> LessonScreen:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tui_helpers import SIZE, plain, wait_for
-
 from gpulab.course import ExerciseEntry, LessonEntry
 from gpulab.tui import GpulabApp
 from gpulab.tui.screens import CourseMapScreen, ExerciseScreen, LessonScreen
 from gpulab.tui.widgets import CourseTree, ItemSummary
+from helpers.tui import SIZE, plain, wait_for
 
 
 def _labels(app: GpulabApp) -> dict[str, str]:

@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
-from tui_helpers import FIXTURE, SIZE, on_screen, plain, wait_for
 
 from gpulab.course import Course, ProgressStore, load_course
 from gpulab.course.progress import Prediction
@@ -35,6 +34,7 @@ from gpulab.tui.screens import GpuScreen, LessonScreen, PredictionScreen
 from gpulab.tui.screens.prediction import parse_prediction
 from gpulab.tui.widgets import ClaimCard
 from gpulab.tui.widgets.claim_card import NOT_MEASURED
+from helpers.tui import FIXTURE, SIZE, on_screen, plain, wait_for
 
 HOST = "writing-kernels/where-it-runs/the-host-launches-the-kernels"
 H200 = "writing-kernels/where-it-runs/an-h200-holds-141-gb-of-hbm3e"

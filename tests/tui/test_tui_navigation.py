@@ -7,7 +7,6 @@ from collections.abc import Callable
 
 import pytest
 from textual.widgets import Input
-from tui_helpers import SIZE, on_screen, screen_text
 
 from gpulab.course import ExerciseEntry
 from gpulab.tui import GpulabApp
@@ -20,6 +19,7 @@ from gpulab.tui.screens import (
 )
 from gpulab.tui.screens.course_map import FIRST_RUN
 from gpulab.tui.widgets import CourseTree, MindmapTree, NodePane
+from helpers.tui import SIZE, on_screen, screen_text
 
 EXERCISE_NODE = "writing-kernels/exercise/vector-add-add-two-vectors-on-the-gpu"
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from textual.command import CommandPalette
 from textual.widgets import OptionList
-from tui_helpers import SIZE, on_screen, wait_for
 
 from gpulab.tui import GpulabApp
 from gpulab.tui.screens import CourseMapScreen, ExerciseScreen, LessonScreen
 from gpulab.tui.widgets import CourseTree
+from helpers.tui import SIZE, on_screen, wait_for
 
 
 async def _run_command(app: GpulabApp, pilot: object, query: str, expect: str) -> None:

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 from textual.pilot import Pilot
-from tui_helpers import FOOTPRINT, build_figure_course, on_screen, wait_for
 
 from gpulab.course import ProgressStore, load_course
 from gpulab.probes import ProbeResult
@@ -25,6 +24,7 @@ from gpulab.tui import GpulabApp, make_app
 from gpulab.tui.results import NOTES_TITLE
 from gpulab.tui.screens import LessonScreen
 from gpulab.tui.widgets import FigureView, NodePane
+from helpers.tui import FOOTPRINT, build_figure_course, on_screen, wait_for
 
 SIZE = (120, 40)
 CHASE = "pointer_chase_latency"

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from textual.widgets import Input, OptionList
-from tui_helpers import SIZE, on_screen, wait_for
 
 from gpulab.tui import GpulabApp
 from gpulab.tui.screens import CourseMapScreen, LessonScreen, SearchScreen
 from gpulab.tui.widgets import MindmapTree
+from helpers.tui import SIZE, on_screen, wait_for
 
 
 async def test_search_from_lesson_lists_this_lesson_first_and_jumps(

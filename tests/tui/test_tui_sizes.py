@@ -6,11 +6,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tui_helpers import on_screen
 
 from gpulab.tui import GpulabApp, make_app
 from gpulab.tui.screens import CourseMapScreen, FatalScreen, LessonScreen
 from gpulab.tui.widgets import ItemSummary, MindmapTree, NodePane
+from helpers.tui import on_screen
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 60)])

@@ -18,15 +18,6 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from tui_helpers import (
-    FOOTPRINT,
-    NVML_REPLAY,
-    SIZE,
-    build_figure_course,
-    on_screen,
-    screen_text,
-    wait_for,
-)
 
 from gpulab.course import CourseError, ProgressStore, load_course
 from gpulab.probes import ProbeResult
@@ -43,6 +34,15 @@ from gpulab.tui.screens import (
     gpu,
 )
 from gpulab.tui.widgets import ClaimCard, FigureView, NodePane, TaskPanel
+from helpers.tui import (
+    FOOTPRINT,
+    NVML_REPLAY,
+    SIZE,
+    build_figure_course,
+    on_screen,
+    screen_text,
+    wait_for,
+)
 
 Compare = Callable[..., bool]
 GPU_SIZE = (100, 40)

@@ -6,12 +6,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from tui_helpers import FIXTURE, SIZE, on_screen, wait_for
-
 from gpulab.course import ProgressStore
 from gpulab.tui import GpulabApp, make_app
 from gpulab.tui.screens import CourseMapScreen, LessonScreen
 from gpulab.tui.widgets import CourseTree, MindmapTree
+from helpers.tui import FIXTURE, SIZE, on_screen, wait_for
 
 
 async def test_state_restored_after_restart(

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from textual import events
-from tui_helpers import SIZE, on_screen, plain, wait_for
 
 from gpulab.course import ProgressStore, load_course
 from gpulab.course.workspace import Workspace, init_workspace
 from gpulab.tui import GpulabApp, make_app
 from gpulab.tui.screens import ExerciseScreen
+from helpers.tui import SIZE, on_screen, plain, wait_for
 
 
 def notified(app: GpulabApp) -> str:

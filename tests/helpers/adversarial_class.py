@@ -20,7 +20,7 @@ from typing import Any
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = ROOT / "solutions" / "memory-hierarchy" / "roofline.ipynb"
 STUB = ROOT / "exercises" / "memory-hierarchy" / "roofline.ipynb"
 FULL = -1.0  # expected earned: the exercise's whole worth

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from adversarial_class import ROOT, SOLUTION
+from helpers.adversarial_class import ROOT, SOLUTION
 
 MARK = "gpulab-decoy"  # in the name of every planted file and folder
 

@@ -1,4 +1,4 @@
-"""Helpers for the TUI tests (a module name no other test folder uses)."""
+"""Helpers for the TUI tests: the fixture course, Pilot waits and screen text."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
 
-from squares_course import ANSWER, CHECKS, solution_notebook
+from helpers.squares_course import ANSWER, CHECKS, solution_notebook
 
-FIXTURE = Path(__file__).parent / "fixture_course"
+FIXTURE = Path(__file__).resolve().parents[1] / "tui" / "fixture_course"
 NVML_REPLAY = Path(__file__).resolve().parents[1] / "fixtures" / "nvml" / "h200.json"
 """NVML's answers on gpulab's H200, recorded there, replayed where there is no GPU."""
 SIZE = (100, 30)

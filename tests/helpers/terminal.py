@@ -1,6 +1,6 @@
 """A real terminal for end-to-end tests: tmux runs a command, the test types and reads.
 
-A module name no test folder uses; tests/ is on sys.path through its conftest.
+Part of the tests' helpers (`tests/helpers`, imported as `helpers.terminal`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Hostile inputs for the intake and the notebook reader, built cheaply and byte for byte.
 
-The red team's cases (tests/adversarial_class.py holds the graded ones):
+The red team's cases (tests/helpers/adversarial_class.py holds the graded ones):
 notebooks that crash or stall the reader, and zips whose central directory
 costs the grader gigabytes. Each builder returns bytes; nothing here is big
 unless asked to be.

@@ -1,6 +1,6 @@
 """Attacks on a grading run as a whole, beside ordinary learners, for test_run_attacks.py.
 
-The learner cases reuse tests/adversarial_class.py (its `Case` and builders):
+The learner cases reuse tests/helpers/adversarial_class.py (its `Case` and builders):
 each is a learner folder, or zip, under SUBMISSIONS. What they attack is not
 the sandbox but the run around it: the text a learner can put in a check's
 message or a file name, and the files the run reads after the intake.
@@ -18,7 +18,17 @@ from pathlib import Path
 
 import nbformat
 
-from adversarial_class import CASES, FULL, LOOP, SOLUTION, STUB, Case, _answer, _prefixed, _write
+from helpers.adversarial_class import (
+    CASES,
+    FULL,
+    LOOP,
+    SOLUTION,
+    STUB,
+    Case,
+    _answer,
+    _prefixed,
+    _write,
+)
 
 # A message no UTF-8 encoder takes (lone surrogates), a terminal hyperlink as an escape
 # sequence, and Rich markup: raised by the learner's arithmetic_intensity, so the visible

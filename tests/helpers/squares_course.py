@@ -1,6 +1,6 @@
 """The "squares" exercise that the grading and TUI tests build their small courses with.
 
-A module name no test folder uses; tests/ is on sys.path through its conftest.
+Part of the tests' helpers (`tests/helpers`, imported as `helpers.squares_course`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Helpers for the probe tests (a module name no other test folder uses)."""
+"""Helpers for the probe tests."""
 
 from __future__ import annotations
 

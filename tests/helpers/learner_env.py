@@ -1,12 +1,12 @@
 """The learner's chair: gpulab built, installed into a fresh environment, and run as its user.
 
-Helpers for the tests under tests/learner (a module name no other test folder
-uses). The wheel and sdist are built from this tree with hatchling, as
-`pip install` would; environments get gpulab's runtime dependencies only,
-as pip resolves them for a learner (`make lab`'s own environment, pinned by
-constraints.txt, has a test of its own). Commands run with a clean
-environment: a home of their own, no GPULAB_* variables, and as root or as
-an ordinary user (``nobody``, through setpriv, when the tests run as root).
+Helpers for the tests under tests/learner. The wheel and sdist are built from
+this tree with hatchling, as `pip install` would; environments get gpulab's
+runtime dependencies only, as pip resolves them for a learner (`make lab`'s
+own environment, pinned by constraints.txt, has a test of its own). Commands
+run with a clean environment: a home of their own, no GPULAB_* variables, and
+as root or as an ordinary user (``nobody``, through setpriv, when the tests
+run as root).
 """
 
 from __future__ import annotations
