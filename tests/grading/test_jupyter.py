@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[Workspace]:
+def workspace(tmp_path: Path, home: Path) -> Iterator[Workspace]:
+    """The shipped course's workspace; its JupyterLab runs with a HOME of its own."""
     made, _ = init_workspace(load_course(ROOT / "lessons"), tmp_path / "ws")
     try:
         yield made

@@ -54,6 +54,7 @@ async def test_open_starts_jupyterlab_on_the_notebook(
     workspace: Workspace,
     state_dir: Path,
     no_browser: list[str],
+    home: Path,
 ) -> None:
     if importlib.util.find_spec("jupyterlab") is None:
         pytest.skip("JupyterLab is not installed here")
