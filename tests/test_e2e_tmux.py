@@ -1,82 +1,55 @@
 """The installed `gpulab` command in a real terminal: tmux runs it, we type and read.
 
 This is what `make lab` ends with, so the test drives the console script the
-package installs, not an in-process app.
+package installs, not an in-process app. It runs on the fixture course with
+the small "squares" exercise (the shipped course has a test of its own,
+tests/learner/test_learner_make_lab.py), with a HOME and a state folder of its
+own, on a tmux server of its own (`helpers.terminal`).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gpulab.course import load_course
+from helpers.terminal import Terminal, needs_tmux
+from helpers.tui import build_exercise_course
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)"
-)
+pytestmark = needs_tmux
 
 GPULAB = Path(sys.executable).parent / "gpulab"
 
 
-class Terminal:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def screen(self) -> str:
-        done = subprocess.run(
-            ["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
-        )
-        return done.stdout
-
-    def keys(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
-
-    def wait_for(self, text: str, timeout: float = 30) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if text in screen:
-                return screen
-            time.sleep(0.2)
-        raise AssertionError(f"{text!r} did not appear; the screen shows:\n{self.screen()}")
-
-    def alive(self) -> bool:
-        done = subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True)
-        return done.returncode == 0
+@pytest.fixture
+def env(tmp_path: Path, home: Path) -> dict[str, str]:
+    """What gpulab runs with: its own HOME and state folder, the fixture course."""
+    return {
+        "PATH": f"{GPULAB.parent}:/usr/bin:/bin",
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "TERM": "xterm-256color",
+        "GPULAB_STATE_DIR": str(tmp_path / "state"),
+        "GPULAB_COURSE_DIR": str(build_exercise_course(tmp_path / "course")),
+    }
 
 
 @pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[Terminal]:
+def terminal(env: dict[str, str]) -> Iterator[Terminal]:
     assert GPULAB.exists(), f"{GPULAB} is missing: install the package (make test does)"
-    name = f"gpulab-test-{uuid.uuid4().hex[:8]}"
-    env = {"GPULAB_STATE_DIR": str(tmp_path / "state"), "TERM": "xterm-256color"}
-    command = " ".join(f"{k}={v}" for k, v in env.items()) + f" {GPULAB}"
-    socket_env = {k: v for k, v in os.environ.items() if k != "TMUX"}
-    subprocess.run(
-        ["tmux", "new-session", "-d", "-s", name, "-x", "100", "-y", "50", command],
-        check=True,
-        env=socket_env,
-    )
-    term = Terminal(name)
-    try:
+    with Terminal(str(GPULAB), width=100, height=50, env=env) as term:
         yield term
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
+def workspace(tmp_path: Path, env: dict[str, str]) -> Path:
     """A workspace made by `gpulab init`, in the state folder the terminal's gpulab uses."""
     folder = tmp_path / "workspace"
-    env = {**os.environ, "GPULAB_STATE_DIR": str(tmp_path / "state")}
     done = subprocess.run(
         [str(GPULAB), "init", str(folder)], env=env, capture_output=True, text=True, timeout=60
     )
@@ -84,8 +57,8 @@ def workspace(tmp_path: Path) -> Path:
     return folder
 
 
-def test_app_starts_lists_lessons_and_quits(terminal: Terminal) -> None:
-    course = load_course()
+def test_app_starts_lists_lessons_and_quits(env: dict[str, str], terminal: Terminal) -> None:
+    course = load_course(Path(env["GPULAB_COURSE_DIR"]))
     screen = terminal.wait_for(course.entries[0].title)
     for entry in course.entries:
         assert entry.title in screen
@@ -101,30 +74,40 @@ def test_app_starts_lists_lessons_and_quits(terminal: Terminal) -> None:
     terminal.wait_for(course.entries[-1].title)
     time.sleep(0.5)
     terminal.keys("q")
-    deadline = time.monotonic() + 15
-    while terminal.alive() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not terminal.alive(), "gpulab did not quit on q"
+    assert terminal.wait_gone(), "gpulab did not quit on q"
 
 
 def test_the_learner_loop_in_a_terminal(workspace: Path, terminal: Terminal) -> None:
     """First run: the hint; n opens the next exercise with its task, watched; l its
     lesson; q quits from the lesson too."""
-    course = load_course()
-    lessons = [entry.id for entry in course.entries]
-    first = min(course.exercises(), key=lambda e: lessons.index(e.lesson))  # teaching order
     terminal.wait_for("New here? ? lists the keys")
     terminal.keys("n")
     screen = terminal.wait_for("the task")
-    assert f"Exercise {first.name}" in screen
+    assert "Exercise squares" in screen
     assert "saving the notebook runs the checks" in screen
-    assert (workspace / first.lesson / first.notebook.name).is_file()
+    assert (workspace / "basics" / "squares.ipynb").is_file()
     terminal.wait_for("The visible checks are worth")
     terminal.keys("l")
-    screen = terminal.wait_for("Next lesson")
+    terminal.wait_for("Next lesson")
     time.sleep(0.5)
     terminal.keys("q")
-    deadline = time.monotonic() + 15
-    while terminal.alive() and time.monotonic() < deadline:
+    assert terminal.wait_gone(), "gpulab did not quit on q in a lesson"
+
+
+def test_a_terminal_runs_with_its_own_environment_beside_another_tmux_server(
+    tmp_path: Path,
+) -> None:
+    """A tmux server already running (the user's, say) must not lend its environment to
+    a test's command: each Terminal starts a server of its own."""
+    seen = tmp_path / "seen"
+    base = {"PATH": "/usr/bin:/bin", "TERM": "xterm-256color"}
+    with (
+        Terminal("sleep 60", env={**base, "HOME": "/the-users-home"}),
+        Terminal(f"env > {seen}; sleep 60", env={**base, "HOME": str(tmp_path)}) as ours,
+    ):
+        deadline = time.monotonic() + 15
+        while not seen.is_file() and time.monotonic() < deadline:
+            time.sleep(0.1)
         time.sleep(0.2)
-    assert not terminal.alive(), "gpulab did not quit on q in a lesson"
+        assert ours.alive()
+    assert f"HOME={tmp_path}\n" in seen.read_text()
