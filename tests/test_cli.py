@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from gpulab import __version__
-from gpulab.course import load_course
+from gpulab.course import ProgressStore, load_course
+from helpers.tui import build_exercise_course, solve
 
 
 def gpulab(*args: str, course: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -203,3 +204,50 @@ def test_specs_unknown_name_is_bad_input() -> None:
     assert done.stderr.startswith("gpulab: ")
     assert "no GPU or topic named 'h300'" in done.stderr and "h200" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _check_into_a_closed_pipe(env: dict[str, str], *, read_first_line: bool) -> tuple[int, str]:
+    """`gpulab check squares | true` (the reader gone before anything is written), or
+    `| head -1` (one line read, then gone): gpulab's exit status and its stderr."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gpulab", "check", "squares"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    if read_first_line:
+        process.stdout.readline()
+    process.stdout.close()
+    with process.stderr:
+        errors = process.stderr.read().decode()
+    return process.wait(timeout=120), errors
+
+
+def test_check_into_a_pipe_closed_early_keeps_the_result_and_the_exit_status(
+    tmp_path: Path,
+) -> None:
+    """`gpulab check NAME | head`: the result is kept before it is printed, and the exit
+    status is the checks' verdict, not 0 for the broken pipe."""
+    env = {**os.environ, "GPULAB_COURSE_DIR": str(build_exercise_course(tmp_path / "course"))}
+    workspace = tmp_path / "ws"
+    made = subprocess.run(
+        [sys.executable, "-m", "gpulab", "init", str(workspace)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert made.returncode == 0, made.stderr
+
+    def kept() -> str | None:
+        record = ProgressStore().load().exercises(str(workspace.resolve())).get("squares")
+        return None if record is None else record.status
+
+    status, errors = _check_into_a_closed_pipe(env, read_first_line=False)
+    assert (status, kept()) == (1, "failing"), errors  # the notebook is as shipped
+    assert "Traceback" not in errors and "Exception ignored" not in errors, errors
+    solve(workspace / "basics" / "squares.ipynb")
+    status, errors = _check_into_a_closed_pipe(env, read_first_line=True)
+    assert (status, kept()) == (0, "passed"), errors
+    assert "Traceback" not in errors and "Exception ignored" not in errors, errors

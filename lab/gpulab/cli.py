@@ -20,7 +20,7 @@ from gpulab.errors import GpulabError
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
 
-__all__ = ["main"]
+__all__ = ["drop_stdout", "main"]
 
 BAD_INPUT = 2
 
@@ -33,15 +33,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if getattr(args, "course", None):
             _use_course(Path(args.course))
-        return handler(args)
+        status = handler(args)
+        sys.stdout.flush()  # a reader that went away shows here, not at exit
+        return status
     except GpulabError as exc:
         print(f"gpulab: {exc}", file=sys.stderr)
         return BAD_INPUT
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # e.g. `gpulab show x | head`
-        sys.stderr.close()
+    except BrokenPipeError:  # e.g. `gpulab show x | head`: the reader has what it wanted
+        drop_stdout()
         return 0
+
+
+def drop_stdout() -> None:
+    """Send the rest of stdout to /dev/null: its reader went away (`| head`), and what
+    is still buffered must not raise again when Python flushes it at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -150,6 +150,7 @@ def _exercise(course: Course, name: str) -> ExerciseEntry:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from gpulab.cli import drop_stdout
     from gpulab.course import load_course
     from gpulab.course.workspace import current_workspace
     from gpulab.grading.panel import report_text
@@ -169,8 +170,13 @@ def _check(args: argparse.Namespace) -> int:
         workspace = _workspace(course)
         path = workspace.notebook(entry)
     report = run_checks(entry, path)
-    print(report_text(report))
+    # Kept before it is printed: a reader that stops early (`| head`) loses nothing.
     problem = save_report(report, entry, workspace)  # the app's exercise list shows it
+    try:
+        print(report_text(report))
+        sys.stdout.flush()
+    except BrokenPipeError:  # the exit status is still the checks' verdict
+        drop_stdout()
     if problem:
         print(f"gpulab: {problem}", file=sys.stderr)
     if report.status in ("invalid", "error"):
