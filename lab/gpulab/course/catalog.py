@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from gpulab.course.claims import Claim, load_claims
 from gpulab.course.manifest import ExerciseEntry, LessonEntry, Manifest, load_manifest
+from gpulab.course.paths import INSTALLED
 from gpulab.course.problems import CourseError, Problem
 from gpulab.course.source import read_text
 
@@ -37,11 +38,11 @@ def shipped_dir(name: str, variable: str) -> Path:
     override = os.environ.get(variable)
     if override:
         return Path(override).expanduser().resolve()
-    package = Path(__file__).resolve().parent.parent
-    installed = package / "_course" / name
+    installed = INSTALLED / name
     if installed.is_dir():
         return installed
-    return package.parent.parent / name
+    package = INSTALLED.parent
+    return package.parent.parent / name  # lab/gpulab -> the checkout
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,8 @@ class Course:
             entry = self.entry(lesson_id)
         except KeyError:
             known = ", ".join(e.id for e in self.entries)
-            raise CourseError.at(
-                self.manifest.path, None, f"no lesson {lesson_id!r}", f"known lessons: {known}"
+            raise CourseError.unknown(
+                self.manifest.path, f"no lesson {lesson_id!r}", f"known lessons: {known}"
             ) from None
         if entry.problems:
             raise CourseError(entry.problems)

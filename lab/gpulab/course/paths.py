@@ -12,7 +12,7 @@ gpulab/_course/) laid out as::
 
 where `<name_>` is the exercise's name with ``-`` written ``_``. Everything that
 needs one of these asks `CoursePaths`; nothing else walks ``.parent`` up from
-a file to find another.
+a file to find another. `INSTALLED` is where a wheel puts its copy of the course.
 """
 
 from __future__ import annotations
@@ -20,7 +20,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CoursePaths"]
+__all__ = ["INSTALLED", "CoursePaths", "installed"]
+
+INSTALLED = Path(__file__).resolve().parent.parent / "_course"
+"""Where an installed gpulab keeps its course (gpulab/_course/ in site-packages); a
+checkout has no such folder."""
+
+
+def installed(path: Path) -> bool:
+    """Whether `path` lies in the course an installed gpulab ships: read by learners, never
+    edited, so its files are no place to send them."""
+    return path.resolve().is_relative_to(INSTALLED)
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,11 @@ class CoursePaths:
     def of_hidden_checks(cls, hidden: Path) -> CoursePaths:
         """The course a hidden check file (solutions/<lesson>/...) belongs to."""
         return cls(hidden.parent.parent.parent)
+
+    @property
+    def installed(self) -> bool:
+        """Whether this is the course an installed gpulab ships (see `installed`)."""
+        return installed(self.root)
 
     @property
     def lessons(self) -> Path:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpulab.course.paths import installed
 from gpulab.errors import GpulabError
 
 __all__ = ["CourseError", "Problem"]
@@ -25,10 +26,16 @@ class Problem:
     line: int | None
     message: str
     hint: str = ""
+    unknown: bool = False
+    """A name asked for that `path` does not hold (``gpulab show nosuch``): the file is
+    named only where an author may add the name, never in an installed course."""
 
     @property
     def where(self) -> str:
-        """`file:line` (or just `file`), relative to the working folder when inside it."""
+        """`file:line` (or just `file`), relative to the working folder when inside it;
+        empty for an unknown name in an installed course."""
+        if self.unknown and installed(self.path):
+            return ""
         return self.place(Path.cwd())
 
     def place(self, base: Path | None) -> str:
@@ -40,7 +47,8 @@ class Problem:
         return f"{shown}:{self.line}" if self.line else str(shown)
 
     def __str__(self) -> str:
-        text = f"{self.where}: {self.message}"
+        where = self.where
+        text = f"{where}: {self.message}" if where else self.message
         if self.hint:
             text += f"\n    hint: {self.hint}"
         return text
@@ -59,3 +67,9 @@ class CourseError(GpulabError):
     def at(cls, path: Path, line: int | None, message: str, hint: str = "") -> CourseError:
         """An error with a single problem."""
         return cls([Problem(path, line, message, hint)])
+
+    @classmethod
+    def unknown(cls, path: Path, message: str, hint: str = "") -> CourseError:
+        """A name that `path` does not hold: the learner asked for it (see
+        `Problem.unknown`)."""
+        return cls([Problem(path, None, message, hint, unknown=True)])

@@ -28,7 +28,7 @@ def _find(specs: Specs, name: str) -> SpecTable:
     found = specs.gpus.get(name) or specs.topics.get(name)
     if found is None:
         known = ", ".join([*specs.gpus, *specs.topics])
-        raise CourseError.at(specs.path, None, f"no GPU or topic named {name!r}", f"known: {known}")
+        raise CourseError.unknown(specs.path, f"no GPU or topic named {name!r}", f"known: {known}")
     return found
 
 
