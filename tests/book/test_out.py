@@ -59,13 +59,23 @@ def test_out_below_a_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("folder", ["/proc", "/sys"])
 def test_out_in_a_folder_no_one_can_write(folder: str, tmp_path: Path) -> None:
-    """/proc refuses new files to everyone (ENOENT), /sys too (EPERM as root)."""
+    """/proc refuses new files to everyone (ENOENT), /sys too (EPERM as root): the message
+    says that a new folder in it was refused, not that it is missing."""
     _refused(
         _book(f"{folder}/gpulab-book", tmp_path),
-        f"cannot write into {folder}",
+        f"cannot make a folder in {folder} for the book {folder}/gpulab-book (",
         "choose another --out",
     )
     assert not Path(folder, "gpulab-book").exists()
+
+
+def test_out_below_a_folder_that_cannot_be_made_names_that_folder(tmp_path: Path) -> None:
+    """`--out /proc/x/y`: the folder that failed is /proc/x, and the reason is its own."""
+    _refused(
+        _book("/proc/gpulab-x/book", tmp_path),
+        "cannot make the folder /proc/gpulab-x for the book /proc/gpulab-x/book "
+        "(No such file or directory)",
+    )
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder anyway")
@@ -77,7 +87,7 @@ def test_out_in_a_read_only_folder(tmp_path: Path) -> None:
     try:
         _refused(
             _book(str(locked / "book"), tmp_path),
-            f"cannot write into {locked}",
+            f"cannot make a folder in {locked} for the book {locked / 'book'}",
             "Permission denied",
         )
     finally:

@@ -66,14 +66,22 @@ def _check(out: Path) -> None:
 
 
 def work_folder(out: Path) -> Path:
-    """A new, empty folder beside `out` (its parents made) to render the book into."""
+    """A new, empty folder beside `out` (its parents made) to render the book into. An
+    error names the folder that could not be made, or the folder that refused a new one
+    (/proc says "No such file or directory" of the folder it will not make)."""
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        failed = exc.filename or out.parent
+        raise BookError(
+            f"cannot make the folder {failed} for the book {out} ({exc.strerror or exc}): {_CHOOSE}"
+        ) from None
+    try:
         return Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     except OSError as exc:
         raise BookError(
-            f"cannot write into {out.parent} ({exc.strerror or exc}), where "
-            f"the book {out} would go: {_CHOOSE}"
+            f"cannot make a folder in {out.parent} for the book {out} "
+            f"({exc.strerror or exc}): {_CHOOSE}"
         ) from None
 
 
