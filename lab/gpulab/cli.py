@@ -116,9 +116,11 @@ def _parser() -> argparse.ArgumentParser:
     book.add_argument(
         "--out",
         metavar="DIR",
+        type=_folder_argument,
         default=None,
-        help="where the book goes; replaced on each build "
-        "(default: book/_build/html in the checkout)",
+        help="where the book goes; replaced on each build (default: book/_build/html in "
+        "a course checkout; with gpulab installed from a wheel, book/_build/html in the "
+        "current folder)",
     )
     book.add_argument(
         "--open", action="store_true", help="open the front page in the web browser when built"
@@ -160,6 +162,14 @@ def _parser() -> argparse.ArgumentParser:
     _course_option(dev_check)
     dev_check.set_defaults(handler=_dev_check)
     return parser
+
+
+def _folder_argument(text: str) -> str:
+    """A folder named on the command line; an empty name (`--out ''`) is refused rather
+    than read as the default."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty name is no folder: name one, or leave --out out")
+    return text
 
 
 def _course_option(parser: argparse.ArgumentParser) -> None:

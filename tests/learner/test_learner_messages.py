@@ -37,3 +37,20 @@ def test_an_unknown_name_is_said_without_a_path_inside_the_package(
     assert done.stderr.startswith(said), done.stderr
     assert "site-packages" not in done.stderr and "_course" not in done.stderr
     assert ".toml" not in done.stderr
+
+
+def test_the_book_says_where_it_goes_and_refuses_an_empty_out(learner: Learner) -> None:
+    """From a wheel, the default book goes under the current folder, as the help says; an
+    empty --out is refused, not taken for the default."""
+    shown = " ".join(learner.run("book", "--help").stdout.split())
+    assert "with gpulab installed from a wheel, book/_build/html in the current folder" in shown
+    here = learner.home / "here"
+    here.mkdir()
+    empty = learner.run("book", "--out", "", cwd=here)
+    assert empty.returncode == 2, empty.stdout + empty.stderr
+    assert "argument --out: an empty name is no folder" in empty.stderr
+    assert not any(here.iterdir())
+    built = learner.run("book", cwd=here, timeout=600)
+    assert built.returncode == 0, built.stdout + built.stderr
+    front = here / "book" / "_build" / "html" / "index.html"
+    assert front.is_file() and built.stdout.rstrip().endswith(str(front))
