@@ -13,6 +13,7 @@ LAB_ENV = $(VENV)/.lab-$(or $(CUDA_EXTRA),cpu)
 # The CUDA major version nvidia-smi reports (empty without an NVIDIA driver).
 CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\)\..*/\1/p' | head -n 1)
 CUDA_EXTRA := $(if $(filter 12 13,$(CUDA_MAJOR)),cuda$(CUDA_MAJOR),)
+LAB_INSTALL = $(PY) -m pip --disable-pip-version-check install --progress-bar on -c constraints.txt -e ".$(if $(CUDA_EXTRA),[$(CUDA_EXTRA)],)"
 
 .PHONY: lab lab-env test lint pytest bench clean
 
@@ -45,16 +46,27 @@ bench: $(VENV)/.test
 	$(PY) bench/cluster.py
 	$(PY) bench/book.py
 
+# `@$(STILL_AT_WORK) command`: where stdout is no terminal (CI logs, `make lab | tee`), pip
+# draws no progress bar and installs for half a minute in silence; this says every 10 s that the
+# command still runs (stopped, with its sleep, when the command ends). On a terminal: nothing.
+STILL_AT_WORK = if [ ! -t 1 ]; then \
+	( trap 'kill $$nap 2>/dev/null; exit 0' TERM; n=0; \
+	  while :; do sleep 10 & nap=$$!; wait $$nap; n=$$((n + 10)); \
+	  echo "  ... still at work ($$n s)"; done ) & \
+	trap "kill $$! 2>/dev/null" EXIT; fi;
+
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpulab needs Python 3.11 or newer: set PYTHON=python3.11 (or newer)")'
 	@echo "Making a virtual environment in $(VENV)"
-	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --upgrade pip
+	@$(STILL_AT_WORK) $(PYTHON) -m venv $(VENV)
+	@echo "Upgrading pip in $(VENV)"
+	@$(STILL_AT_WORK) $(PIP) install --upgrade pip
 
 # Not quiet: the first install takes a minute or more, and the learner should see it work.
 $(VENV)/.lab-%: $(PY) pyproject.toml constraints.txt
 	@echo "Installing gpulab and what it needs into $(VENV)$(if $(CUDA_EXTRA), with CuPy for CUDA $(CUDA_MAJOR) (nvidia-smi found a driver),) ..."
-	$(PY) -m pip --disable-pip-version-check install --progress-bar on -c constraints.txt -e ".$(if $(CUDA_EXTRA),[$(CUDA_EXTRA)],)"
+	@echo '$(LAB_INSTALL)'
+	@$(STILL_AT_WORK) $(LAB_INSTALL)
 	@rm -f $(VENV)/.lab-* && touch $@
 
 $(VENV)/.test: $(PY) pyproject.toml constraints.txt

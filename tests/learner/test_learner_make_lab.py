@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -122,3 +123,41 @@ def test_make_lab_on_a_fresh_copy_leads_to_a_checked_exercise(base: Path) -> Non
         ["git", "check-ignore", "-q", "workspace/containers/x.ipynb"], cwd=ROOT
     )
     assert ignored.returncode == 0, "the workspace must be ignored by git"
+
+
+SILENCE = 15.0
+"""Seconds `make lab-env` may go without a line when its output is no terminal."""
+
+
+def test_make_lab_env_into_a_pipe_says_it_is_at_work(base: Path) -> None:
+    """`make lab 2>&1 | tee log` (and CI) see no progress bar: pip draws it on a terminal
+    only. A line comes at least every 10 s instead, and the status is make's own."""
+    clone, home = fresh_copy(base / "gpulab"), base / "home"
+    home.mkdir()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GPULAB_", "VIRTUAL_ENV", "PYTEST", "TMUX"))
+    }
+    env.update(HOME=str(home))
+    process = subprocess.Popen(
+        ["make", "lab-env"],
+        cwd=clone,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert process.stdout is not None
+    lines, gaps, last = [], [], time.monotonic()
+    with process.stdout:
+        for raw in process.stdout:
+            now = time.monotonic()
+            gaps.append((now - last, raw.decode(errors="replace").rstrip()))
+            lines.append(raw.decode(errors="replace").rstrip())
+            last = now
+    assert process.wait(timeout=INSTALL_TIME) == 0, "\n".join(lines[-30:])
+    gaps.append((time.monotonic() - last, "(the end)"))
+    longest = max(gaps)
+    assert longest[0] < SILENCE, f"{longest[0]:.1f} s of silence before {longest[1]!r}"
+    assert any(line.startswith("Successfully installed") for line in lines), lines[-30:]
