@@ -74,6 +74,23 @@ def _status(url: str) -> int:
         return int(reply.status)
 
 
+NEWS = "Would you like to get notified about official Jupyter news?"
+ANNOUNCEMENTS = "@jupyterlab/apputils-extension:announcements"
+
+
+def _page_config(url: str) -> dict[str, object]:
+    """The page config JupyterLab gives its page (the JSON in #jupyter-config-data)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=30) as reply:
+        page = reply.read().decode()
+    found = re.search(
+        r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page, re.S
+    )
+    assert found, page[:2000]
+    config: dict[str, object] = json.loads(found.group(1))
+    return config
+
+
 def test_open_as_this_user_without_a_browser_then_reuse_and_stop(learner: Learner) -> None:
     assert learner.run("init").returncode == 0
     workspace = learner.home / "gpulab-exercises"
@@ -93,6 +110,8 @@ def test_open_as_this_user_without_a_browser_then_reuse_and_stop(learner: Learne
         )
         assert "no web browser here" not in opened.stdout  # none was asked for
         assert _status(url) == 200
+        disabled = _page_config(url).get("disabledExtensions")
+        assert isinstance(disabled, list) and ANNOUNCEMENTS in disabled  # no news toast
         port = re.search(r":(\d+)/", url).group(1)  # type: ignore[union-attr]
         assert _status(f"http://127.0.0.1:{port}/api/status?token={url.rsplit('=', 1)[1]}") == 200
         # the command returned and left the server as no child of anyone's but init's
@@ -138,6 +157,10 @@ def test_open_as_root_shows_the_workspace_notebook_in_chromium(
             heading = page.locator(".jp-NotebookPanel .jp-MarkdownOutput h1").first
             heading.wait_for()
             assert title in heading.inner_text()
+            # the announcements plugin asks about Jupyter's news as the notebook shows
+            # (without gpulab's page config, at once here): it must not ask
+            page.wait_for_timeout(3000)
+            assert page.get_by_text(NEWS).count() == 0
     finally:
         learner.run("open", "--stop", timeout=TIMEOUT)
     assert _gone(pid)

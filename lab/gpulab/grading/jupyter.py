@@ -12,8 +12,9 @@ and the server outlives it. `stop_server` stops it (``gpulab open --stop``).
 The server listens on 127.0.0.1 only, on a free port, with a token gpulab
 makes; what gpulab knows of it (pid, port, token, log) is kept in
 ``<state>/jupyterlab/<workspace hash>.json``, and its output goes to the
-``.log`` beside it. A server that dies while starting is reported with the
-last lines of its log.
+``.log`` beside it; ``<state>/jupyterlab/config/`` holds the page config that
+leaves out JupyterLab's "Jupyter news?" toast. A server that dies while
+starting is reported with the last lines of its log.
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ __all__ = [
 
 START_TIMEOUT = 90.0
 """Seconds a new server has to answer before it is stopped and reported."""
+
+DISABLED_PLUGINS = ("@jupyterlab/apputils-extension:announcements",)
+"""JupyterLab plugins gpulab's server goes without: the announcements plugin asks every
+new user whether to fetch Jupyter's news (a toast that is noise to a learner, on a machine
+that may have no way out). Disabled in the server's page config (`_lab_config`)."""
 
 # Started by the launcher process, which exits at once: the server is then no child of
 # the caller (nothing to reap, no zombie) and has a session of its own.
@@ -198,13 +204,18 @@ def _start(workspace: Workspace, timeout: float) -> Server:
         command.append("--allow-root")
     try:
         log.write_text(f"gpulab: {' '.join(command[:3])} for {workspace.root}\n", encoding="utf-8")
+        config = [str(_lab_config(folder)), os.environ.get("JUPYTER_CONFIG_PATH", "")]
         launched = subprocess.run(
             [sys.executable, "-c", _LAUNCHER, str(log), *command],
             cwd=workspace.root,
             capture_output=True,
             text=True,
             timeout=30,
-            env={**os.environ, **NO_MULTICAST},
+            env={
+                **os.environ,
+                **NO_MULTICAST,
+                "JUPYTER_CONFIG_PATH": os.pathsep.join(filter(None, config)),
+            },
         )
         pid = int(launched.stdout.strip())
     except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
@@ -328,6 +339,18 @@ def _user() -> str:
 
 def _host() -> str:
     return socket.gethostname() or "this-machine"
+
+
+def _lab_config(folder: Path) -> Path:
+    """A Jupyter configuration folder under `folder` whose labconfig/page_config.json
+    disables `DISABLED_PLUGINS`; the server finds it on JUPYTER_CONFIG_PATH, beside the
+    user's own configuration (raises OSError when it cannot be written)."""
+    config = folder / "config"
+    page = config / "labconfig" / "page_config.json"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    disabled = dict.fromkeys(DISABLED_PLUGINS, True)
+    page.write_text(json.dumps({"disabledExtensions": disabled}, indent=1), encoding="utf-8")
+    return config
 
 
 def _folder() -> Path:
