@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 __all__ = ["add_commands"]
 
 BAD_INPUT = 2
+_MARKS = {"passed": "✓ ", "failing": "✗ "}
+_STYLES = {"passed": "green", "failing": "red", "no-gpu": "yellow", "not-started": "dim"}
+"""How `gpulab list` marks and colours each kind of `gpulab.course.standing.Standing`."""
 
 
 def add_commands(commands: Any) -> None:
@@ -264,7 +267,9 @@ def _list(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from gpulab.course import CourseError, ProgressStore, load_course
+    from gpulab.course.standing import standing
     from gpulab.course.workspace import current_workspace
+    from gpulab.probes.device import present
 
     course = load_course()
     progress = ProgressStore().load()
@@ -281,17 +286,15 @@ def _list(args: argparse.Namespace) -> int:
     exercises = course.exercises()
     passed = sum(1 for e in exercises if (r := records.get(e.name)) is not None and r.passed)
     failing = sum(1 for e in exercises if (r := records.get(e.name)) is not None and not r.passed)
+    gpu_here = present() if any(e.gpu for e in exercises) else None
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("exercise", "lesson", "runs on", "status"):
         table.add_column(column)
     for entry in exercises:
-        record = records.get(entry.name)
-        if record is None:
-            status = Text("not started", style="dim")
-        elif record.passed:
-            status = Text(f"✓ passed ({record.earned:g}/{record.possible:g})", style="green")
-        else:
-            status = Text(f"✗ failing ({record.earned:g}/{record.possible:g})", style="red")
+        found = standing(entry, records.get(entry.name), gpu_here)
+        status = Text(_MARKS.get(found.kind, "") + found.words, style=_STYLES[found.kind])
+        if found.note:
+            status.append(f" · {found.note}", style="yellow")
         table.add_row(entry.name, entry.lesson, "GPU" if entry.gpu else "CPU", status)
     console.print(
         f"Exercises: {passed} of {len(exercises)} passed, {failing} failing, "

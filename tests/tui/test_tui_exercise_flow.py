@@ -231,6 +231,43 @@ async def test_a_gpu_exercise_on_this_machine_without_a_gpu(
         assert "status      needs an NVIDIA GPU" in facts(app)
 
 
+async def test_a_gpu_exercise_checked_without_a_gpu_reads_alike_in_the_app_and_the_list(
+    exercise_app: Callable[..., GpulabApp],
+    exercise_lessons: Path,
+    store_path: Path,
+    workspace: Workspace,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Its checks that need no GPU ran here and failed: the map, the exercise screen and
+    `gpulab list` all show that result, and that the GPU checks need a GPU."""
+    manifest = exercise_lessons / "course.toml"
+    squares = 'name = "squares"\nlesson = "basics"\ngpu = '
+    manifest.write_text(manifest.read_text().replace(f"{squares}false", f"{squares}true"))
+    store = ProgressStore(store_path)
+    progress = store.load()  # as `gpulab check` keeps it: the CPU checks' points only
+    progress.record_check("squares", workspace=workspace.key, passed=False, earned=0, possible=3)
+    store.save(progress)
+    shown = "failing (0/3) · GPU checks need a GPU"
+    app = exercise_app(has_gpu=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert label(app, "squares") == f"✎ squares  {shown}"
+        app.open_exercise("squares")
+        await on_screen(pilot, app, ExerciseScreen)
+        assert f"status      {shown}" in facts(app)
+
+    from gpulab.cli import main
+
+    monkeypatch.setattr("gpulab.probes.device.present", lambda *args, **kwargs: False)
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["list"]) == 0
+    listed = capsys.readouterr().out
+    row = next(line for line in listed.splitlines() if line.startswith("squares "))
+    assert row.rstrip().endswith(f"✗ {shown}"), row
+    assert "passed, 1 failing, " in listed
+
+
 async def test_gpu_states_told_or_replayed(
     new_app: Callable[..., GpulabApp], h200_replay: Replay
 ) -> None:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from gpulab.course.standing import GPU_CHECKS, NO_GPU, standing
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from gpulab.course import ExerciseEntry, ExerciseRecord, Node, Problem
 
 __all__ = [
+    "GPU_CHECKS",
     "NO_GPU",
     "caption_text",
     "exercise_state",
@@ -32,8 +35,6 @@ __all__ = [
 
 _STYLES = {"strong": "bold", "em": "italic", "s": "strike", "link": "underline"}
 CLAIM_BADGE = "◆"
-NO_GPU = "needs an NVIDIA GPU"
-"""The state of a GPU exercise on a machine without one."""
 
 
 @cache
@@ -109,19 +110,22 @@ def problem_text(problems: tuple[Problem, ...] | list[Problem], root: Path | Non
     return text
 
 
+_STANDING_STYLES = {"passed": "bold green", "failing": "red", "no-gpu": "yellow"}
+
+
 def exercise_state(
     exercise: ExerciseEntry, record: ExerciseRecord | None, gpu_here: bool | None
 ) -> Text:
-    """Where the learner stands on an exercise: ``not started``, ``failing (3/11)``,
-    ``passed (11/11)``, or ``needs an NVIDIA GPU`` (a GPU exercise on a machine known to
-    have none, unless it was passed elsewhere)."""
-    if record is not None and record.passed:
-        return Text(f"passed ({record.earned:g}/{record.possible:g})", style="bold green")
-    if exercise.gpu and gpu_here is False:
-        return Text(NO_GPU, style="yellow")
-    if record is not None:
-        return Text(f"failing ({record.earned:g}/{record.possible:g})", style="red")
-    return Text("not started", style="dim")
+    """Where the learner stands on an exercise, in `gpulab list`'s words
+    (`gpulab.course.standing`): ``not started``, ``failing (3/11)``, ``passed (11/11)``,
+    ``needs an NVIDIA GPU``, or ``failing (0/7) · GPU checks need a GPU`` (a GPU exercise
+    checked on a machine without one)."""
+    found = standing(exercise, record, gpu_here)
+    text = Text(found.words, style=_STANDING_STYLES.get(found.kind, "dim"))
+    if found.note:
+        text.append(" · ", style="dim")
+        text.append(found.note, style="yellow")
+    return text
 
 
 def caption_text(caption: str, notes: tuple[str, ...]) -> Text:

@@ -11,7 +11,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from gpulab.course import Course, ExerciseEntry, LessonEntry
-from gpulab.tui.text import NO_GPU, progress_bar
+from gpulab.tui.text import GPU_CHECKS, NO_GPU, progress_bar
 
 __all__ = ["CourseTree", "MapItem", "exercise_label"]
 
@@ -22,12 +22,13 @@ _BAR = 8
 
 
 def exercise_label(exercise: ExerciseEntry, state: Text | None = None) -> Text:
-    """``✎ name  needs GPU · not started``; just ``✎ name  needs an NVIDIA GPU`` without one."""
+    """``✎ name  needs GPU · not started``; without a GPU, just the state, which says so:
+    ``✎ name  needs an NVIDIA GPU`` or ``✎ name  failing (0/7) · GPU checks need a GPU``."""
     text = Text("✎ ", style="yellow")
     text.append(exercise.name, style="bold")
     text.append("  ")
     state = state or Text("not started", style="dim")
-    if state.plain == NO_GPU:
+    if state.plain == NO_GPU or state.plain.endswith(GPU_CHECKS):
         text.append_text(state)
         return text
     if exercise.gpu:
