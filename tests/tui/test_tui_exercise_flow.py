@@ -50,6 +50,15 @@ def label(app: GpulabApp, name: str) -> str:
     return str(node.label)
 
 
+def notes_in_view(app: GpulabApp) -> bool:
+    """Whether the notes box (where `s` shows the solution) is on the screen: all of it, or
+    half the scrolled body's height of it at least."""
+    notes = app.screen.query_one("#exercise-notes", Markdown)
+    body = app.screen.query_one("#exercise-body")
+    shown = notes.region.intersection(body.region).height
+    return shown > 0 and shown >= min(notes.outer_size.height, body.region.height // 2)
+
+
 def pristine(exercise_lessons: Path) -> bytes:
     return (exercise_lessons.parent / "exercises" / "basics" / "squares.ipynb").read_bytes()
 
@@ -94,6 +103,7 @@ async def test_check_fail_solve_pass_then_the_solution(
         assert saved["status"] == "passed"
         await pilot.press("s")
         await wait_for(pilot, lambda: "```python" in notes(app))
+        await wait_for(pilot, lambda: notes_in_view(app))  # scrolled to, below the checks
         assert "**square**" in notes(app) and "return x * x * SCALE" in notes(app)
         assert "BEGIN SOLUTION" not in notes(app) and "END SOLUTION" not in notes(app)
         assert "squares.ipynb" in notes(app)
@@ -102,6 +112,24 @@ async def test_check_fail_solve_pass_then_the_solution(
         assert isinstance(app.screen, CourseMapScreen)
         assert "✎ squares  CPU · passed (3/3)" in label(app, "squares")
     assert pristine(exercise_lessons) == shipped  # the course was never written to
+
+
+async def test_s_scrolls_to_the_solution(
+    exercise_app: Callable[..., GpulabApp], store_path: Path, workspace: Workspace
+) -> None:
+    """The solution is drawn at the foot of the screen, below the checks and the task: `s`
+    scrolls down to it, as `h` and `o` do to theirs."""
+    notebook = workspace.root / "basics" / "squares.ipynb"
+    solve(notebook)
+    app = exercise_app()
+    async with app.run_test(size=(100, 24)) as pilot:
+        app.open_exercise("squares")
+        await on_screen(pilot, app, ExerciseScreen)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: "passed (3/3)" in facts(app), CHECK_TIME)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: "```python" in notes(app))
+        await wait_for(pilot, lambda: notes_in_view(app))
 
 
 async def test_saving_the_notebook_runs_the_checks(

@@ -178,9 +178,15 @@ class ExerciseScreen(LabScreen):
         self.exercise_task = event.task
         self.task_panel.show_task(event.task)
 
-    def on_exercise_screen_solution_read(self, event: SolutionRead) -> None:
-        self.notes.border_title = "solution"
-        self.notes.update(event.markdown)
+    async def on_exercise_screen_solution_read(self, event: SolutionRead) -> None:
+        await self._show_notes("solution", event.markdown)
+
+    async def _show_notes(self, title: str, markdown: str) -> None:
+        """Show `markdown` in the notes box at the foot of the screen, and scroll to it."""
+        notes = self.notes
+        notes.border_title = title
+        await notes.update(markdown)
+        self.call_after_refresh(notes.scroll_visible, animate=False, top=True)
 
     def on_exercise_screen_jupyter_lab_opened(self, event: JupyterLabOpened) -> None:
         panel = self.jupyter
@@ -353,13 +359,13 @@ class ExerciseScreen(LabScreen):
             "JupyterLab's address is on the clipboard (where the terminal allows).", timeout=4
         )
 
-    def action_solution(self) -> None:
+    async def action_solution(self) -> None:
         """Show the solution's answer cells, once the checks have passed."""
         record = self.app.exercise_record(self.exercise)
-        notes = self.notes
         if record is None or not record.passed:
-            notes.border_title = "solution"
-            notes.update(f"*{LOCKED}* Press **c** to run them; **h** gives a hint.")
+            await self._show_notes(
+                "solution", f"*{LOCKED}* Press **c** to run them; **h** gives a hint."
+            )
             self.notify(LOCKED, timeout=4)
             return
         self._read_solution()
