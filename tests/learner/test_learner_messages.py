@@ -7,11 +7,13 @@ goes: its messages name what to do, never a path inside the package.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
-from helpers.learner_env import Learner
+from helpers.learner_env import Learner, solve
+from helpers.terminal import Terminal, needs_tmux
 
 
 @pytest.fixture
@@ -54,3 +56,34 @@ def test_the_book_says_where_it_goes_and_refuses_an_empty_out(learner: Learner) 
     assert built.returncode == 0, built.stdout + built.stderr
     front = here / "book" / "_build" / "html" / "index.html"
     assert front.is_file() and built.stdout.rstrip().endswith(str(front))
+
+
+@needs_tmux
+def test_s_in_the_app_says_an_installed_course_ships_no_solutions(learner: Learner) -> None:
+    """The wheel ships no solutions: `s` on a passed exercise says so, in words, with no
+    path into site-packages."""
+    assert learner.run("init").returncode == 0
+    solve(
+        learner.home / "gpulab-exercises" / "memory-hierarchy" / "roofline.ipynb",
+        "roofline",
+        "memory-hierarchy",
+    )
+    checked = learner.run("check", "roofline")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    env = learner.env(TERM="xterm-256color")
+    with Terminal("gpulab", width=120, height=32, cwd=str(learner.home), env=env) as terminal:
+        terminal.wait_for("Linux containers and the GPU", timeout=60)
+        terminal.keys("C-p")
+        terminal.wait_for("Search for commands")
+        terminal.keys("Open exercise: roofline")
+        terminal.wait_for("Open exercise: roofline")
+        terminal.keys("Enter")
+        terminal.wait_for("Exercise roofline")
+        terminal.wait_for("status      passed (")
+        terminal.keys("s")
+        screen = terminal.wait_for("ask your instructor, or work from the course")
+        assert "An installed course ships no solutions" in screen.replace("\n", " ")
+        assert "site-packages" not in screen and "_course" not in screen
+        time.sleep(0.5)
+        terminal.keys("q")
+        assert terminal.wait_gone(), "gpulab did not quit on q"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -20,8 +21,10 @@ from textual.widgets import Markdown
 
 from gpulab.course import ProgressStore
 from gpulab.course.workspace import Workspace
+from gpulab.grading.runner import run_checks
 from gpulab.probes.nvml import Replay
 from gpulab.tui import GpulabApp
+from gpulab.tui.exercise_text import NO_SOLUTIONS
 from gpulab.tui.measure import gpu_present
 from gpulab.tui.screens import CourseMapScreen, ExerciseScreen
 from gpulab.tui.screens.exercise import LOCKED
@@ -130,6 +133,35 @@ async def test_s_scrolls_to_the_solution(
         await pilot.press("s")
         await wait_for(pilot, lambda: "```python" in notes(app))
         await wait_for(pilot, lambda: notes_in_view(app))
+
+
+async def test_a_course_without_solutions_says_so_on_s(
+    exercise_app: Callable[..., GpulabApp],
+    exercise_lessons: Path,
+    store_path: Path,
+    workspace: Workspace,
+) -> None:
+    """An installed course ships no solutions: `s` says so in words, without a path, and a
+    pass does not send the learner to a solution."""
+    shutil.rmtree(exercise_lessons.parent / "solutions")
+    store = ProgressStore(store_path)
+    progress = store.load()
+    progress.record_check("squares", workspace=workspace.key, passed=True, earned=3, possible=3)
+    store.save(progress)
+    app = exercise_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_exercise("squares")
+        await on_screen(pilot, app, ExerciseScreen)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: notes(app) == NO_SOLUTIONS, 10)
+        assert str(exercise_lessons.parent) not in notes(app)
+        await wait_for(pilot, lambda: notes_in_view(app), 10)
+        screen = app.screen
+        assert isinstance(screen, ExerciseScreen)
+        solve(workspace.notebook(screen.exercise))
+        screen.show_report(run_checks(screen.exercise, workspace.notebook(screen.exercise)))
+        await pilot.pause()
+        assert "press n for the next exercise" in checks(app) and "press s" not in checks(app)
 
 
 async def test_saving_the_notebook_runs_the_checks(

@@ -4,8 +4,8 @@
 where the learner stands on it (its notebook, its status, whether saving it runs
 the checks). `exercise_guide` says how to work on the exercise, or how to get a
 workspace first. `solution_markdown` reads the solution's answer cells as
-Markdown code blocks, for `s` once the checks have passed; it reads files, so the
-screen calls it from a thread.
+Markdown code blocks, for `s` once the checks have passed (an installed course
+has none, and `s` says so); it reads files, so the screen calls it from a thread.
 
 UI-free: Rich renderables and Markdown text, no widget; the screen
 (`gpulab.tui.screens.exercise`) shows them.
@@ -24,7 +24,13 @@ if TYPE_CHECKING:
 
     from gpulab.course import ExerciseEntry
 
-__all__ = ["exercise_facts", "exercise_guide", "solution_markdown"]
+__all__ = [
+    "NO_SOLUTIONS",
+    "exercise_facts",
+    "exercise_guide",
+    "has_solutions",
+    "solution_markdown",
+]
 
 
 def exercise_facts(
@@ -90,12 +96,29 @@ def exercise_guide(name: str, notebook: Path | None) -> str:
     )
 
 
+NO_SOLUTIONS = (
+    "An installed course ships no solutions: ask your instructor, or work from the course checkout."
+)
+"""What `s` says in a course without solutions/ (the one a wheel installs)."""
+
+
+def has_solutions(exercise: ExerciseEntry) -> bool:
+    """Whether the exercise's course has its solutions (a checkout; never an installed
+    course)."""
+    from gpulab.course.paths import CoursePaths
+
+    return CoursePaths.of_notebook(exercise.notebook).solutions.is_dir()
+
+
 def solution_markdown(exercise: ExerciseEntry) -> str:
-    """The solution's answer cells as Markdown code blocks (blocking: read in a thread)."""
+    """The solution's answer cells as Markdown code blocks, or why there are none to show
+    (blocking: read in a thread)."""
     from gpulab.grading.build import solution_path
     from gpulab.grading.cells import BEGIN, END, answer_cells
     from gpulab.grading.notebook import NotebookError, read_notebook
 
+    if not has_solutions(exercise):
+        return NO_SOLUTIONS
     path = solution_path(exercise)
     try:
         answers = answer_cells(read_notebook(path), path)

@@ -31,7 +31,13 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, Markdown, Static
 
 from gpulab.course import Course, ExerciseEntry
-from gpulab.tui.exercise_text import exercise_facts, exercise_guide, solution_markdown
+from gpulab.tui.exercise_text import (
+    NO_SOLUTIONS,
+    exercise_facts,
+    exercise_guide,
+    has_solutions,
+    solution_markdown,
+)
 from gpulab.tui.learner import NO_WORKSPACE
 from gpulab.tui.messages import (
     CheckExercise,
@@ -230,7 +236,9 @@ class ExerciseScreen(LabScreen):
         panel.show_report(
             report,
             passed_hint="Well done: press s to compare your answers "
-            "with the solution, or n for the next exercise.",
+            "with the solution, or n for the next exercise."
+            if has_solutions(self.exercise)
+            else "Well done: press n for the next exercise.",
         )
         panel.scroll_visible(animate=False)
         if self._check_again:  # saved again while the checks ran
@@ -360,7 +368,12 @@ class ExerciseScreen(LabScreen):
         )
 
     async def action_solution(self) -> None:
-        """Show the solution's answer cells, once the checks have passed."""
+        """Show the solution's answer cells, once the checks have passed; in a course that
+        ships none (an installed one), say so."""
+        if not has_solutions(self.exercise):
+            await self._show_notes("solution", NO_SOLUTIONS)
+            self.notify(NO_SOLUTIONS, timeout=6)
+            return
         record = self.app.exercise_record(self.exercise)
         if record is None or not record.passed:
             await self._show_notes(
