@@ -111,3 +111,32 @@ def test_a_terminal_runs_with_its_own_environment_beside_another_tmux_server(
         time.sleep(0.2)
         assert ours.alive()
     assert f"HOME={tmp_path}\n" in seen.read_text()
+
+
+def test_jupyterlabs_address_reaches_tmux_and_is_printed_on_quitting(
+    env: dict[str, str], workspace: Path
+) -> None:
+    """tmux drops the clipboard sequence the app writes (OSC 52), and the app's box wraps
+    the address: `y` puts it into tmux's paste buffer, and quitting prints it on a line of
+    its own, where tmux's or the terminal's selection takes it whole."""
+    command = f"{GPULAB}; echo gpulab-ended-$?; sleep 60"
+    try:
+        with Terminal(command, width=120, height=40, env=env) as terminal:
+            terminal.wait_for("New here? ? lists the keys")
+            terminal.keys("n")
+            terminal.wait_for("The visible checks are worth")
+            terminal.keys("o")
+            terminal.wait_for("y copies it", timeout=150)
+            terminal.keys("y")
+            terminal.wait_for("in tmux's paste buffer")
+            url = terminal.tmux("show-buffer").stdout
+            assert url.startswith("http://127.0.0.1:"), url
+            assert "/lab/tree/basics/squares.ipynb?token=" in url
+            time.sleep(0.5)
+            terminal.keys("q")
+            terminal.wait_for("gpulab-ended-0", timeout=30)
+            joined = terminal.tmux("capture-pane", "-p", "-J", "-t", terminal.name).stdout
+            assert url in joined.splitlines(), joined
+            assert "stop it with: gpulab open --stop" in joined
+    finally:
+        subprocess.run([str(GPULAB), "open", "--stop"], env=env, capture_output=True, timeout=60)

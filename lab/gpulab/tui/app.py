@@ -20,7 +20,8 @@ workspace's sync load or run after the map is drawn.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -31,6 +32,7 @@ from textual.theme import Theme
 from gpulab.course import Course, CourseError, ProgressStore, SearchHit, load_course
 from gpulab.course.workspace import Workspace, WorkspaceError
 from gpulab.tui.claims import ClaimsApp
+from gpulab.tui.clipboard import in_tmux, to_tmux
 from gpulab.tui.commands import (
     DayCommands,
     ExerciseCommands,
@@ -52,6 +54,9 @@ from gpulab.tui.messages import (
 from gpulab.tui.screens.course_map import CourseMapScreen, MapTarget
 from gpulab.tui.screens.fatal import FatalScreen
 from gpulab.tui.state import Keeper
+
+if TYPE_CHECKING:
+    from gpulab.tui.screens import ExerciseScreen
 
 __all__ = ["GpulabApp", "help_sections", "make_app", "run_app"]
 
@@ -118,6 +123,9 @@ class GpulabApp(ClaimsApp):
         super().__init__(course, keeper, workspace, has_gpu, nvml_backend)
         self.error = error
         """Why the course cannot be read, when it cannot (`course` is None then)."""
+        self.jupyterlab_url = ""
+        """The address (with its token) of the last notebook opened in JupyterLab, if any:
+        the server runs on when the app ends, and `farewell` says where."""
 
     def get_default_screen(self) -> Screen[None]:
         if self.course is None:
@@ -158,6 +166,47 @@ class GpulabApp(ClaimsApp):
                 f"{exercise.name}: {self.exercise_states[exercise.name].plain}",
                 title="Checked",
                 timeout=5,
+            )
+
+    # -- JupyterLab and the clipboard ----------------------------------------------------------
+    def on_exercise_screen_jupyter_lab_opened(self, event: ExerciseScreen.JupyterLabOpened) -> None:
+        if event.url:
+            self.jupyterlab_url = event.url
+
+    def farewell(self) -> list[str]:
+        """What to print once the app has left the screen: the address of the JupyterLab
+        opened in it, which runs on, on a line of its own (a terminal's or tmux's selection
+        takes it whole, as it may not inside the app's box)."""
+        if not self.jupyterlab_url:
+            return []
+        return [
+            "JupyterLab runs on for your workspace (stop it with: gpulab open --stop); its "
+            "address:",
+            self.jupyterlab_url,
+        ]
+
+    def copy_to_clipboard(self, text: str) -> None:
+        """Copy `text` with the terminal's clipboard sequence (OSC 52) and, inside tmux, into
+        tmux's paste buffer too (`gpulab.tui.clipboard`: tmux drops OSC 52 by default)."""
+        super().copy_to_clipboard(text)
+        if in_tmux():
+            self.run_worker(
+                partial(self._copy_to_tmux, text),
+                thread=True,
+                group="tmux-buffer",
+                exit_on_error=False,
+                description="copy into tmux's paste buffer",
+            )
+
+    def _copy_to_tmux(self, text: str) -> None:
+        problem = to_tmux(text)
+        if problem is not None:
+            self.call_from_thread(
+                self.notify,
+                f"tmux did not take the copy: {problem}",
+                title="Copy",
+                severity="warning",
+                timeout=8,
             )
 
     # -- where the screens and the palette go ----------------------------------------------------
@@ -347,5 +396,8 @@ def make_app(
 
 
 def run_app() -> None:
-    """Run the app in the terminal until the learner quits."""
-    make_app().run()
+    """Run the app in the terminal until the learner quits; then print its farewell."""
+    app = make_app()
+    app.run()
+    for line in app.farewell():
+        print(line)

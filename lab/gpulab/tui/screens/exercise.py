@@ -31,6 +31,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, Markdown, Static
 
 from gpulab.course import Course, ExerciseEntry
+from gpulab.tui.clipboard import TMUX_PASTE, in_tmux
 from gpulab.tui.exercise_text import (
     NO_SOLUTIONS,
     exercise_facts,
@@ -363,9 +364,12 @@ class ExerciseScreen(LabScreen):
             self.notify("Press o first: JupyterLab's address shows once it runs.", timeout=4)
             return
         self.app.copy_to_clipboard(url)
-        self.notify(
-            "JupyterLab's address is on the clipboard (where the terminal allows).", timeout=4
+        where = (
+            f"in tmux's paste buffer ({TMUX_PASTE}), and on the clipboard where tmux passes it on"
+            if in_tmux()
+            else "on the clipboard (where the terminal allows)"
         )
+        self.notify(f"JupyterLab's address is {where}.", timeout=6)
 
     async def action_solution(self) -> None:
         """Show the solution's answer cells, once the checks have passed; in a course that

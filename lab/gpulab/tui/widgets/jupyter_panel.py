@@ -31,9 +31,12 @@ class JupyterPanel(Static):
         self.url = url
         self.border_title = "JupyterLab"
         text = Text()
-        text.append("open  ", style="dim")
+        text.append(
+            "open this address in your browser (y copies it, into tmux's paste buffer too; "
+            "gpulab prints it on one line as it quits):\n",
+            style="dim",
+        )
         text.append(url, style="bold")
-        text.append("\n      y copies it; you can also select it with the mouse", style="dim")
         if ssh:
             text.append("\nssh   ", style="dim")
             text.append(ssh)
