@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 
 from gpulab import __version__
 from gpulab.errors import GpulabError
+from gpulab.pipes import drop_stdout
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
 
-__all__ = ["drop_stdout", "main"]
+__all__ = ["main"]
 
 BAD_INPUT = 2
 
@@ -44,14 +45,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `gpulab show x | head`: the reader has what it wanted
         drop_stdout()
         return 0
-
-
-def drop_stdout() -> None:
-    """Send the rest of stdout to /dev/null: its reader went away (`| head`), and what
-    is still buffered must not raise again when Python flushes it at exit."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -153,12 +153,12 @@ def _exercise(course: Course, name: str) -> ExerciseEntry:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from gpulab.cli import drop_stdout
     from gpulab.course import load_course
     from gpulab.course.workspace import current_workspace
     from gpulab.grading.panel import report_text
     from gpulab.grading.record import save_report
     from gpulab.grading.runner import run_checks
+    from gpulab.pipes import drop_stdout
 
     course = load_course()
     name, notebook = args.exercise, args.notebook
