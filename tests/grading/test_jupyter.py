@@ -16,17 +16,22 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.course import load_course
+from gpulab.course import Course, load_course
 from gpulab.course.workspace import Workspace, init_workspace
 from gpulab.grading.jupyter import JupyterError, Server, open_notebook, stop_server
-
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.tui import build_exercise_course
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, home: Path) -> Iterator[Workspace]:
-    """The shipped course's workspace; its JupyterLab runs with a HOME of its own."""
-    made, _ = init_workspace(load_course(ROOT / "lessons"), tmp_path / "ws")
+def course(tmp_path: Path) -> Course:
+    """The fixture course with the small "squares" exercise."""
+    return load_course(build_exercise_course(tmp_path / "course"))
+
+
+@pytest.fixture
+def workspace(course: Course, tmp_path: Path, home: Path) -> Iterator[Workspace]:
+    """The workspace of the fixture course; its JupyterLab runs with a HOME of its own."""
+    made, _ = init_workspace(course, tmp_path / "ws")
     try:
         yield made
     finally:
@@ -52,12 +57,14 @@ def _answers(url: str) -> int:
         return int(reply.status)
 
 
-def test_started_reused_and_stopped_never_a_child_of_the_caller(workspace: Workspace) -> None:
-    entry = next(e for e in load_course(ROOT / "lessons").exercises() if e.name == "roofline")
+def test_started_reused_and_stopped_never_a_child_of_the_caller(
+    course: Course, workspace: Workspace
+) -> None:
+    entry = next(e for e in course.exercises() if e.name == "squares")
     opened = open_notebook(workspace, workspace.notebook(entry), browser=False)
     assert not opened.reused and opened.browser is None
     assert opened.url.startswith(
-        f"http://127.0.0.1:{opened.server.port}/lab/tree/memory-hierarchy/roofline.ipynb?token="
+        f"http://127.0.0.1:{opened.server.port}/lab/tree/basics/squares.ipynb?token="
     )
     assert _answers(opened.url) == 200
     assert opened.server.pid not in _children(os.getpid())  # nothing of ours to reap
