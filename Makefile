@@ -2,6 +2,8 @@
 #              reuse your workspace (./workspace, ignored by git), and start gpulab
 # make lab-env only set up the environment `make lab` runs in
 # make test    set up .venv with the test tools and run every check: ruff, mypy, pytest
+# make test-fast  the quick lane while working: the tests not marked slow or gpu, on every
+#              core (about 3 min on 2 cores; tests/conftest.py SLOW says which are slow)
 # make bench   run the benchmarks under bench/
 
 PYTHON ?= python3
@@ -15,7 +17,7 @@ CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9
 CUDA_EXTRA := $(if $(filter 12 13,$(CUDA_MAJOR)),cuda$(CUDA_MAJOR),)
 LAB_INSTALL = $(PY) -m pip --disable-pip-version-check install --progress-bar on -c constraints.txt -e ".$(if $(CUDA_EXTRA),[$(CUDA_EXTRA)],)"
 
-.PHONY: lab lab-env test lint pytest bench clean
+.PHONY: lab lab-env test test-fast lint pytest bench clean
 
 # The learner's notebooks live in ./workspace (ignored by git), never in exercises/, which
 # stays as the course ships it; `gpulab init` makes it the first time and reuses it after.
@@ -39,6 +41,11 @@ lint: $(VENV)/.test
 
 pytest: $(VENV)/.test
 	$(PY) -m pytest
+
+# CI runs `make test`, every test; this lane leaves out the slow ones (the learner's chair, the
+# attack corpora, the cluster, the browsers), so run `make test` before you push.
+test-fast: $(VENV)/.test
+	$(PY) -m pytest -m "not slow and not gpu" -n auto
 
 bench: $(VENV)/.test
 	$(PY) bench/startup.py

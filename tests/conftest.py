@@ -1,5 +1,8 @@
 """Shared fixtures: every test gets its own state folder, never the user's.
 
+`SLOW` names the tests `make test-fast` leaves out (``-m "not slow and not gpu"``):
+each is marked ``slow`` as it is collected; `make test` runs them all.
+
 The autouse fixture gives each test a state folder of its own and takes away
 what the user's shell may have set for gpulab (the workspace, the course, the
 book's templates) or for tmux (a test run inside tmux must never reach the
@@ -15,7 +18,38 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TESTS = Path(__file__).resolve().parent
+FIXTURES = TESTS / "fixtures"
+
+SLOW = (
+    "learner/",  # the wheel and sdist built and installed, make lab, Chromium
+    "test_e2e_tmux.py",  # the installed command in tmux, a real JupyterLab
+    "grading/test_cluster.py",  # Dask schedulers and workers, killed mid-run
+    "grading/test_grade.py",  # classes graded for real, a hostile one among them
+    "grading/test_grader_killed.py",
+    "grading/test_run_attacks.py",  # attacks on a grading run as a whole
+    "grading/test_sandbox_attacks.py",  # attacks on the sandbox, from inside it
+    "grading/test_attacks_",  # the red team's corpora: intake, keyring, the job's view
+    "grading/test_wrong_",  # the wrong answers' corpora, each graded in a sandbox
+    "grading/test_solutions_run.py",  # every solution, run and checked
+    "grading/test_jupyterlab_browser.py",  # JupyterLab in Chromium
+    "book/test_book_browser.py",  # the book in Chromium
+    "book/test_book_layout.py",
+    "book/test_build.py::test_no_internal_link_is_broken",  # the whole book, built
+    "book/test_exercise_pages.py",  # the exercise pages, rendered with nbconvert
+    "book/test_pages.py",
+)
+"""Tests marked ``slow``, as paths under tests/: a folder (ending in ``/``), a file, or
+one test (``file::name``)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        where = item.path.relative_to(TESTS).as_posix()
+        test = f"{where}::{item.name.split('[')[0]}"
+        if any(where.startswith(slow) or test == slow for slow in SLOW):
+            item.add_marker(pytest.mark.slow)
+
 
 USER_SETTINGS = (
     "GPULAB_WORKSPACE",
