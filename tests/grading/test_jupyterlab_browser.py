@@ -107,8 +107,8 @@ def _wait_until_serving(server: subprocess.Popen[bytes], lab: LabServer) -> None
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     """JupyterLab of this venv serving a folder with the solution and the exercise.
 
-    Every Jupyter and gpulab folder points into the test's own folder: no user
-    configuration, kernel or progress is read or written.
+    HOME and every Jupyter and gpulab folder point into the test's own folder: no
+    user configuration, kernel or progress is read or written.
     """
     base = tmp_path_factory.mktemp("jupyterlab")
     served = base / "served"
@@ -116,8 +116,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         (served / folder).mkdir(parents=True)
         shutil.copy(notebook, served / folder / f"{EXERCISE}.ipynb")
     _quiet_settings(base / "settings")
+    (base / "home").mkdir()
     env = dict(
         os.environ,
+        HOME=str(base / "home"),
         GPULAB_STATE_DIR=str(base / "state"),
         IPYTHONDIR=str(base / "ipython"),
         JUPYTER_CONFIG_DIR=str(base / "config"),
