@@ -86,9 +86,11 @@ async def test_open_starts_jupyterlab_on_the_notebook(
             await pilot.pause()
             selected = app.screen.get_selected_text() or ""
             assert url in selected.replace("\n", "")
+        assert app.farewell()[-1] == url  # printed as gpulab quits: the server runs on
     finally:
         stopped = jupyter.stop_server(workspace)
     assert stopped is not None and jupyter.running_server(workspace) is None
+    assert app.farewell() == []  # stopped: nothing to say
     assert not list((state_dir / "jupyterlab").glob("*.json"))
 
 

@@ -175,14 +175,20 @@ class GpulabApp(ClaimsApp):
 
     def farewell(self) -> list[str]:
         """What to print once the app has left the screen: the address of the JupyterLab
-        opened in it, which runs on, on a line of its own (a terminal's or tmux's selection
-        takes it whole, as it may not inside the app's box)."""
-        if not self.jupyterlab_url:
+        opened in it, if it still runs, on a line of its own (a terminal's or tmux's
+        selection takes it whole, as it may not inside the app's box)."""
+        if not self.jupyterlab_url or self.workspace is None:
             return []
+        from gpulab.grading.jupyter import running_server
+
+        server = running_server(self.workspace)
+        if server is None:  # stopped meanwhile (`gpulab open --stop` in a shell)
+            return []
+        fresh = f"token={server.token}" in self.jupyterlab_url  # not started again since
         return [
             "JupyterLab runs on for your workspace (stop it with: gpulab open --stop); its "
             "address:",
-            self.jupyterlab_url,
+            self.jupyterlab_url if fresh else server.url(),
         ]
 
     def copy_to_clipboard(self, text: str) -> None:
