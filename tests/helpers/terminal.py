@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import time
 import uuid
+from pathlib import Path
 from types import TracebackType
 
 import pytest
@@ -59,6 +60,9 @@ class Terminal:
             env=server_env,
             cwd=cwd,
         )
+        shown = self.tmux("display-message", "-p", "#{socket_path}").stdout.strip()
+        self._socket_path = Path(shown)
+        """Where the server's socket is (``$TMUX_TMPDIR/tmux-<uid>/<socket>``)."""
 
     def tmux(
         self,
@@ -103,8 +107,11 @@ class Terminal:
         return not self.alive()
 
     def close(self) -> None:
-        """End the session and this terminal's tmux server."""
+        """End the session and this terminal's tmux server, and remove its socket (tmux
+        leaves it behind)."""
         self.tmux("kill-server")
+        if self._socket_path.name == self.socket:
+            self._socket_path.unlink(missing_ok=True)
 
     def __enter__(self) -> Terminal:
         return self
