@@ -201,12 +201,18 @@ def diagnose(cases: list[dict[str, Any]], others: list[dict[str, Any]] | None = 
     wrong = [case for case in cases if bad(case)]
     if not wrong:
         return None
-    rounding = [case for case in wrong if rounding_only(case)]
-    if rounding:
-        return accumulation_message(rounding[0])
     seen = [*cases, *(others or [])]
     seen_wrong = [case for case in seen if bad(case)]
     whole = [case for case in seen if (case["M"], case["N"], case["K"]) == (128, 128, 128)]
+    rounding = [case for case in wrong if rounding_only(case)]
+    # FP16 sums are off on every size; an error of that size only where K is ragged is an
+    # edge's stale values (seen on an H100), not the accumulator
+    if rounding and (
+        not whole
+        or bad(whole[0])
+        or any(rounding_only(case) for case in seen_wrong if case["K"] % 32 == 0)
+    ):
+        return accumulation_message(rounding[0])
     if not whole or bad(whole[0]) or wrong[0]["overrun"]:
         return describe(wrong[0])
     ragged_right = [

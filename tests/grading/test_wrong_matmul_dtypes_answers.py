@@ -294,6 +294,25 @@ def test_a_ragged_k_is_named(checks: ModuleType) -> None:
     assert message is not None and "wrong when K is ragged" in message and "hold 0" in message
 
 
+def test_stale_edge_values_of_rounding_size_are_not_called_fp16_sums(checks: ModuleType) -> None:
+    """Seen on an H100: a tile left unwritten past a ragged K held values that put 7 x 9 x
+    4099 off by 3.9e-3, the size of FP16 rounding. Whole tiles right, every K a multiple
+    of 32 right: that is the edge, and the message must say so, not blame the sums."""
+    run = [
+        case(128, 128, 128),
+        case(64, 64, 8192),
+        wrong_case(128, 128, 137, 2e-3),
+        wrong_case(128, 128, 136, 0.5),
+        wrong_case(7, 9, 4099, 3.9e-3),
+    ]
+    message = checks.diagnose(run[4:], run)
+    assert message is not None and "wrong when K is ragged" in message, message
+    assert "FP16 rounding" not in message
+    fp16_everywhere = [wrong_case(128, 128, 128, 1e-3), wrong_case(7, 9, 4099, 3.9e-3)]
+    message = checks.diagnose(fp16_everywhere[1:], fp16_everywhere)
+    assert message is not None and "FP16 rounding" in message
+
+
 def test_rows_off_16_byte_boundaries_are_named(checks: ModuleType) -> None:
     run = [
         case(128, 128, 128),
