@@ -29,7 +29,14 @@ from typing import Any
 import pytest
 
 from gpulab.grading import sandbox, sandbox_seccomp
-from gpulab.grading.sandbox_seccomp import ARCHES, REFUSED, Arch, program
+from gpulab.grading.sandbox_seccomp import (
+    ARCHES,
+    REFUSED,
+    REFUSED_CPU,
+    Arch,
+    program,
+    refused_calls,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARDS = sandbox.available()
@@ -245,7 +252,6 @@ if __name__ == "__main__":
         handle.write(b"x" * 4096); handle.flush()
         with mmap.mmap(handle.fileno(), 4096) as mapped:
             done["mmap"] = mapped[:1].decode()
-    memfd = os.memfd_create("gpulab-test"); os.write(memfd, b"ok"); os.close(memfd)
     left, right = socket.socketpair(); left.send(b"hi"); done["socketpair"] = right.recv(2).decode()
     done["asyncio"] = asyncio.run(asyncio.sleep(0, result="slept"))
     done["affinity"] = len(os.sched_getaffinity(0)) > 0
@@ -257,11 +263,12 @@ if __name__ == "__main__":
 @needs_sandbox
 @pytest.mark.parametrize("grader", GRADERS)
 def test_each_refused_call_is_eperm_and_python_still_runs(grader: str) -> None:
-    """Each call of `REFUSED` answers EPERM inside the sandbox (the filter is on: Seccomp 2);
-    a call through the x32 ABI kills its process; threads, fork, subprocess, mmap, memfd,
-    sockets and asyncio work as before."""
+    """Each call a CPU job may not make (`REFUSED`, `REFUSED_CPU`) answers EPERM inside the
+    sandbox (the filter is on: Seccomp 2); a call through the x32 ABI kills its process;
+    threads, fork, subprocess, mmap, sockets and asyncio work as before. (memfd_create, which
+    a GPU job keeps, is tried in test_attacks_resources.py.)"""
     assert HERE is not None
-    names = sorted({name for group in REFUSED.values() for name in group})
+    names = sorted({name for group in refused_calls().values() for name in group})
     foreign = HERE.foreign_bit
     numbers = {**HERE.numbers, "getpid": {"x86_64": 39, "aarch64": 172}[HERE.name]}
     probe = (
@@ -349,7 +356,7 @@ def test_a_processor_without_a_filter_is_named() -> None:
 
 # --- the filter's bytes, decoded and run ---------------------------------------------------
 
-X86_ONLY = set(REFUSED["x86 port and descriptor-table access"])
+X86_ONLY = {*REFUSED["x86 port and descriptor-table access"], "inotify_init"}
 OTHER_ARCHES = (0x40000003, 0x40000028, 0xC000003E, 0xC00000B7, 0)  # i386, ARM, x86-64, ...
 
 
@@ -374,13 +381,16 @@ def run_filter(code: bytes, arch: int, nr: int) -> int:
     raise AssertionError("the filter ran past its end or looped")
 
 
+@pytest.mark.parametrize("gpu", [False, True], ids=["cpu-job", "gpu-job"])
 @pytest.mark.parametrize("convention", ARCHES.values(), ids=list(ARCHES))
-def test_the_filters_bytes_decode_to_the_rules(convention: Arch) -> None:
-    """Own architecture: EPERM exactly for the refused numbers, the x32 bit kills (x86-64),
-    all else allowed. Any other architecture: killed, whatever the number."""
-    code = program(convention)
+def test_the_filters_bytes_decode_to_the_rules(convention: Arch, gpu: bool) -> None:
+    """Own architecture: EPERM exactly for the refused numbers (a GPU job's without
+    `REFUSED_CPU`), the x32 bit kills (x86-64), all else allowed. Any other architecture:
+    killed, whatever the number."""
+    code = program(convention, gpu=gpu)
     assert len(code) % 8 == 0 and len(code) // 8 < 4096
-    names = {name for group in REFUSED.values() for name in group}
+    names = {name for group in refused_calls(gpu=gpu).values() for name in group}
+    assert gpu == names.isdisjoint(*REFUSED_CPU.values())
     refused = {convention.numbers[name] for name in names if name in convention.numbers}
     eperm = sandbox_seccomp.RET_ERRNO | sandbox_seccomp.EPERM
     kill, allow = sandbox_seccomp.RET_KILL_PROCESS, sandbox_seccomp.RET_ALLOW
@@ -402,7 +412,7 @@ def test_the_filters_bytes_decode_to_the_rules(convention: Arch) -> None:
 def test_every_refused_call_has_its_number() -> None:
     """Each refused name is numbered on each processor (the x86-only ones on x86-64 alone),
     no two names share a number, and each number agrees with the kernel headers here."""
-    names = {name for group in REFUSED.values() for name in group}
+    names = {name for group in (*REFUSED.values(), *REFUSED_CPU.values()) for name in group}
     assert set(ARCHES["x86_64"].numbers) == names
     assert set(ARCHES["aarch64"].numbers) == names - X86_ONLY
     for convention in ARCHES.values():

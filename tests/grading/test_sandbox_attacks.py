@@ -4,8 +4,9 @@ Each attack is a small program run through `sandbox.spawn` exactly as the gradin
 run starts learner code; it reports what it could do, and the test asserts that
 every way out failed. The cases come from the red team's review (V1 root in the
 sandbox, V3 the bulk zip, V4 socket files and groups, V5 other copies of the
-course, V7 unbounded tmpfs and process counts, V10 the inotify quota, V14 the
-worker decoy) and from what bubblewrap's own setup leaves visible.
+course, V7 unbounded tmpfs and process counts, V14 the worker decoy) and from what
+bubblewrap's own setup leaves visible. The per-user quotas (V10, the inotify quota),
+CPU share and memory are in test_attacks_resources.py.
 
 With the grader as root (CI runs as root) the tests call `spawn` here; as an
 ordinary user they run the same call in a process of `nobody` (setpriv), with
@@ -363,49 +364,6 @@ def test_the_process_limit_is_each_jobs_own(scene: Scene, grader: str) -> None:
     for seen in (first, second):
         assert seen.get("error") == "Resource temporarily unavailable", seen
         assert 10 <= seen["children"] < scene.policy.processes, seen
-
-
-INOTIFY = """
-import ctypes, json, os, sys, time
-libc = ctypes.CDLL(None, use_errno=True)
-held = []
-while len(held) < 10000:
-    fd = libc.inotify_init()
-    if fd < 0:
-        break
-    held.append(fd)
-print(json.dumps({"held": len(held)}), flush=True)
-time.sleep(float(sys.argv[1]))
-"""
-
-
-@pytest.mark.skipif(
-    os.geteuid() != 0,
-    reason="only a root grader can give jobs a uid of their "
-    "own; an ordinary grader's inotify quota is shared with its jobs",
-)
-def test_inotify_is_charged_to_the_jobs_uid_not_the_graders(scene: Scene) -> None:
-    import ctypes
-
-    program = textwrap.dedent(INOTIFY)
-    job = sandbox.spawn(
-        [sys.executable, "-c", program, "20"],
-        env=dict(os.environ),
-        cwd="/",
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        policy=scene.policy,
-    )
-    try:
-        assert job.process.stdout is not None
-        held = json.loads(job.process.stdout.readline())["held"]
-        libc = ctypes.CDLL(None, use_errno=True)
-        mine = libc.inotify_init()  # the grader, while the job holds all it could get
-        assert mine >= 0, os.strerror(ctypes.get_errno())
-        os.close(mine)
-    finally:
-        job.close()
-    assert held > 0
 
 
 DECOY = """

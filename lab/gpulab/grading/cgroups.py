@@ -2,10 +2,18 @@
 
 Where the grader may make cgroups (v2 with a delegated subtree, or v1
 controllers it can write), each job gets a process-count and a memory limit
-in a cgroup of its own, inside a cgroup of the whole run. A run killed before
-it could clean up leaves its cgroup behind: its name ends with the grader's pid,
-and the next run removes every ``gpulab-run-*`` cgroup whose grader is gone and
-in which no process is left.
+in a cgroup of its own, inside a cgroup of the whole run, and, where the cpu
+controller is offered too, an equal CPU weight: every job one share, however
+many processes it starts. The weight shares what is contended and leaves idle
+CPUs to whoever can use them (no ``cpu.max`` cap, which would idle them). A run
+killed before it could clean up leaves its cgroup behind: its name ends with the
+grader's pid, and the next run removes every ``gpulab-run-*`` cgroup whose
+grader is gone and in which no process is left.
+
+Without a cpu controller, the kernel's autogroup scheduler may still give each
+job one share: it makes a scheduling group per session, and a job is one
+session (`gpulab.grading.sandbox_seccomp` refuses ``setsid``). `autogroup_problem`
+says why it does not where it does not.
 """
 
 from __future__ import annotations
@@ -19,7 +27,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = [
+    "autogroup_problem",
     "cgroup_home",
+    "cpu_weighted",
     "empty_and_remove",
     "make_job_cgroups",
     "remove_cgroups",
@@ -58,15 +68,53 @@ def cgroup_home() -> tuple[str, str]:
             return f"v2:{parent}", ""
         return "", f"{parent} is not writable by this user"
     found = []
-    for controller in ("pids", "memory"):
+    for controller in ("pids", "memory", "cpu"):
         path = next((p for c, p in lines if controller in c.split(",")), None)
         home = root / controller / (path or "/").lstrip("/")
         if path is None or not home.is_dir():
+            if controller == "cpu":  # optional: a job's share then comes from autogroup
+                continue
             return "", f"the {controller} controller is not mounted"
         if not _can_make(home):
+            if controller == "cpu":
+                continue
             return "", f"{home} is not writable by this user"
         found.append(f"{controller}={home}")
     return "v1:" + ",".join(found), ""
+
+
+def cpu_weighted(spec: str) -> bool:
+    """Whether jobs under `spec` (as Policy.cgroup: a home, or a run's cgroups) get a CPU weight
+    of their own: a v1 cpu controller, or a v2 cgroup that hands cpu to its children."""
+    version, _, where = spec.partition(":")
+    if version == "v1":
+        return any(item.startswith("cpu=") for item in where.split(","))
+    if version == "v2":  # what the folder hands its children: a home its run, a run its jobs
+        return "cpu" in _read(Path(where) / "cgroup.subtree_control").split()
+    return False
+
+
+def autogroup_problem() -> str:
+    """Why the kernel's autogroup scheduler does not give each session of this process's
+    children a share of the CPU of its own; "" where it does. It applies to processes in the
+    root of the cpu controller's hierarchy only."""
+    try:
+        enabled = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip()
+    except OSError:
+        return "this kernel has no autogroup scheduler"
+    if enabled != "1":
+        return "the kernel's autogroup scheduler is off (kernel.sched_autogroup_enabled = 0)"
+    lines = _own_cgroup_lines()
+    root = Path("/sys/fs/cgroup")
+    if (root / "cgroup.controllers").is_file():  # v2: a cpu group anywhere below the root?
+        path = next((p for c, p in lines if c == ""), "/")
+        if path != "/" and "cpu" in _read(root / "cgroup.subtree_control").split():
+            return f"the grader is in a cgroup with a CPU weight ({path}), where it does not apply"
+        return ""
+    path = next((p for c, p in lines if "cpu" in c.split(",")), "/")
+    if path != "/":
+        return f"the grader is in a cpu cgroup ({path}), where it does not apply"
+    return ""
 
 
 def _read(path: Path) -> str:
@@ -87,6 +135,10 @@ def _can_make(folder: Path) -> bool:
     return True
 
 
+CPU_WEIGHT = 100  # v2 cpu.weight: the default, the same for every job
+CPU_SHARES = 1024  # v1 cpu.shares: the same
+
+
 def make_job_cgroups(spec: str, processes: int, memory_bytes: int) -> list[Path]:
     """A job's cgroups under the run's `spec` (as Policy.cgroup), with its limits."""
     if not spec:
@@ -103,6 +155,8 @@ def make_job_cgroups(spec: str, processes: int, memory_bytes: int) -> list[Path]
             (folder / "memory.max").write_text(str(memory_bytes))
             with contextlib.suppress(OSError):
                 (folder / "memory.swap.max").write_text("0")
+            if (folder / "cpu.weight").is_file():  # the run hands cpu to its jobs
+                (folder / "cpu.weight").write_text(str(CPU_WEIGHT))
         else:
             for item in where.split(","):
                 controller, _, home = item.partition("=")
@@ -111,6 +165,8 @@ def make_job_cgroups(spec: str, processes: int, memory_bytes: int) -> list[Path]
                 made.append(folder)
                 if controller == "pids":
                     (folder / "pids.max").write_text(str(processes))
+                elif controller == "cpu":
+                    (folder / "cpu.shares").write_text(str(CPU_SHARES))
                 else:
                     (folder / "memory.limit_in_bytes").write_text(str(memory_bytes))
     except OSError as exc:
@@ -134,7 +190,9 @@ def run_cgroups(home: str, tag: str) -> str:
     if version == "v2":
         folder = Path(where) / name
         folder.mkdir(exist_ok=True)
-        (folder / "cgroup.subtree_control").write_text("+pids +memory")
+        offered = _read(Path(where) / "cgroup.subtree_control").split()
+        handed = "+pids +memory" + (" +cpu" if "cpu" in offered else "")
+        (folder / "cgroup.subtree_control").write_text(handed)
         return f"v2:{folder}"
     parts = []
     for item in where.split(","):

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpulab.grading.jobtime import Starved
 from gpulab.grading.learner import MAX_REPLY_BYTES, LearnerError, read_reply
 from gpulab.grading.protocol import Failure, failure_named
 from gpulab.grading.sandbox import kept_env, spawn
@@ -59,7 +60,7 @@ class KernelAnswerError(LearnerError):
     answers, `gpulab.grading.tasks.rules`: refused before compiling), "compile",
     "missing" (no kernel of that name), "config" (an unusable launch configuration),
     "launch" (CUDA refused the launch), "gpu-fault" (the kernel failed on the GPU),
-    "timeout" or "crashed" (`gpulab.grading.protocol`).
+    "timeout", "crashed" or "busy" (`gpulab.grading.protocol`).
     """
 
     def __init__(self, kind: Failure, message: str) -> None:
@@ -111,7 +112,13 @@ def run_kernel(
             assert process.stdin is not None
             process.stdin.write(job.encode())
             process.stdin.close()
-            line, _ = read_reply(reader, b"", timeout, MAX_REPLY_BYTES)
+            line, _ = read_reply(reader, b"", timeout, MAX_REPLY_BYTES, job=process.pid)
+        except Starved as exc:
+            raise KernelAnswerError(
+                "busy",
+                f"the grading machine was too busy to run your kernel's checks: {exc}. "
+                "This is no verdict on it: the next grading run tries again",
+            ) from None
         except TimeoutError:
             raise KernelAnswerError(
                 "timeout",

@@ -4,8 +4,9 @@
 folder, loads the released setup cells and the learner's answer cells into
 it, and calls the learner's functions with plain JSON arguments. Replies are
 capped in size and time; a worker that overruns is killed with its whole
-process group. Whatever goes wrong on the learner's side becomes a
-`LearnerError` whose message says what, in the learner's terms.
+process group; a call's time limit counts the worker's own time, not the
+machine's (`gpulab.grading.jobtime`). Whatever goes wrong on the learner's side
+becomes a `LearnerError` whose message says what, in the learner's terms.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 
 from gpulab.errors import GpulabError
 from gpulab.grading.cells import Cell
+from gpulab.grading.jobtime import POLL_S, JobClock, Starved
 from gpulab.grading.protocol import Failure
 from gpulab.grading.sandbox import Sandboxed, kept_env, pid_one, spawn
 
@@ -45,8 +47,9 @@ class LearnerError(GpulabError):
 
     `kind` sorts it for a grading run's summary, in the words of
     `gpulab.grading.protocol`: "error" (the code raised or answered badly),
-    "timeout", "crashed" (the process ended) or "invalid" (the notebook's answer
-    cells are not there to run); a kernel's failures add their own.
+    "timeout", "crashed" (the process ended), "invalid" (the notebook's answer
+    cells are not there to run) or "busy" (the machine kept it from the CPU: no
+    verdict); a kernel's failures add their own.
     """
 
     def __init__(self, message: str, kind: Failure = "error", raised: Sequence[str] = ()) -> None:
@@ -262,9 +265,11 @@ class Learner:
         )
 
     def _read_line(self, doing: str) -> bytes:
-        assert self._reader is not None
+        assert self._reader is not None and self._process is not None
         try:
-            line, self._buffer = read_reply(self._reader, self._buffer, self.timeout)
+            line, self._buffer = read_reply(
+                self._reader, self._buffer, self.timeout, job=self._process.pid
+            )
         except TimeoutError:
             self.close()
             raise LearnerError(
@@ -272,6 +277,13 @@ class Learner:
                 f"{self.timeout:g} s and was stopped: is there an "
                 "endless loop, or a wait for input?",
                 "timeout",
+            ) from None
+        except Starved as exc:
+            self.close()
+            raise LearnerError(
+                f"while {doing}, the grading machine was too busy to run your code: {exc}. "
+                "This is no verdict on it: the next grading run tries again",
+                "busy",
             ) from None
         except EOFError:
             raise self._died(doing) from None
@@ -326,19 +338,31 @@ def _said(error: dict[str, Any]) -> str:
 
 
 def read_reply(
-    reader: int, buffer: bytes, timeout: float, cap: int = MAX_REPLY_BYTES
+    reader: int, buffer: bytes, timeout: float, cap: int = MAX_REPLY_BYTES, *, job: int = 0
 ) -> tuple[bytes, bytes]:
     """One newline-ended line from the pipe `reader`: (line, what was read past it).
 
     Raises TimeoutError when no whole line came within `timeout` seconds,
     EOFError when the writer closed the pipe first, OverflowError past `cap` bytes.
+    With `job` (the pid of the process that runs the code, and its children), the
+    seconds are the job's own (`gpulab.grading.jobtime`): TimeoutError when it used
+    them, `Starved` when the machine kept it from the CPU for too long.
     """
+    clock = JobClock(job, timeout) if job else None
     deadline = time.monotonic() + timeout
+    look = time.monotonic() + POLL_S  # the clock's next look, data or none (a trickle)
     with selectors.DefaultSelector() as selector:
         selector.register(reader, selectors.EVENT_READ)
         while b"\n" not in buffer:
             left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(left):
+            if clock is not None:
+                ready = selector.select(max(look - time.monotonic(), 0.0))
+                if time.monotonic() >= look:
+                    clock.check()
+                    look = time.monotonic() + POLL_S
+                if not ready:
+                    continue
+            elif left <= 0 or not selector.select(left):
                 raise TimeoutError
             chunk = os.read(reader, 65536)
             if not chunk:

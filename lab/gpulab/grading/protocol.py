@@ -10,6 +10,8 @@ boundaries as they are, and a word outside them is refused where it is read
 - "error": the learner's code raised, or answered with something unusable;
 - "invalid": the notebook's answer cells are not there to run;
 - "timeout": the code ran past its time limit and was stopped;
+- "busy": the grading machine kept the code from the CPU for several times its
+  time limit (`gpulab.grading.jobtime`): no verdict, the check is to run again;
 - "crashed": the process running it ended (exit, signal, memory limit);
 - "gpu-fault": the learner's kernel failed on the GPU;
 - "source", "rule", "compile", "missing", "config", "launch": a kernel that is
@@ -18,7 +20,8 @@ boundaries as they are, and a word outside them is refused where it is read
   configuration, or that CUDA refused to launch.
 
 An exercise's kind (`gpulab.grading.verdict.Kind`) takes the failures in
-`DECISIVE` by the same name; the others make a wrong answer.
+`DECISIVE` by the same name; "busy" makes it ``not-run``; the others make a
+wrong answer.
 
 The checks' report is defined here once, with msgspec: `CheckResult` per check
 and `ChecksReport` around them. The pytest plugin encodes it
@@ -55,6 +58,7 @@ Failure = Literal[
     "error",
     "invalid",
     "timeout",
+    "busy",
     "crashed",
     "gpu-fault",
     "source",

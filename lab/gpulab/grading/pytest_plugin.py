@@ -8,7 +8,9 @@ exercise notebook), ``--gpulab-notebook`` (the one to judge),
 (seconds per call) and ``--gpulab-parent`` (the process the checks die with).
 The report lists each check with its outcome, points and message, and the
 figures it measured beside the learner (the `measured` fixture); the runner
-reads it, never pytest's output.
+reads it, never pytest's output. A check that failed while the machine kept the
+learner's code from the CPU (`gpulab.grading.jobtime.Starved`) is reported as
+``busy``, whatever the check made of the error: it is no verdict.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 import pytest
 
 from gpulab.course.paths import CoursePaths
+from gpulab.grading.jobtime import starved
 from gpulab.grading.learner import Learner, LearnerError, released_cells
 from gpulab.grading.notebook import NotebookError
 from gpulab.grading.protocol import (
@@ -40,6 +43,7 @@ __all__ = ["Measured", "learner", "measured", "visible_checks"]
 
 _RESULTS: list[CheckResult] = []
 _MEASURED = pytest.StashKey[list[Measurement]]()
+_STARVED_AT = pytest.StashKey[int]()  # `jobtime.starved()` as the check began
 MAX_PREDICTION_TEXT = 80
 """The longest prediction in words that is kept (longer ones are cut, with an ellipsis)."""
 
@@ -112,8 +116,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Checks marked ``gpu`` skip, saying why, on a machine without a usable NVIDIA GPU."""
+    item.stash[_STARVED_AT] = starved()
     if item.get_closest_marker("gpu") is not None:
         from gpulab.grading.gpu import gpu_missing
 
@@ -244,6 +250,8 @@ def pytest_runtest_makereport(
         outcome = (
             report.outcome if report.when == "call" else ("skipped" if report.skipped else "failed")
         )
+        if outcome == "failed" and starved() > item.stash.get(_STARVED_AT, starved()):
+            kind = "busy"  # the machine kept the learner's code from the CPU: no verdict
         doc = (
             (item.obj.__doc__ or "").strip().splitlines()[0]
             if isinstance(item, pytest.Function) and item.obj.__doc__

@@ -14,6 +14,7 @@ import sys
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from gpulab.grading.sandbox_policy import unguaranteed
 from gpulab.grading.verdict import KINDS, UNGRADED
 
 if TYPE_CHECKING:
@@ -147,7 +148,12 @@ def main(options: GradeOptions) -> int:
         out.print(Text(line, style="red"))
     for line in summary.problems:
         out.print(Text.assemble(("problem:", "yellow"), " ", line))
-    out.print(Text("isolation in force: " + "; ".join(summary.guards)))
+    out.print(
+        Text("isolation in force: " + "; ".join(g for g in summary.guards if not unguaranteed(g)))
+    )
+    for line in summary.guards:
+        if unguaranteed(line):
+            out.print(Text.assemble(("not guaranteed here:", "yellow"), " ", line))
     out.print(
         Text(
             f"gradebook: {summary.out / 'gradebook.sqlite'}\nLMS CSV:   "

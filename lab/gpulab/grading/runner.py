@@ -3,7 +3,10 @@
 The checks run in a pytest process of their own, in an empty folder, with
 gpulab's plugin and no other configuration; the learner's code runs in yet
 another process (see `gpulab.grading.learner`). The runner reads only the
-plugin's JSON report: nothing the learner prints is parsed.
+plugin's JSON report: nothing the learner prints is parsed. The exercise's time
+limit counts the checks' own time, not the machine's (`gpulab.grading.jobtime`):
+a run the machine kept from the CPU is no verdict (status "error"), never a
+timeout.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Literal
 
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.paths import CoursePaths
+from gpulab.grading.jobtime import POLL_S, JobClock, Starved
 from gpulab.grading.notebook import NotebookError, read_notebook
 from gpulab.grading.protocol import CheckResult, Measurement, decode_report
 
@@ -37,8 +41,9 @@ class CheckReport:
 
     exercise: str
     notebook: Path
-    # "timeout": the checks ran past the exercise's time limit (the learner's code, an
+    # "timeout": the checks used up the exercise's time limit (the learner's code, an
     # endless loop say); "error": the checks could not give a verdict for another reason
+    # (the machine too busy to give them their time among them)
     status: Literal["passed", "failed", "invalid", "timeout", "error", "skipped"]
     message: str = ""
     results: tuple[CheckResult, ...] = field(default_factory=tuple)
@@ -97,6 +102,32 @@ def _read_report(path: Path) -> tuple[tuple[CheckResult, ...], int]:
     pytest collected."""
     report = decode_report(path.read_bytes())
     return tuple(report.checks), report.collected
+
+
+def _run_within(
+    command: list[str], folder: str, env: dict[str, str], limit: float
+) -> tuple[int, str]:
+    """Run the checks process; its exit status and output. Its time is the checks' own
+    (`gpulab.grading.jobtime`): TimeoutError when they used `limit` seconds of it, `Starved`
+    when the machine kept them from the CPU too long; either way the process is killed (the
+    learner's worker with it: it dies with its parent)."""
+    process = subprocess.Popen(
+        command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    clock = JobClock(process.pid, limit, fresh=True)
+    with process:
+        while True:
+            try:
+                output, _ = process.communicate(timeout=POLL_S)
+                return process.returncode, output
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                clock.check()
+            except BaseException:
+                process.kill()
+                process.wait()
+                raise
 
 
 def run_checks(
@@ -160,18 +191,24 @@ def run_checks(
         ]
         limit = timeout or float(exercise.time_limit)  # the whole run, course.toml's limit
         try:
-            done = subprocess.run(
-                command, cwd=folder, env=env, capture_output=True, text=True, timeout=limit
-            )
-        except subprocess.TimeoutExpired:
+            returncode, output = _run_within(command, folder, env, limit)
+        except TimeoutError:
             return CheckReport(
                 exercise.name,
                 notebook,
                 "timeout",
                 f"the checks took longer than {limit:g} s and were stopped",
             )
+        except Starved as exc:  # no verdict: "error", which a grading run tries again
+            return CheckReport(
+                exercise.name,
+                notebook,
+                "error",
+                f"the grading machine was too busy to give the checks their time ({exc}); "
+                "the next run grades it again",
+            )
         if not report_path.is_file():
-            tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+            tail = output.strip().splitlines()[-5:]
             return CheckReport(
                 exercise.name, notebook, "error", "the checks did not run: " + " / ".join(tail)
             )
@@ -184,13 +221,13 @@ def run_checks(
         # 0: all passed, 1: some failed. Anything else (interrupted, an internal error, a
         # signal) or fewer results than checks collected means a run that stopped part
         # way: its report is no verdict, and a grading run tries it again.
-        if done.returncode not in (0, 1) or len(results) != collected:
+        if returncode not in (0, 1) or len(results) != collected:
             return CheckReport(
                 exercise.name,
                 notebook,
                 "error",
                 f"the checks stopped part way (pytest exit status "
-                f"{done.returncode}, {len(results)} of {collected} checks)",
+                f"{returncode}, {len(results)} of {collected} checks)",
             )
     if not results:
         return CheckReport(exercise.name, notebook, "error", "no checks were collected")

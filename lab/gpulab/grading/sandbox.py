@@ -25,26 +25,37 @@ worker (`gpulab.grading.learner`) and the kernel worker (`gpulab.grading.gpu`)
   the job's first program joins a fresh session keyring, so it possesses none
   of the grader's, and installs a filter that refuses the keyring calls and
   the system calls learner code never needs (bpf, perf, io_uring, ptrace,
-  mounts, namespaces, modules...); ``/proc/keys`` shows it nothing. A job run
-  under ``--unsafe`` gets both too;
+  mounts, namespaces, modules...), those that reach a per-user quota the job
+  would share with an ordinary grader (inotify, fanotify, POSIX message
+  queues), ``setsid`` (a job is one session: one scheduling group), and, for a
+  CPU job, memory no address space counts (memfd, SysV shared memory);
+  ``/proc/keys`` shows it nothing. A job run under ``--unsafe`` gets both too;
 - **rlimits**: CPU seconds, address space (CPU jobs: CUDA reserves more
   address space than it uses), file size, open files, no core files, and
-  processes: set inside the sandbox's own user namespace, where the kernel
-  counts only the job's processes, so the limit is the job's alone;
+  the counts the kernel keeps per user, processes and pending signals: set
+  inside the sandbox's own user namespace, where the kernel counts only the
+  job's, so the limit is the job's alone;
 - **cgroups** where the grader may make them (v2 with a delegated subtree, or
   v1 controllers it can write): a process-count and a memory limit per job
-  (`gpulab.grading.cgroups`).
+  and, where the cpu controller is offered, an equal CPU weight
+  (`gpulab.grading.cgroups`); without one, the kernel's autogroup scheduler
+  gives each job (each session) one share of the CPU, where it is on;
+- **time limits by the job's own time** (`gpulab.grading.jobtime`, applied by
+  the runner and the learner's handle, not here): CPU time, and wall time not
+  spent waiting for a CPU, so a job the machine starves is not graded rather
+  than timed out.
 
 `spawn` returns the job's handle, a `Sandboxed` (`gpulab.grading.sandbox_job`,
 with `kill_group` and `pid_one`), which ends the whole job when closed.
 
-`available()` says which of these work on this machine (its `Guards`), and
-proves the sandbox holds by trying, from inside it, to unmount, remount, read
-outside the view and keep a privilege (`gpulab.grading.sandbox_proof`): where
-any works it refuses to grade. The grader records the guards in the gradebook
-and the feedback, and refuses to grade without bubblewrap unless told
-``--unsafe``. Bubblewrap is a well-kept, widely used tool (Flatpak's sandbox);
-we only assemble its command line.
+`available()` says which of these work on this machine (its `Guards`, which
+also say what it cannot guarantee: a fair CPU share, a memory limit, per-user
+counts of the job's own), and proves the sandbox holds by trying, from inside
+it, to unmount, remount, read outside the view and keep a privilege
+(`gpulab.grading.sandbox_proof`): where any works it refuses to grade. The
+grader records the guards in the gradebook and the feedback, and refuses to
+grade without bubblewrap unless told ``--unsafe``. Bubblewrap is a well-kept,
+widely used tool (Flatpak's sandbox); we only assemble its command line.
 """
 
 from __future__ import annotations
@@ -65,13 +76,16 @@ from pathlib import Path
 from typing import IO, Any
 
 from gpulab.grading.cgroups import (
+    autogroup_problem,
     cgroup_home,
+    cpu_weighted,
     empty_and_remove,
     make_job_cgroups,
     remove_cgroups,
     remove_stale_cgroups,
     run_cgroups,
 )
+from gpulab.grading.jobtime import waits_known
 from gpulab.grading.sandbox_job import Sandboxed, kill_group, pid_one
 from gpulab.grading.sandbox_policy import ENV, Guards, Policy, from_env
 from gpulab.grading.sandbox_proof import prove
@@ -178,6 +192,9 @@ def available() -> Guards:
         cgroup_problem=cgroup_problem,
         drops_uid=os.geteuid() == 0,
         seccomp=not seccomp_problem(),
+        cpu_cgroup=cpu_weighted(cgroup),
+        autogroup=autogroup_problem(),
+        waits=waits_known(),
     )
 
 
@@ -240,7 +257,7 @@ def spawn(
         spec["cgroups"] = [str(c) for c in made]
         process = _launch(
             spec,
-            list(argv) if seccomp_problem() else entered(list(argv)),
+            list(argv) if seccomp_problem() else entered(list(argv), gpu=gpu),
             {**env, SPAWNER: str(os.getpid())},
             cwd,
             stdin,
@@ -262,9 +279,9 @@ def spawn(
         staged=uid is not None,
     )
     env = {**env, "HOME": SCRATCH, "TMPDIR": "/tmp", "CUPY_CACHE_DIR": f"{SCRATCH}/.cupy"}
-    # The process limit is set inside, in the sandbox's own user namespace, where the kernel
-    # counts only the processes of this job; then a keyring of its own and the seccomp filter.
-    inner = entered(list(argv), processes=policy.processes)
+    # The per-user limits are set inside, in the sandbox's own user namespace, where the kernel
+    # counts only this job's processes and signals; then a keyring of its own and the filter.
+    inner = entered(list(argv), limits=per_user_limits(policy), gpu=gpu)
     info_read, info_write = os.pipe()
     args_read, args_write = os.pipe()
     arguments = [
@@ -375,6 +392,20 @@ def _child_pid(reader: int, process: subprocess.Popen[bytes], timeout: float = 6
         pid = json.loads(buffer).get("child-pid")
         return int(pid) if isinstance(pid, int) else None
     return None
+
+
+PENDING_SIGNALS = 256
+"""A job's queued signals (RLIMIT_SIGPENDING): the kernel counts them per user, the job's own
+inside its user namespace; a job needs a few, and may not take the grader's thousands."""
+
+
+def per_user_limits(policy: Policy) -> dict[int, int]:
+    """The limits of the counts the kernel keeps per user (`sandbox_seccomp.PER_USER`), as set
+    inside a job's user namespace."""
+    return {
+        resource.RLIMIT_NPROC: policy.processes,
+        resource.RLIMIT_SIGPENDING: PENDING_SIGNALS,
+    }
 
 
 def _rlimits(policy: Policy, *, gpu: bool) -> list[tuple[int, int]]:

@@ -11,19 +11,45 @@ and pass data to a later learner's job through it (the red team's H2).
 the first thing to run inside the sandbox, in the process that becomes the job.
 It
 
-1. sets the job's process limit (``RLIMIT_NPROC``; 0 leaves it);
+1. sets the limits the kernel counts per user (`PER_USER`: processes, pending
+   signals) here, inside the sandbox's own user namespace, where it counts only
+   this job's;
 2. joins a fresh, empty, anonymous session keyring
    (``keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL)``), so the job possesses none
    of the grader's keyrings; it stops the job if that fails (on a kernel with
    keyrings: one without has none to share);
 3. installs a seccomp filter (`program`) that refuses, with ``EPERM``, every
-   system call in `REFUSED`: the keyring calls (so no keyring at all can be
-   reached, the grader's user keyrings included), and the calls learner code
-   (Python, NumPy, CuPy, NVRTC, NVML) never makes, each a door into the kernel
-   or to other processes. Any other system call is allowed, and a call made
-   through another architecture's convention (32-bit x86 or ARM, x32) kills
-   the job;
+   system call in `REFUSED` (and, for a CPU job, `REFUSED_CPU`): the keyring
+   calls (so no keyring at all can be reached, the grader's user keyrings
+   included), and the calls learner code (Python, NumPy, CuPy, NVRTC, NVML)
+   never makes, each a door into the kernel, to other processes, or to a count
+   the kernel keeps per user or per session. Any other system call is allowed,
+   and a call made through another architecture's convention (32-bit x86 or
+   ARM, x32) kills the job;
 4. execs the job's command.
+
+Three principles decide what is refused beyond the doors:
+
+- **every per-user kernel quota is the job's own, or refused.** The kernel
+  counts some things per uid: a job of a root grader has a uid of its own, but
+  an ordinary grader's jobs run as the grader's uid, so one job could take the
+  quota of the grader and of every other job (the red team's H6: inotify).
+  Processes and pending signals are limited per job (step 1: the kernel counts
+  them per user namespace too); inotify, fanotify, POSIX message queues
+  (``RLIMIT_MSGQUEUE``) and the keyrings' quotas have no limit a job's launcher
+  can set, and are refused. What is left is bounded by the job's open files and
+  processes (epoll watches, pipe buffers; `gpulab.grading.sandbox_policy` says so);
+- **a job is one session**: bubblewrap gives it a session of its own, and
+  ``setsid`` is refused. Where the kernel's autogroup scheduler is on, a
+  session is one scheduling group with one fair share of the CPU, so a job
+  that starts 60 processes still has one share, not 60 (the red team's H3);
+- **memory a CPU job holds is in an address space or a capped tmpfs**: with no
+  cgroup, the only memory limit is each process's address space
+  (``RLIMIT_AS``), so the ways to hold memory outside any address space,
+  ``memfd_create`` and SysV shared memory (``shmget``), are refused (the red
+  team's H5: 3 GiB held in memfds). A GPU job has no address-space limit
+  (CUDA reserves more than it uses) and the CUDA driver needs
+  ``memfd_create``: it gets neither refusal.
 
 Under bubblewrap the job's ``/proc/keys`` and ``/proc/key-users`` are empty
 (`keys_hidden`): a job that runs as the grader's own uid (an ordinary user
@@ -46,13 +72,16 @@ from dataclasses import dataclass
 __all__ = [
     "ARCHES",
     "KEYS_VIEW",
+    "PER_USER",
     "REFUSED",
+    "REFUSED_CPU",
     "Arch",
     "arch",
     "entered",
     "keys_hidden",
     "problem",
     "program",
+    "refused_calls",
 ]
 
 REFUSED: dict[str, tuple[str, ...]] = {
@@ -64,11 +93,17 @@ REFUSED: dict[str, tuple[str, ...]] = {
         "io_uring_setup",
         "io_uring_enter",
         "io_uring_register",
-        "fanotify_init",
-        "fanotify_mark",
         "open_by_handle_at",
         "name_to_handle_at",
     ),
+    "per-user quotas a job would share with the grader": (
+        "inotify_init",
+        "inotify_init1",
+        "fanotify_init",
+        "fanotify_mark",
+        "mq_open",
+    ),
+    "a session of its own (the scheduler's group)": ("setsid",),
     "other processes' memory and files": (
         "ptrace",
         "process_vm_readv",
@@ -117,9 +152,21 @@ REFUSED: dict[str, tuple[str, ...]] = {
 """The system calls a job may not make, by what they reach. The mount calls and ``unshare``
 need privileges the job has not got anyway; they are refused all the same."""
 
+REFUSED_CPU: dict[str, tuple[str, ...]] = {
+    "memory outside any address space": ("memfd_create", "shmget"),
+}
+"""Refused to CPU jobs only: with ``RLIMIT_AS`` the limit of a process's memory, memory held in
+a memfd or a SysV segment that no process maps counts against nothing. A GPU job keeps them
+(the CUDA driver makes a memfd as it starts)."""
+
+PER_USER = {"processes": "RLIMIT_NPROC", "pending signals": "RLIMIT_SIGPENDING"}
+"""The limits of counts the kernel keeps per user, set inside the job's user namespace, where
+the count is the job's alone (`entered`)."""
+
 # System call numbers. x86-64: the kernel's arch/x86/entry/syscalls/syscall_64.tbl (as
 # <asm/unistd_64.h>); AArch64: include/uapi/asm-generic/unistd.h, which arm64 uses. Numbers
 # from 424 up are the same on every architecture. open_tree_attr (467) is Linux 6.15's.
+# AArch64 has no inotify_init (only inotify_init1) and no x86 port calls.
 _X86_64 = {
     "add_key": 248, "request_key": 249, "keyctl": 250, "bpf": 321, "perf_event_open": 298,
     "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
@@ -133,7 +180,8 @@ _X86_64 = {
     "reboot": 169, "swapon": 167, "swapoff": 168, "acct": 163, "quotactl": 179,
     "quotactl_fd": 443, "syslog": 103, "settimeofday": 164, "clock_settime": 227,
     "sethostname": 170, "setdomainname": 171, "vhangup": 153, "iopl": 172, "ioperm": 173,
-    "modify_ldt": 154, "uselib": 134,
+    "modify_ldt": 154, "uselib": 134, "inotify_init": 253, "inotify_init1": 294,
+    "mq_open": 240, "setsid": 112, "memfd_create": 319, "shmget": 29,
 }  # fmt: skip
 _AARCH64 = {
     "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280, "perf_event_open": 241,
@@ -147,7 +195,8 @@ _AARCH64 = {
     "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106,
     "reboot": 142, "swapon": 224, "swapoff": 225, "acct": 89, "quotactl": 60,
     "quotactl_fd": 443, "syslog": 116, "settimeofday": 170, "clock_settime": 112,
-    "sethostname": 161, "setdomainname": 162, "vhangup": 58,
+    "sethostname": 161, "setdomainname": 162, "vhangup": 58, "inotify_init1": 26,
+    "mq_open": 180, "setsid": 157, "memfd_create": 279, "shmget": 194,
 }  # fmt: skip
 
 
@@ -194,12 +243,18 @@ def problem(machine: str = "") -> str:
     )
 
 
-def program(convention: Arch) -> bytes:
-    """The filter for `convention`, as the kernel takes it: ``struct sock_filter[]``.
+def refused_calls(*, gpu: bool = False) -> dict[str, tuple[str, ...]]:
+    """The refused calls, by what they reach, of a CPU job or (`gpu`) a GPU job."""
+    return {**REFUSED, **({} if gpu else REFUSED_CPU)}
+
+
+def program(convention: Arch, *, gpu: bool = False) -> bytes:
+    """The filter for `convention`, as the kernel takes it: ``struct sock_filter[]``; a CPU
+    job's, or (`gpu`) a GPU job's.
 
     Load the architecture; kill on any other. Load the call's number; kill on a foreign ABI's
     bit (x32). Compare it with each refused call's number: ``EPERM`` on a match. Else allow."""
-    names = {name for group in REFUSED.values() for name in group}
+    names = {name for group in refused_calls(gpu=gpu).values() for name in group}
     refused = sorted(convention.numbers[name] for name in names if name in convention.numbers)
     head: list[tuple[int, str, str, int]] = [  # (code, jump if true, jump if false, k)
         (LD_ABS_W, "", "", ARCH_AT),
@@ -223,11 +278,12 @@ def program(convention: Arch) -> bytes:
 
 
 # The job's first program, run inside the sandbox with the grader's Python (-I -S: nothing of
-# the environment's is imported). argv: processes, keyctl's number, the filter in hex, the
-# job's command. A failure is one line on stderr and exit status 125, before the job runs.
+# the environment's is imported). argv: the limits to set ("resource=value,...", or "-"),
+# keyctl's number, the filter in hex, the job's command. A failure is one line on stderr and
+# exit status 125, before the job runs.
 _ENTER = r"""
 import ctypes, errno, os, resource, sys
-processes, keyctl, code, command = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+limits, keyctl, code, command = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 def stop(what, number=None):
@@ -235,8 +291,9 @@ def stop(what, number=None):
     sys.stderr.write("gpulab sandbox: " + what + ": " + os.strerror(number) + "\n")
     sys.stderr.flush()
     os._exit(125)
-if processes:
-    resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+for item in limits.split(",") if limits != "-" else ():
+    which, value = (int(part) for part in item.split("="))
+    resource.setrlimit(which, (value, value))
 JOIN_SESSION_KEYRING = 1  # keyctl's operation; a NULL name: a new, anonymous keyring
 joined = libc.syscall(ctypes.c_long(keyctl), ctypes.c_long(JOIN_SESSION_KEYRING), None)
 if joined < 0 and ctypes.get_errno() != errno.ENOSYS:  # ENOSYS: a kernel without keyrings
@@ -267,12 +324,16 @@ def keys_hidden() -> list[str]:
     return [arg for path in hidden for arg in ("--dev-bind", "/dev/null", path)]
 
 
-def entered(command: list[str], *, processes: int = 0) -> list[str]:
-    """`command`, started through `_ENTER`: with `processes` as its RLIMIT_NPROC (0: unset), a
-    session keyring of its own and the seccomp filter. OSError on a processor without one."""
+def entered(
+    command: list[str], *, limits: dict[int, int] | None = None, gpu: bool = False
+) -> list[str]:
+    """`command`, started through `_ENTER`: with `limits` (``resource.RLIMIT_*``: value) set
+    inside, a session keyring of its own and a CPU job's seccomp filter, or a GPU job's
+    (`gpu`). OSError on a processor without one."""
     convention = arch()
     if convention is None:
         raise OSError(problem())
-    filter_hex = program(convention).hex()
+    filter_hex = program(convention, gpu=gpu).hex()
     keyctl = str(convention.numbers["keyctl"])
-    return [sys.executable, "-I", "-S", "-c", _ENTER, str(processes), keyctl, filter_hex, *command]
+    said = ",".join(f"{which}={value}" for which, value in (limits or {}).items()) or "-"
+    return [sys.executable, "-I", "-S", "-c", _ENTER, said, keyctl, filter_hex, *command]

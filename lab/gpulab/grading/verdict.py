@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gpulab.grading.runner import CheckReport
 
 __all__ = [
+    "BUSY",
     "KINDS",
     "MAX_NAME",
     "MAX_TEXT",
@@ -42,13 +43,14 @@ __all__ = [
 ]
 
 # Why an exercise earned what it did. "right": every check passed; "wrong": a
-# check failed on the learner's answer; "timeout": the learner's code ran out
-# of time; "crashed": the learner's process ended (exit, signal, memory limit);
-# "gpu-fault": a CUDA error in the learner's kernel; "invalid": the
-# submission could not be graded (bad notebook, edited locked cells, two
-# notebooks for one exercise); "missing": no notebook handed in; "not-run":
-# the grader could not run it (no GPU left, an error in the checks or in the
-# grader itself); "partial": the checks that need no GPU were graded, those
+# check failed on the learner's answer; "timeout": the learner's code used up
+# its own time (`gpulab.grading.jobtime`); "crashed": the learner's process
+# ended (exit, signal, memory limit); "gpu-fault": a CUDA error in the
+# learner's kernel; "invalid": the submission could not be graded (bad
+# notebook, edited locked cells, two notebooks for one exercise); "missing": no
+# notebook handed in; "not-run": the grader could not run it (no GPU left, an
+# error in the checks or in the grader itself, a machine too busy to give the
+# code its time); "partial": the checks that need no GPU were graded, those
 # that need one could not run here (a GPU exercise on a grader without a GPU).
 # A not-run or partial grade is no grade: the CSV leaves it blank and the next
 # run tries again; a partial grade's checks still reach the learner's feedback.
@@ -65,6 +67,10 @@ KINDS: tuple[Kind, ...] = (
     "missing",
     "partial",
     "not-run",
+)
+BUSY = (
+    "not graded: the grading machine kept the checks from the CPU for several times their "
+    "time limit; the next run grades it again"
 )
 UNGRADED: frozenset[Kind] = frozenset({"partial", "not-run"})
 """Kinds that are no grade yet: blank in the CSV, out of the means, run again next time."""
@@ -160,6 +166,9 @@ def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
         )
     if report.status == "skipped":
         return "not-run", report.message or "the checks were skipped", rows
+    busy = [r for r in report.results if r.outcome == "failed" and r.kind == "busy"]
+    if busy:  # a check the machine kept from the CPU: no verdict, and none on the exercise
+        return "not-run", BUSY if busy[0].hidden else busy[0].message.split("\n")[0], rows
     if report.status == "passed":
         return "right", "", rows
     kinds = {r.kind for r in report.results if r.outcome == "failed"}
