@@ -25,10 +25,10 @@ from typing import Any
 
 from gpulab.course import load_course
 from gpulab.grading.build import solution_path
-from gpulab.grading.cells import answer_cells, setup_cells
-from gpulab.grading.gpu import device_facts, gpu_missing, new_seed, run_kernel
-from gpulab.grading.learner import Learner, LearnerError
-from gpulab.grading.notebook import read_notebook
+from gpulab.grading.checks.cells import answer_cells, setup_cells
+from gpulab.grading.checks.gpu import device_facts, gpu_missing, new_seed, run_kernel
+from gpulab.grading.checks.learner import Learner, LearnerError
+from gpulab.grading.checks.notebook import read_notebook
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ subclass lives beside the code that raises it; this tree lists them all, and
     ├── BookError              the book cannot be written (its output folder)
     ├── JupyterError           JupyterLab is missing, did not start, or would not stop
     ├── NotebookError          a notebook that cannot be used: which file, what is wrong
-    ├── LearnerError           the learner's code gave no answer (gpulab.grading.learner)
+    ├── LearnerError           the learner's code gave no answer (gpulab.grading.checks.learner)
     │   └── KernelAnswerError  the learner's kernel did not compile, launch or finish
     ├── MachineError           a recorded machine or NVML session that is not there
     ├── IntakeError            SUBMISSIONS cannot be read at all

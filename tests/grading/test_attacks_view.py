@@ -40,7 +40,9 @@ import nbformat
 import pytest
 
 from adversarial_class import ROOT, SOLUTION, STUB, _prefixed, _write
-from gpulab.grading import sandbox, sandbox_proof, sandbox_view
+from gpulab.grading.sandbox import bubblewrap as sandbox
+from gpulab.grading.sandbox import proof as sandbox_proof
+from gpulab.grading.sandbox import view as sandbox_view
 from instructor_home import MARK, Home, course_copy, home_base, make_home, plant
 
 GUARDS = sandbox.available()

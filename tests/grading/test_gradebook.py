@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.grading.gradebook import (
+from gpulab.grading.gradebook.store import (
     SCHEMA_VERSION,
     DeadRun,
     Gradebook,
@@ -19,8 +19,8 @@ from gpulab.grading.gradebook import (
     KnownExercise,
     StoredGrade,
 )
-from gpulab.grading.names import MAX_NAME, MAX_TEXT
-from gpulab.grading.verdict import CheckRow, ExerciseGrade, LearnerGrades
+from gpulab.grading.gradebook.verdict import CheckRow, ExerciseGrade, LearnerGrades
+from gpulab.grading.intake.names import MAX_NAME, MAX_TEXT
 
 GRADE = ExerciseGrade(
     "roofline",

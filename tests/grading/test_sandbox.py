@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.grading import sandbox
+from gpulab.grading.sandbox import bubblewrap as sandbox
 
 GUARDS = sandbox.available()
 needs_bwrap = pytest.mark.skipif(

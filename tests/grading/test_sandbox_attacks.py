@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.grading import sandbox, sandbox_proof
+from gpulab.grading.sandbox import bubblewrap as sandbox
+from gpulab.grading.sandbox import proof as sandbox_proof
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARDS = sandbox.available()
@@ -145,7 +146,8 @@ def attack(code: str, scene: Scene, grader: str, *args: str) -> dict:
     else:
         harness = textwrap.dedent("""
             import os, subprocess, sys
-            from gpulab.grading import sandbox, sandbox_proof
+            from gpulab.grading.sandbox import bubblewrap as sandbox
+            from gpulab.grading.sandbox import proof as sandbox_proof
             job = sandbox.spawn([sys.executable, "-c", sys.argv[1]],
                                 env=dict(os.environ), cwd="/", stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -280,7 +282,7 @@ def test_the_view_is_an_allowlist(scene: Scene, grader: str) -> None:
 
 def _needed(folder: str) -> bool:
     """Whether the view must hold `folder` for Python itself (a Python installed under it)."""
-    from gpulab.grading.sandbox_view import needed_folders
+    from gpulab.grading.sandbox.view import needed_folders
 
     return any(f == folder or f.startswith(folder + "/") for f in needed_folders((), ()))
 
@@ -411,7 +413,7 @@ def test_inotify_is_charged_to_the_jobs_uid_not_the_graders(scene: Scene) -> Non
 DECOY = """
 import json, os, subprocess, sys, time
 decoy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)",
-                          "-m", "gpulab.grading.worker"])
+                          "-m", "gpulab.grading.checks.worker"])
 time.sleep(0.5)
 print(json.dumps({"me": os.getpid(), "decoy": decoy.pid}), flush=True)
 time.sleep(5)

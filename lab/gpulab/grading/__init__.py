@@ -13,6 +13,6 @@ __all__ = ["check"]
 
 def check(name: str, notebook: str | None = None) -> Any:
     """Run the checks of exercise `name` on the saved notebook and show the result."""
-    from gpulab.grading.panel import check as run
+    from gpulab.grading.learn.panel import check as run
 
     return run(name, notebook)

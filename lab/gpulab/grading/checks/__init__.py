@@ -1,0 +1,1 @@
+"""One exercise's checks on one notebook: the runner, the pytest plugin, the workers."""

@@ -1,0 +1,1 @@
+"""`gpulab grade`: a class's notebooks graded, planned, run, reported and fed back."""

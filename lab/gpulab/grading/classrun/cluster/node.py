@@ -1,0 +1,310 @@
+"""`gpulab worker`: one node's GPUs and CPU slots, served to a Dask scheduler for grading.
+
+One process holds, in one event loop, a Dask worker per GPU (one thread,
+resource ``GPU=1``) and one for the CPU slots (N threads, ``CPU_SLOT=N``):
+`gpulab.grading.cluster_serve` starts them; this module is what they do.
+Each job runs as it does locally (`gpulab.grading.run.check_job`): a checks
+process of its own, learner code sandboxed, its time limits and kills. A GPU
+job's processes get ``CUDA_VISIBLE_DEVICES`` set to its worker's GPU; the
+worker's own process never uses CUDA, only NVML (by index) to see that the
+GPU recovered after each job (`gpulab.grading.gpupool`). A GPU that does not
+recover takes its worker out of rotation: it refuses GPU jobs from then on.
+
+At start the worker tries the guards (`sandbox.available`) and refuses to
+serve without bubblewrap unless ``--unsafe`` (`cluster_serve.serve`). Each
+Dask worker says what it is (`Station.identity`: gpulab version, course, every
+exercise's checks hash, guards) to the grader that asks, and checks each job
+against its own course before running it (`Station.refuses`), so a job never
+runs on checks other than the grader's. The sandbox policy comes from the grader; the paths in it
+are this node's own (its course, its folders, its run cgroups). What a worker
+says (`Station.identity`) and how the grader judges it (`refusal`) are kept
+side by side here, as are a grade's plain form and its reading back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from gpulab.course.manifest import ExerciseEntry
+from gpulab.errors import GpulabError
+from gpulab.grading.classrun.fingerprint import checks_hash
+from gpulab.grading.classrun.gpupool import GpuPool
+from gpulab.grading.classrun.run import Job, check_job, not_run
+from gpulab.grading.gradebook.verdict import ExerciseGrade, failure
+from gpulab.grading.sandbox import bubblewrap as sandbox
+
+__all__ = [
+    "CPU_SLOT",
+    "GPU",
+    "Expect",
+    "Node",
+    "Station",
+    "WorkerError",
+    "grade_from_plain",
+    "grade_job",
+    "identity",
+    "plural",
+    "refusal",
+    "told",
+    "where",
+]
+
+GPU, CPU_SLOT = "GPU", "CPU_SLOT"  # the Dask resources of a GPU worker and of CPU slots
+_STATIONS: dict[str, Station] = {}  # this process's Dask workers, by worker name
+
+
+class WorkerError(GpulabError):
+    """The worker cannot serve: what is wrong and what to do."""
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What every worker must match: this grader's gpulab, course, checks and guards."""
+
+    version: str
+    course: str
+    checks: Mapping[str, str]  # exercise -> checks hash, for the run's exercises
+    bubblewrap: bool  # this grader's jobs run in bubblewrap: the workers' must
+
+
+def refusal(identity: object, expect: Expect) -> str:
+    """Why a worker that says `identity` (`Station.identity`) may not grade for this grader;
+    "" when it may."""
+    if isinstance(identity, BaseException):
+        return f"it could not say what it is ({failure(identity)}): is it a gpulab worker?"
+    if not isinstance(identity, dict):
+        return "it is not a gpulab worker (start one with: gpulab worker ADDRESS)"
+    if identity.get("gpulab") != expect.version:
+        return f"it runs gpulab {identity.get('gpulab')}, this grader {expect.version}"
+    if identity.get("course") != expect.course:
+        return f"it serves the course {identity.get('course')!r}, this grader {expect.course!r}"
+    checks = identity.get("checks") or {}
+    differ = [name for name, digest in expect.checks.items() if checks.get(name) != digest]
+    if differ:
+        return (
+            f"its checks of {', '.join(differ)} differ from this grader's (its course at "
+            f"{identity.get('course_dir')})"
+        )
+    if expect.bubblewrap and not identity.get("bubblewrap"):
+        problem = identity.get("bubblewrap_problem") or "served with --unsafe"
+        return f"this grader's jobs run in bubblewrap, which it has not: {problem}"
+    return ""
+
+
+@dataclass
+class Node:
+    """What the Dask workers of this process share: the course, the guards, the folders."""
+
+    course_root: Path
+    title: str
+    entries: dict[str, ExerciseEntry]
+    guards: sandbox.Guards
+    root: Path  # its jobs' folders: private to learner code
+    host: str = field(default_factory=socket.gethostname)
+    cgroups: dict[str, str] = field(default_factory=dict)  # run tag -> its cgroups here
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def policy(self, text: str) -> sandbox.Policy:
+        """The grader's policy, with this node's course, folders and run cgroups."""
+        policy = sandbox.Policy.from_json(text)
+        with self.lock:
+            if policy.tag not in self.cgroups:
+                try:
+                    self.cgroups[policy.tag] = sandbox.run_cgroups(self.guards.cgroup, policy.tag)
+                except OSError:
+                    self.cgroups[policy.tag] = ""
+            cgroup = self.cgroups[policy.tag]
+        return replace(
+            policy,
+            bubblewrap=bool(self.guards.bubblewrap),
+            cgroup=cgroup,
+            private=(str(self.course_root / "solutions"), str(self.root), *policy.private),
+            show=(str(self.course_root / "lessons"), str(self.course_root / "exercises")),
+        )
+
+    def close(self) -> None:
+        for cgroup in self.cgroups.values():
+            sandbox.remove_cgroups(cgroup)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@dataclass
+class Station:
+    """One Dask worker of this process: one GPU (a job at a time), or the CPU slots."""
+
+    node: Node
+    name: str
+    gpu: str = ""  # its GPU's index ("" for the CPU slots)
+    slots: int = 1
+    pool: GpuPool | None = None  # None: no NVML check after a job (--fake-gpus)
+    retired: str = ""  # why its GPU was taken out of rotation
+
+    @property
+    def label(self) -> str:
+        return f"{self.node.host}:{self.gpu}" if self.gpu else ""
+
+    def identity(self) -> dict[str, Any]:
+        """What this worker is, for the grader to compare with its own."""
+        import gpulab
+
+        node = self.node
+        return {
+            "gpulab": str(gpulab.__version__),
+            "course": node.title,
+            "course_dir": str(node.course_root),
+            "checks": {name: checks_hash(entry) for name, entry in node.entries.items()},
+            "bubblewrap": bool(node.guards.bubblewrap),
+            "bubblewrap_problem": node.guards.bubblewrap_problem,
+            "cgroup": node.guards.cgroup,
+            "host": node.host,
+            "gpu": self.gpu,
+            "label": self.label,
+            "nvml": self.pool is not None,
+            "slots": self.slots,
+            "pid": os.getpid(),
+            "name": self.name,
+        }
+
+    def refuses(self, spec: dict[str, Any]) -> str:
+        """Why this worker may not run the job `spec` describes; "" when it may."""
+        import gpulab
+
+        entry = self.node.entries.get(spec["exercise"])
+        if self.retired:
+            return f"its GPU {self.label} was taken out of rotation: {self.retired}"
+        if spec["version"] != gpulab.__version__:
+            return f"it runs gpulab {gpulab.__version__}, the grader {spec['version']}"
+        if entry is None:
+            return f"its course ({self.node.course_root}) has no exercise {spec['exercise']}"
+        if checks_hash(entry) != spec["checks_hash"]:
+            return (
+                f"its checks of {entry.name} differ from the grader's (its course at "
+                f"{self.node.course_root})"
+            )
+        if spec["bubblewrap"] and not self.node.guards.bubblewrap:
+            problem = self.node.guards.bubblewrap_problem or "served with --unsafe"
+            return f"the grader's jobs run in bubblewrap, which it has not: {problem}"
+        return ""
+
+    def grade(self, spec: dict[str, Any], notebook: bytes) -> ExerciseGrade:
+        """Grade the job as `run.check_job` does locally; messages name the grader's copy."""
+        node = self.node
+        entry = node.entries[spec["exercise"]]
+        policy = node.policy(spec["policy"])
+        own = node.root / uuid.uuid4().hex
+        intake = own / "in" / Path(spec["notebook"]).name
+        intake.parent.mkdir(parents=True)
+        intake.write_bytes(notebook)
+        job = Job(
+            spec["slug"],
+            entry,
+            intake,
+            spec["notebook_hash"],
+            spec["checks_hash"],
+            float(spec["possible"]),
+            node.guards.describe(replace(policy, gpu=entry.gpu)),
+            node.guards.describe(replace(policy, gpu=False)),
+        )
+        try:
+            grade = check_job(
+                job, self.gpu, policy=policy, timeout=spec["timeout"], folder=own / "jobs"
+            )
+        except BaseException as exc:  # in a worker thread: a job's failure is its grade
+            grade = not_run(job, f"the grader failed on it: {failure(exc)}")
+        finally:
+            shutil.rmtree(own, ignore_errors=True)
+        shown, stored = str(intake), spec["notebook"]
+        return replace(
+            grade,
+            message=grade.message.replace(shown, stored),
+            checks=tuple(
+                replace(
+                    r,
+                    message=r.message.replace(shown, stored),
+                    instructor_message=r.instructor_message.replace(shown, stored),
+                )
+                for r in grade.checks
+            ),
+        )
+
+    def after_job(self, recovery_s: float) -> str:
+        """ "" when this worker's GPU (if any) is fit for the next job, else why not."""
+        if not self.gpu or self.pool is None:
+            return ""
+        self.pool.recovery_s = recovery_s
+        try:
+            why = self.pool.after_job(self.gpu)
+        except Exception as exc:
+            why = f"could not be checked after a job ({failure(exc)}): taken out of rotation"
+        self.retired = why
+        return why
+
+
+def grade_from_plain(data: dict[str, Any]) -> ExerciseGrade:
+    """An `ExerciseGrade` from its plain form (as JSON gives it back), every field checked
+    against its type (msgspec)."""
+    return msgspec.convert(data, type=ExerciseGrade)
+
+
+def where(address: str, said: dict[str, Any] | None) -> str:
+    """A worker, for people: its address, host, and GPU or CPU slots (from its identity)."""
+    if not said:
+        return address
+    what = f"GPU {said['label']}" if said.get("gpu") else plural(said.get("slots", 0), "CPU slot")
+    return f"{address} ({said.get('host')}, {what})"
+
+
+def plural(count: int, thing: str) -> str:
+    return f"{count} {thing}" + ("" if count == 1 else "s")
+
+
+def _station(dask_worker: Any) -> Station | None:
+    return _STATIONS.get(str(dask_worker.name))
+
+
+def identity(dask_worker: Any) -> dict[str, Any] | None:
+    """Run by the grader on each worker (`Client.run`): what it is; None if not gpulab's."""
+    station = _station(dask_worker)
+    return station.identity() if station is not None else None
+
+
+def told(why: str, dask_worker: Any) -> None:
+    """Run by the grader on a worker it retires: say why, here, where its operator looks."""
+    print(f"gpulab worker {dask_worker.name}: {why}", file=sys.stderr, flush=True)
+
+
+def grade_job(spec_text: str, notebook: bytes) -> str:
+    """The Dask task: one job in (a JSON spec, the notebook's bytes), its answer out as JSON:
+    the grade, the GPU, whether the GPU recovered, when it ran and where."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    station = _station(worker)
+    answer: dict[str, Any] = {"worker": worker.address, "gpu": ""}
+    if station is None:
+        return json.dumps({**answer, "refused": "it is not a gpulab worker"})
+    spec = json.loads(spec_text)
+    answer["gpu"] = station.label
+    why = station.refuses(spec)
+    if why:
+        return json.dumps({**answer, "refused": why})
+    started = time.time()
+    grade = station.grade(spec, notebook)
+    ended = time.time()
+    retired = station.after_job(float(spec["recovery_s"]))
+    return json.dumps(
+        {**answer, "grade": asdict(grade), "retired": retired, "started": started, "ended": ended}
+    )

@@ -1,0 +1,1 @@
+"""A class's submissions taken in: folders and zips, learners' names, private copies."""

@@ -1,0 +1,1 @@
+"""The sandbox around learner code: bubblewrap, the launcher (`jail`), rlimits, cgroups."""
