@@ -3,7 +3,7 @@
 Every code cell of an exercise carries ``metadata.gpulab.role``: ``setup``,
 ``answer`` (with ``part``), ``explore`` or ``check`` (see solutions/README.md).
 `setup_cells` and `answer_cells` take the cells the checks run from a notebook
-read by `gpulab.grading.notebook` (validated or not). `strip_solution` turns a
+read by `gpulab.grading.checks.notebook` (validated or not). `strip_solution` turns a
 solution's answer into the learner's stub: what lies between ``### BEGIN
 SOLUTION`` and ``### END SOLUTION`` becomes ``# TODO`` and ``raise
 NotImplementedError``, indented like the first line it replaces; `to_exercise`

@@ -1,11 +1,11 @@
 """Kernel answers on the trusted side: run learner CUDA C in a fresh worker, and GPU facts.
 
 A kernel answer is plain data: CUDA C source text and launch configurations
-(numbers). `run_kernel` hands them to ``python -m gpulab.grading.kernel_worker``,
+(numbers). `run_kernel` hands them to ``python -m gpulab.grading.checks.kernel_worker``,
 a new process in its own session that runs no learner Python: it compiles the
 source with NVRTC, generates the task's secret inputs, launches, compares with
 its own reference, times with CUDA events, and answers one line of JSON on a
-pipe. Which task it runs is trusted code in `gpulab.grading.tasks`. A kernel
+pipe. Which task it runs is trusted code in `gpulab.grading.checks.tasks`. A kernel
 that faults (its CUDA context is lost) or never ends (the process is killed
 with its group) costs only that worker.
 
@@ -56,10 +56,10 @@ class KernelAnswerError(LearnerError):
     """The learner's kernel did not give an answer: it did not compile, launch or finish.
 
     `kind` is one of "source" (not CUDA C text), "rule" (it breaks a rule of kernel
-    answers, `gpulab.grading.tasks.rules`: refused before compiling), "compile",
+    answers, `gpulab.grading.checks.tasks.rules`: refused before compiling), "compile",
     "missing" (no kernel of that name), "config" (an unusable launch configuration),
     "launch" (CUDA refused the launch), "gpu-fault" (the kernel failed on the GPU),
-    "timeout" or "crashed" (`gpulab.grading.protocol`).
+    "timeout" or "crashed" (`gpulab.grading.checks.protocol`).
     """
 
     def __init__(self, kind: Failure, message: str) -> None:

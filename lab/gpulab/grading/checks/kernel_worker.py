@@ -1,14 +1,14 @@
 """The kernel worker: compiles and runs one learner kernel for one trusted task.
 
-Started by `gpulab.grading.gpu.run_kernel` as ``python -m
-gpulab.grading.kernel_worker FD`` in a fresh process. It reads one JSON job
+Started by `gpulab.grading.checks.gpu.run_kernel` as ``python -m
+gpulab.grading.checks.kernel_worker FD`` in a fresh process. It reads one JSON job
 from stdin, ``{"task": ..., "source": ..., "params": {...}}``, runs
-``gpulab.grading.tasks.<task>.run(source, params)`` and writes one line of
+``gpulab.grading.checks.tasks.<task>.run(source, params)`` and writes one line of
 JSON to file descriptor FD: ``{"ok": true, "value": {...}}`` or ``{"ok":
 false, "kind": ..., "message": ...}``. It imports and runs no learner Python;
 the only learner code here is the CUDA C the task compiles. A task that runs
 the kernel again under compute-sanitizer starts another worker, with a file
-path in place of FD (`gpulab.grading.tasks.sanitize`).
+path in place of FD (`gpulab.grading.checks.tasks.sanitize`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The trusted side's handle on a learner's answers: a worker process behind a pipe.
 
-`Learner` starts `gpulab.grading.worker` in its own session and temporary
+`Learner` starts `gpulab.grading.checks.worker` in its own session and temporary
 folder, loads the released setup cells and the learner's answer cells into
 it, and calls the learner's functions with plain JSON arguments. Replies are
 capped in size and time; a worker that overruns is killed with its whole
@@ -44,7 +44,7 @@ class LearnerError(GpulabError):
     """The learner's code did not give an answer: why, in words the learner can use.
 
     `kind` sorts it for a grading run's summary, in the words of
-    `gpulab.grading.protocol`: "error" (the code raised or answered badly),
+    `gpulab.grading.checks.protocol`: "error" (the code raised or answered badly),
     "timeout", "crashed" (the process ended) or "invalid" (the notebook's answer
     cells are not there to run); a kernel's failures add their own.
     """
@@ -124,8 +124,8 @@ class Learner:
         **kwargs: Any,
     ) -> Any:
         """Call the learner's function `name` while ``pynvml`` answers from the recorded
-        NVML session `recording` (`gpulab.grading.machines.nvml_names`), changed by
-        `nvml_answers` (`gpulab.grading.machines.changed`: a hidden check's fresh values)."""
+        NVML session `recording` (`gpulab.grading.checks.machines.nvml_names`), changed by
+        `nvml_answers` (`gpulab.grading.checks.machines.changed`: a hidden check's fresh values)."""
         self._start()
         if self._loaded is not None:
             raise self._loaded
@@ -150,7 +150,7 @@ class Learner:
     ) -> str:
         """Build the recorded machine `name` in the worker; the root folder, as the worker
         names it, to hand to the learner's functions. `files` and `links` change it first
-        (`gpulab.grading.machines.materialize`)."""
+        (`gpulab.grading.checks.machines.materialize`)."""
         self._start()
         if self._loaded is not None:
             raise self._loaded

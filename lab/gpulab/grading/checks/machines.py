@@ -16,7 +16,7 @@ which were constructed):
 - ``nvml/<name>.json``: NVML sessions as `gpulab.probes.nvml.Recorder` writes them;
   `pynvml_from` makes a ``pynvml`` module that answers from one.
 
-The worker (`gpulab.grading.worker`) builds trees and swaps ``pynvml`` on
+The worker (`gpulab.grading.checks.worker`) builds trees and swaps ``pynvml`` on
 request, so the learner's own functions read them as they would the real
 machine's files. Everything here is public: it ships in the wheel and the
 sandboxed worker sees it.

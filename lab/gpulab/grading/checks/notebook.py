@@ -7,7 +7,7 @@ the nesting, numbers, cells and values are bounded before `json.loads` and
 nbformat's validator see them, and outputs and attachments are dropped unread.
 `write_notebook` writes one with stable keys and one newline at the end. What
 a notebook's cells are for -- their roles, and a solution's answers stripped
-into the learner's stubs -- is `gpulab.grading.cells`.
+into the learner's stubs -- is `gpulab.grading.checks.cells`.
 """
 
 from __future__ import annotations

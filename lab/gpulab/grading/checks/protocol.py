@@ -1,8 +1,8 @@
 """Why a learner's code gave no answer: the one vocabulary every process of a check uses.
 
-The learner's worker (`gpulab.grading.learner`), the kernel worker and its
-tasks (`gpulab.grading.gpu`, `gpulab.grading.tasks`), the pytest plugin's
-report (`gpulab.grading.runner`) and the verdict (`gpulab.grading.verdict`)
+The learner's worker (`gpulab.grading.checks.learner`), the kernel worker and its
+tasks (`gpulab.grading.checks.gpu`, `gpulab.grading.checks.tasks`), the pytest plugin's
+report (`gpulab.grading.checks.runner`) and the verdict (`gpulab.grading.gradebook.verdict`)
 name a failure with these words and no others; the words cross process
 boundaries as they are, and a word outside them is refused where it is read
 (`failure_named`), never guessed at.
@@ -17,7 +17,7 @@ boundaries as they are, and a word outside them is refused where it is read
   does not compile, has no kernel of the name asked, has an unusable launch
   configuration, or that CUDA refused to launch.
 
-An exercise's kind (`gpulab.grading.verdict.Kind`) takes the failures in
+An exercise's kind (`gpulab.grading.gradebook.verdict.Kind`) takes the failures in
 `DECISIVE` by the same name; the others make a wrong answer.
 
 The checks' report is defined here once, with msgspec: `CheckResult` per check
@@ -67,7 +67,7 @@ Failure = Literal[
 FAILURES: tuple[Failure, ...] = get_args(Failure)
 
 Decisive = Literal["invalid", "gpu-fault", "timeout", "crashed"]
-"""Failures that are also an exercise's kind (`gpulab.grading.verdict.Kind`)."""
+"""Failures that are also an exercise's kind (`gpulab.grading.gradebook.verdict.Kind`)."""
 DECISIVE: tuple[Decisive, ...] = get_args(Decisive)
 """Failures that decide an exercise's kind, the first found in this order wins."""
 

@@ -1,7 +1,7 @@
 """The pytest side of the checks: the `learner` fixture, points, and the report.
 
-`gpulab.grading.runner` runs pytest in a process of its own with this plugin
-(``-p gpulab.grading.pytest_plugin``) and its options (`pytest_addoption`, in
+`gpulab.grading.checks.runner` runs pytest in a process of its own with this plugin
+(``-p gpulab.grading.checks.pytest_plugin``) and its options (`pytest_addoption`, in
 ``pytest --help`` under "gpulab"): ``--gpulab-released`` (the released
 exercise notebook), ``--gpulab-notebook`` (the one to judge),
 ``--gpulab-report`` (where to write the JSON report), ``--gpulab-call-timeout``
@@ -230,7 +230,7 @@ def pytest_runtest_makereport(
     if report.when == "call" or (report.when == "setup" and not report.passed):
         marker = item.get_closest_marker("points")
         points = float(marker.args[0]) if marker and marker.args else 1.0
-        message, kind = "", None  # kind: gpulab.grading.protocol.Failure
+        message, kind = "", None  # kind: gpulab.grading.checks.protocol.Failure
         if call.excinfo is not None:
             exc = call.excinfo.value
             if isinstance(exc, LearnerError):

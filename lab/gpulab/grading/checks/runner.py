@@ -2,7 +2,7 @@
 
 The checks run in a pytest process of their own, in an empty folder, with
 gpulab's plugin and no other configuration; the learner's code runs in yet
-another process (see `gpulab.grading.learner`). The runner reads only the
+another process (see `gpulab.grading.checks.learner`). The runner reads only the
 plugin's JSON report: nothing the learner prints is parsed.
 """
 
@@ -93,7 +93,7 @@ def check_files(exercise: ExerciseEntry, *, hidden: bool = False) -> list[Path]:
 
 
 def _read_report(path: Path) -> tuple[tuple[CheckResult, ...], int]:
-    """The plugin's report (`gpulab.grading.protocol.ChecksReport`), and how many checks
+    """The plugin's report (`gpulab.grading.checks.protocol.ChecksReport`), and how many checks
     pytest collected."""
     report = decode_report(path.read_bytes())
     return tuple(report.checks), report.collected

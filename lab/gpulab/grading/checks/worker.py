@@ -1,7 +1,7 @@
 """The worker: runs a learner's cells in a process of its own and answers calls.
 
-The trusted side (`gpulab.grading.learner`) starts ``python -m
-gpulab.grading.worker FD``, sends one JSON request per line on stdin and reads
+The trusted side (`gpulab.grading.checks.learner`) starts ``python -m
+gpulab.grading.checks.worker FD``, sends one JSON request per line on stdin and reads
 one JSON reply per line from file descriptor FD. The learner's prints go to
 this process's stdout, which nobody parses. Requests:
 
@@ -12,7 +12,7 @@ this process's stdout, which nobody parses. Requests:
     {"op": "call", ..., "nvml": "h200", "nvml_answers": [...]}   # ... with answers changed
     {"op": "machine", "name": "two-socket", "files": {...}, "links": {...}}
         -> {"ok": true, "value": "/tmp/.../machine-x1y2/"}: the recorded machine's tree,
-           built in a folder of this worker's own (`gpulab.grading.machines`)
+           built in a folder of this worker's own (`gpulab.grading.checks.machines`)
 
 Replies are ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": {...}}``
 with the exception's type, message, the learner's own traceback lines and

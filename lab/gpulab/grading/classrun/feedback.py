@@ -8,8 +8,8 @@ as Markdown (`feedback_markdown` is what the Markdown file holds);
 Much of what is shown comes from the learner: their name, their values in
 the checks' messages, their tracebacks. The HTML is rendered with autoescape
 on, the Markdown escapes every character that could make markup
-(`gpulab.grading.markdown_text`), and the CSV defuses cells a spreadsheet would
-run as a formula (`gpulab.grading.csv_cells`). Every such text is
+(`gpulab.grading.classrun.markdown_text`), and the CSV defuses cells a spreadsheet would
+run as a formula (`gpulab.grading.classrun.csv_cells`). Every such text is
 shown `plain` and cut to a length, as the gradebook stores it, whoever hands
 the grades in.
 

@@ -3,8 +3,8 @@
 `checks_hash` hashes the released notebook and the exercise's checks (hidden
 ones included), with gpulab's version (`gpulab_version`). The gradebook keeps
 each grade under it, so a later run regrades only what changed
-(`gpulab.grading.plan`), and a cluster worker proves with it that it grades
-with the coordinator's checks (`gpulab.grading.cluster_worker`).
+(`gpulab.grading.classrun.plan`), and a cluster worker proves with it that it grades
+with the coordinator's checks (`gpulab.grading.classrun.cluster.node`).
 """
 
 from __future__ import annotations

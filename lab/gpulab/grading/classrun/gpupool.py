@@ -1,6 +1,6 @@
 """The GPUs a grading run may give GPU jobs, each checked through NVML after every job.
 
-Each GPU gets a lane of its own (`gpulab.grading.run`): one job at a time,
+Each GPU gets a lane of its own (`gpulab.grading.classrun.run`): one job at a time,
 taken from a queue all lanes share, so the jobs spread over the GPUs as they
 come free. After each job NVML must show the GPU as it was before the run (no
 new process, memory back) within `recovery_s`; a GPU that does not recover is
@@ -109,7 +109,7 @@ class GpuPool:
 
 def visible_gpus(backend: Any = None) -> list[str]:
     """The indices of the NVIDIA GPUs NVML sees here; none where gpulab finds no usable GPU
-    (no driver, no CuPy, no device: `gpulab.grading.gpu.gpu_missing`)."""
+    (no driver, no CuPy, no device: `gpulab.grading.checks.gpu.gpu_missing`)."""
     from gpulab.grading.checks.gpu import gpu_missing
 
     if backend is None and gpu_missing():

@@ -2,7 +2,7 @@
 
 The run:
 
-1. holds its output folder (`gpulab.grading.outdir`): a second run into the
+1. holds its output folder (`gpulab.grading.classrun.outdir`): a second run into the
    same ``--out`` is refused at once, naming the first one's pid;
 2. opens the gradebook (refused if a newer gpulab wrote it), marks the runs
    an earlier, killed grader left ``running`` as ``killed``, and removes what
@@ -11,12 +11,12 @@ The run:
    machine offers (`gpulab.grading.sandbox`) and refuses without a
    file-system guard unless ``--unsafe``; notes each exercise's worth by
    running its checks on the released notebook; plans the jobs and the
-   grades that need none against the gradebook (`gpulab.grading.plan`);
-4. runs one job per learner and exercise (`gpulab.grading.run`): a checks
-   process of its own (`gpulab.grading.runner`) whose learner code runs
+   grades that need none against the gradebook (`gpulab.grading.classrun.plan`);
+4. runs one job per learner and exercise (`gpulab.grading.classrun.run`): a checks
+   process of its own (`gpulab.grading.checks.runner`) whose learner code runs
    sandboxed, on a copy of the notebook that is hashed as it is graded. CPU
    jobs run ``--workers`` at a time; each GPU has a lane
-   (`gpulab.grading.gpupool`). Jobs return their grades and this thread
+   (`gpulab.grading.classrun.gpupool`). Jobs return their grades and this thread
    alone writes them, as they come, so a killed run goes on where it
    stopped; a job that fails is that job's ``not-run`` grade, never the run's
    end;
@@ -24,8 +24,8 @@ The run:
 
 What a run is given (`GradeOptions`) and gives back (`GradeSummary`), and the
 errors that stop it before it grades (`GradeError`), are defined in
-`gpulab.grading.grade_model`; the key its grades are kept under (`checks_hash`)
-in `gpulab.grading.fingerprint`. All are importable from here.
+`gpulab.grading.classrun.grade_model`; the key its grades are kept under (`checks_hash`)
+in `gpulab.grading.classrun.fingerprint`. All are importable from here.
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ class _Run:
         writer: Writer,
     ) -> list[Job]:
         """What each exercise is worth, the grades that need no job (stored now), and the
-        jobs (`gpulab.grading.plan`)."""
+        jobs (`gpulab.grading.classrun.plan`)."""
         hashes = {name: checks_hash(self.entries[name]) for name in names}
         for name in names:
             entry = self.entries[name]

@@ -1,7 +1,7 @@
 """What a grading run is given, what it gives back, and the error that refuses it.
 
-`GradeOptions` is what ``gpulab grade`` asks of a run (`gpulab.grading.grade`),
-`GradeSummary` what the run hands back for the report (`gpulab.grading.report`),
+`GradeOptions` is what ``gpulab grade`` asks of a run (`gpulab.grading.classrun.grade`),
+`GradeSummary` what the run hands back for the report (`gpulab.grading.classrun.report`),
 and `Progress` how it tells of each job as it ends.
 
 Errors that stop a run before it grades::
@@ -55,7 +55,7 @@ class GradeOptions:
     unsafe: bool = False
     policy: sandbox.Policy = field(default_factory=sandbox.Policy)
     gpu_recovery_s: float = 15.0
-    cluster: Target | None = None  # default: the jobs run here (gpulab.grading.cluster)
+    cluster: Target | None = None  # None: the jobs run here, not on a cluster
 
 
 @dataclass

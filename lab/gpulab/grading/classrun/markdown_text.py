@@ -4,7 +4,7 @@ What a grading run writes in a learner's Markdown feedback (their name, the
 values in the checks' messages, their tracebacks) comes from the learner, so
 every character that could make markup is escaped: `md_inline` for text on one
 line, `md_cell` for a table cell, `md_block` for a message that may span lines.
-`gpulab.grading.feedback` uses them to write the `.md` page.
+`gpulab.grading.classrun.feedback` uses them to write the `.md` page.
 """
 
 from __future__ import annotations

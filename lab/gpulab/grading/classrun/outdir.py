@@ -16,7 +16,7 @@ Holding the lock, a run knows that every run its gradebook still calls
   processes the sandbox policy naming it).
 
 The caller removes the rest: the dead run's cgroups (`gpulab.grading.sandbox`)
-and the temporary folders of processes that are gone (`gpulab.grading.runner`).
+and the temporary folders of processes that are gone (`gpulab.grading.checks.runner`).
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ and the grades the gradebook already holds into:
   reason);
 - the count of grades kept as they are (``--regrade`` keeps none).
 
-It reads no file and writes nothing: `gpulab.grading.grade` stores what it
-returns, `gpulab.grading.run` runs the jobs.
+It reads no file and writes nothing: `gpulab.grading.classrun.grade` stores what it
+returns, `gpulab.grading.classrun.run` runs the jobs.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Much of what a run reports comes from learners: the file names in the
 intake's problems, and through them whatever a zip member is called. The
-gradebook has made that text plain (`gpulab.grading.verdict.plain`); here it
+gradebook has made that text plain (`gpulab.grading.gradebook.verdict.plain`); here it
 is shown as text, never read as Rich markup, so a name like ``[/]x.ipynb``
 or ``[link=…]`` is printed as it is.
 """

@@ -1,7 +1,7 @@
 """A grading run's jobs: run in parallel, each grade handed to one writer.
 
 CPU jobs run `workers` at a time in a thread pool; beside them each GPU has
-a lane (`gpulab.grading.gpupool`) that runs GPU jobs one at a time from a
+a lane (`gpulab.grading.classrun.gpupool`) that runs GPU jobs one at a time from a
 queue all lanes share. No job writes anything. `run_jobs` yields each job's
 grade, as it comes, in the thread that iterates it; that thread is the run's
 one writer (`Writer`), which alone uses the gradebook's connection.
@@ -92,7 +92,7 @@ class _LaneEnd:
 
 
 class Lanes(Protocol):
-    """GPUs that run GPU jobs: `gpulab.grading.gpupool.GpuPool`."""
+    """GPUs that run GPU jobs: `gpulab.grading.classrun.gpupool.GpuPool`."""
 
     @property
     def gpus(self) -> list[str]: ...

@@ -2,7 +2,7 @@
 
 A query names its columns as a record names its fields (``name AS "check"``
 where the table says otherwise), and `to_record` converts the row with
-msgspec: the grading's own records (`gpulab.grading.verdict.ExerciseGrade` with
+msgspec: the grading's own records (`gpulab.grading.gradebook.verdict.ExerciseGrade` with
 its `CheckRow` checks, `LearnerGrades`) or the gradebook's below. A value not of
 its field's type raises msgspec's ValidationError, naming the field
 (``$.checks[2].outcome``). The other way, `to_row` turns a record's fields into
@@ -59,7 +59,7 @@ class KnownExercise(msgspec.Struct, frozen=True):
 
 
 class StoredGrade(msgspec.Struct, frozen=True):
-    """What a later run compares of a stored grade (`gpulab.grading.plan`): the notebook
+    """What a later run compares of a stored grade (`gpulab.grading.classrun.plan`): the notebook
     and the checks it was graded from, and its kind."""
 
     notebook_hash: str

@@ -9,7 +9,7 @@ tool; nothing here needs a server.
 
 One `Gradebook` is one connection, used only by the thread that opened it
 (sqlite3 refuses any other): a grading run's jobs hand their grades to that
-one writer (`gpulab.grading.run`), so no two transactions ever share the
+one writer (`gpulab.grading.classrun.run`), so no two transactions ever share the
 connection. Every text stored passes through `verdict.plain` first, which
 also cuts it to a length: what the feedback, the CSV and the summary show
 later is read back from here. A learner's slug is fixed to their identity
@@ -22,9 +22,9 @@ The hidden checks' messages sit in a table of their own, ``hidden_messages``,
 for the instructor: nothing that writes feedback reads it.
 
 Rows become records, and records rows, in one way, by name, with msgspec
-(`gpulab.grading.gradebook_rows`); a value not of its field's type is refused
+(`gpulab.grading.gradebook.rows`); a value not of its field's type is refused
 in words: the file, the row, the field (``$.checks[2].outcome``). The tables
-themselves, and their version, are in `gpulab.grading.gradebook_schema`.
+themselves, and their version, are in `gpulab.grading.gradebook.schema`.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ class Gradebook:
         """Mark every run still `running` as `killed`, and return them.
 
         Only correct while the caller holds the lock on the run's output folder
-        (`gpulab.grading.outlock`): then no other run is alive to be running.
+        (`gpulab.grading.classrun.outdir.claim`): then no other run is alive to be running.
         """
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
@@ -214,7 +214,7 @@ class Gradebook:
 
     def set_learner(self, slug: str, name: str, source: str, *, identity: str = "") -> None:
         """Store a learner under `slug`, which stays the learner's whose `identity` first held
-        it (`gpulab.grading.names.identity`); a slug stored without one (schema 2 and older)
+        it (`gpulab.grading.intake.names.identity`); a slug stored without one (schema 2 and older)
         takes the first identity given.
 
         GradebookError, nothing stored, for a slug another identity holds, or an

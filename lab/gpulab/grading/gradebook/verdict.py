@@ -2,7 +2,7 @@
 
 These records are what the gradebook stores and what the feedback, the CSV
 and the summary are written from. They are built on the trusted side only,
-from the checks' JSON report (see `gpulab.grading.runner`), never from
+from the checks' JSON report (see `gpulab.grading.checks.runner`), never from
 anything the learner's code printed or returned; `verdict` sorts a report
 into them.
 
@@ -11,7 +11,7 @@ exceptions a check's message quotes, file names in a zip), so it may hold
 anything a Python string can: lone surrogates that no encoder accepts,
 terminal escapes, bidirectional overrides, or a megabyte. `plain` is the one
 place such text is made storable and printable, and cut to a length
-(`gpulab.grading.names.cut`); the gradebook passes every text it stores
+(`gpulab.grading.intake.names.cut`); the gradebook passes every text it stores
 through it, and everything shown later is read back from there.
 """
 
@@ -124,7 +124,7 @@ def verdict(report: CheckReport) -> tuple[Kind, str, tuple[CheckRow, ...]]:
 
     A hidden check's message goes to `CheckRow.instructor_message`, never to
     `message`: the learner's feedback shows hidden checks only as one total
-    (`gpulab.grading.feedback`).
+    (`gpulab.grading.classrun.feedback`).
     """
     rows = tuple(
         CheckRow(

@@ -5,7 +5,7 @@ handed in; the intake only sorts the entries listed here to learners and
 exercises. `list_folder` walks a submissions folder without following a
 link, down to a learner's folder and `MAX_FOLDERS` below it; `open_checked`
 opens a zip once its end records are within `ZipLimits`
-(`gpulab.grading.zipread`) and `list_zip` lists its members. Either way an
+(`gpulab.grading.intake.zipread`) and `list_zip` lists its members. Either way an
 entry that must not be read (a link, a FIFO, an encrypted member, a name
 outside the zip) is listed with the reason and never opened; hidden files and
 macOS litter are not listed at all (`ignored`). `unpack` copies one entry,

@@ -14,7 +14,7 @@ them all.
 Text a learner chose (a name, a file name, a message) is shown at most `cut`
 long: `MAX_TEXT` characters, `MAX_NAME` for what is meant for one line, with a
 marker that says how much was left out. This is the one place that cuts
-learner text; `clean` here and `gpulab.grading.verdict.plain` both cut with it.
+learner text; `clean` here and `gpulab.grading.gradebook.verdict.plain` both cut with it.
 """
 
 from __future__ import annotations

@@ -19,12 +19,12 @@ A learner is a folder or zip name, or a platform's name and id: their
 identity. A learner the gradebook already holds (`held`) keeps the slug it
 gave them; a newcomer's slug comes from their name alone, and newcomers whose
 names give one slug, or a slug another learner holds, are told apart by a hash
-of their own name and reported (`gpulab.grading.names`). A slug never moves.
+of their own name and reported (`gpulab.grading.intake.names`). A slug never moves.
 
-Submissions are untrusted, and are read only through `gpulab.grading.entries`.
+Submissions are untrusted, and are read only through `gpulab.grading.intake.entries`.
 Zips are never extracted wholesale: a zip's end records, and the directory
 headers really there, are counted before its list of members is read
-(`gpulab.grading.zipread`); each member needed is streamed with its bytes
+(`gpulab.grading.intake.zipread`); each member needed is streamed with its bytes
 counted against `ZipLimits`; members that are links, encrypted, or named
 outside the zip are refused; and one learner's hand-in opens at most
 `ZipLimits.max_zips` zips, nested no deeper than `ZipLimits.max_depth`, each
@@ -34,8 +34,8 @@ folder or notebook too deep, a file named like a notebook that is not one)
 becomes a problem line that names the path; only a SUBMISSIONS path that is
 unusable as a whole raises `IntakeError`. One learner's hand-in gives at most
 `MAX_PROBLEMS` such lines, and one more that counts the rest
-(`gpulab.grading.handin`); a learner's name is shown at most `MAX_NAME`
-characters long, a line `gpulab.grading.names.MAX_TEXT`. Hidden files and
+(`gpulab.grading.intake.handin`); a learner's name is shown at most `MAX_NAME`
+characters long, a line `gpulab.grading.intake.names.MAX_TEXT`. Hidden files and
 folders (.ipynb_checkpoints) and macOS litter are passed over without a word. ::
 
     GpulabError

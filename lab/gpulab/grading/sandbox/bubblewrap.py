@@ -2,26 +2,26 @@
 
 A learner checking their own notebook runs their own code as they are; a
 grading run (`gpulab grade`) runs 30 strangers' code and must not trust it.
-The grader describes the sandbox as a `Policy` (`gpulab.grading.sandbox_policy`)
+The grader describes the sandbox as a `Policy` (`gpulab.grading.sandbox.policy`)
 and hands it to the checks process in the environment variable
 ``GPULAB_SANDBOX`` (JSON); every process that runs learner code -- the Python
-worker (`gpulab.grading.learner`) and the kernel worker (`gpulab.grading.gpu`)
+worker (`gpulab.grading.checks.learner`) and the kernel worker (`gpulab.grading.checks.gpu`)
 -- is started through `spawn`, which wraps it in:
 
-- **no privilege, whoever grades**: the launcher (`gpulab.grading.jail`)
+- **no privilege, whoever grades**: the launcher (`gpulab.grading.sandbox.jail`)
   drops a root grader to a dedicated uid and gid of the job's own, with no
   supplementary groups; no-new-privileges; bubblewrap drops every capability
   and forbids new user namespaces, so nothing inside can mount, unmount,
   remount or trace its way out;
 - **bubblewrap** (Debian ``bubblewrap``): a view of the machine built from an
-  allowlist (`gpulab.grading.sandbox_view`): the system's libraries, Python and
+  allowlist (`gpulab.grading.sandbox.view`): the system's libraries, Python and
   gpulab, the public course, the GPU's device files for a GPU job; no home,
   ``/run``, socket file, submissions, gradebook or other copy of the course; new
   user, PID, IPC, UTS and network namespaces (no network); every writable
   place a size-capped tmpfs. bubblewrap reads its options from a pipe, so the
   sandbox's PID 1 shows only the command (Python and gpulab's worker), and
   reports the worker's pid, so the checks inspect that process and no other;
-- **a keyring of its own and a seccomp filter** (`gpulab.grading.sandbox_seccomp`):
+- **a keyring of its own and a seccomp filter** (`gpulab.grading.sandbox.seccomp`):
   the job's first program joins a fresh session keyring, so it possesses none
   of the grader's, and installs a filter that refuses the keyring calls and
   the system calls learner code never needs (bpf, perf, io_uring, ptrace,
@@ -33,14 +33,14 @@ worker (`gpulab.grading.learner`) and the kernel worker (`gpulab.grading.gpu`)
   counts only the job's processes, so the limit is the job's alone;
 - **cgroups** where the grader may make them (v2 with a delegated subtree, or
   v1 controllers it can write): a process-count and a memory limit per job
-  (`gpulab.grading.cgroups`).
+  (`gpulab.grading.sandbox.cgroups`).
 
-`spawn` returns the job's handle, a `Sandboxed` (`gpulab.grading.sandbox_job`,
+`spawn` returns the job's handle, a `Sandboxed` (`gpulab.grading.sandbox.job`,
 with `kill_group` and `pid_one`), which ends the whole job when closed.
 
 `available()` says which of these work on this machine (its `Guards`), and
 proves the sandbox holds by trying, from inside it, to unmount, remount, read
-outside the view and keep a privilege (`gpulab.grading.sandbox_proof`): where
+outside the view and keep a privilege (`gpulab.grading.sandbox.proof`): where
 any works it refuses to grade. The grader records the guards in the gradebook
 and the feedback, and refuses to grade without bubblewrap unless told
 ``--unsafe``. Bubblewrap is a well-kept, widely used tool (Flatpak's sandbox);
@@ -332,7 +332,8 @@ def _launch(
     stderr: int | IO[Any] | None,
     pass_fds: Sequence[int],
 ) -> subprocess.Popen[bytes]:
-    """Start `command` through the launcher (`gpulab.grading.jail`), in a session of its own."""
+    """Start `command` through the launcher (`gpulab.grading.sandbox.jail`), in a session of its
+    own."""
     spec = {**spec, "parent": os.getpid()}  # the launcher dies with this process
     launcher = [
         sys.executable,

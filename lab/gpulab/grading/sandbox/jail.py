@@ -1,6 +1,6 @@
 """The launcher between the grader and bubblewrap: limits, cgroups and a dedicated uid.
 
-`gpulab.grading.sandbox.spawn` starts ``python -m gpulab.grading.jail SPEC --
+`gpulab.grading.sandbox.spawn` starts ``python -m gpulab.grading.sandbox.jail SPEC --
 BWRAP ...``: a fresh, single-threaded process (the grader runs threads, and
 work between fork and exec in a threaded process is unsafe) that
 
@@ -95,7 +95,7 @@ def die_with(parent: int) -> bool:
     still lives: False means it ended before that took hold, and the caller must end too.
 
     The one place gpulab asks for a parent-death signal: this launcher, the checks
-    process (`gpulab.grading.pytest_plugin`) and the learner's worker outside bubblewrap.
+    process (`gpulab.grading.checks.pytest_plugin`) and the learner's worker outside bubblewrap.
     Set it after any change of uid, which clears it."""
     _libc_call("prctl", _PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     return os.getppid() == parent

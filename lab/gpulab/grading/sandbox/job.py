@@ -4,7 +4,7 @@
 the job's cgroups, and the pid of the command inside bubblewrap. `kill_group`
 ends a process's whole process group; `pid_one` finds the process that is PID 1
 of a pid's namespace. Like the sandbox, this module imports the standard library
-only (and `gpulab.grading.cgroups`, which does too).
+only (and `gpulab.grading.sandbox.cgroups`, which does too).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ nothing that is, holds or lies in a private folder (the course's solutions,
 the submissions, the grading output) is shown. bubblewrap makes the folders on
 the way to each shown path, empty but for that path (a course in
 ``/home/alice/course`` gives a ``/home`` that holds ``alice`` alone):
-`gpulab.grading.sandbox_proof` lists them from inside and refuses a view that
+`gpulab.grading.sandbox.proof` lists them from inside and refuses a view that
 shows more than `View.places`.
 
 The writable parts are a size-capped tmpfs as ``/tmp`` (with the job's working
@@ -110,7 +110,7 @@ def build_view(
     staged: bool,
 ) -> View:
     """The view for one job. With `staged`, each bind comes from where the launcher staged its
-    folder (`gpulab.grading.jail.staged`), since the job's own uid may not reach it."""
+    folder (`gpulab.grading.sandbox.jail.staged`), since the job's own uid may not reach it."""
     from gpulab.grading.sandbox.jail import staged as staged_path
 
     args: list[str] = []

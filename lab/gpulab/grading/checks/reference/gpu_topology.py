@@ -2,7 +2,7 @@
 
 `own_topology` reads every GPU pair's label the way nvidia-smi topo -m prints
 it (NV# from the NVLinks, else NVML's PCIe common ancestor) from a pynvml
-module: the real one by default, or `gpulab.grading.machines.pynvml_from` for
+module: the real one by default, or `gpulab.grading.checks.machines.pynvml_from` for
 a recorded session. `own_copy` times cudaMemcpyPeer with CuPy, on CUDA events,
 after a warm-up. Only the checks call these; the learner writes their own.
 """

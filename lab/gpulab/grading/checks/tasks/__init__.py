@@ -9,5 +9,5 @@ inputs as they were before it, time it launch by launch against a reference
 measured in the same run (`judge`), or run it under compute-sanitizer
 (`sanitize`), and return findings as plain data. The checks turn the findings
 into verdicts and teaching messages; nothing here judges. Shared helpers are
-in `gpulab.grading.tasks.common`.
+in `gpulab.grading.checks.tasks.common`.
 """

@@ -38,7 +38,7 @@ _FAULT_HINT = (
 
 
 class TaskError(Exception):
-    """Why a learner's kernel gave no answer (`kind`: `gpulab.grading.protocol.Failure`)."""
+    """Why a learner's kernel gave no answer (`kind`: `gpulab.grading.checks.protocol.Failure`)."""
 
     def __init__(self, kind: Failure, message: str) -> None:
         super().__init__(message)

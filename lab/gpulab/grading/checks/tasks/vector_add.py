@@ -11,7 +11,7 @@ kernel (the reference solution's code, 256 threads, at most 32 blocks per SM)
 are timed launch by launch, in turn, each launch on fresh inputs after an L2
 flush, and every one of the learner's launches is checked
 (`judge.time_each`). ``sanitize`` runs the kernel under compute-sanitizer
-instead (`gpulab.grading.tasks.sanitize`).
+instead (`gpulab.grading.checks.tasks.sanitize`).
 
 Returns per case the mismatch against ``a + b`` (exact: one float add is exact
 in both) computed before the launch, ``overrun`` (guard floats written before

@@ -1,12 +1,12 @@
 """`gpulab grade --cluster`: the run's jobs graded by the workers of a Dask scheduler.
 
 Intake, each exercise's worth, the stored grades and planning stay in the run
-(`gpulab.grading.grade`), before any job, so resume works unchanged; this
+(`gpulab.grading.classrun.grade`), before any job, so resume works unchanged; this
 process alone writes the gradebook, from the grades `run_on_cluster` yields as
-they arrive, as `gpulab.grading.run.run_jobs` yields them locally. Each job is
+they arrive, as `gpulab.grading.classrun.run.run_jobs` yields them locally. Each job is
 one Dask task with plain inputs (the notebook's bytes, a JSON spec) and a plain
 answer (the `ExerciseGrade` as JSON, and whether the GPU recovered), run by a
-``gpulab worker`` (`gpulab.grading.cluster_worker`):
+``gpulab worker`` (`gpulab.grading.classrun.cluster.node`):
 
 - a GPU job takes ``GPU=1`` of a worker that has one GPU and one thread, so one
   job runs per GPU at a time; a CPU job takes a ``CPU_SLOT``. Jobs go out two
@@ -22,7 +22,7 @@ answer (the `ExerciseGrade` as JSON, and whether the GPU recovered), run by a
   worker; with no GPU worker left, GPU jobs run on CPU slots, as locally.
 
 This module connects to the scheduler (or starts the Slurm pilot jobs) and hands
-the jobs to the loop that does all this, `gpulab.grading.cluster_coordinator`,
+the jobs to the loop that does all this, `gpulab.grading.classrun.cluster.coordinator`,
 where `Target` and `ClusterError` are defined too.
 """
 

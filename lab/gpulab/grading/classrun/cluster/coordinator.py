@@ -1,12 +1,12 @@
 """One cluster run's loop: which workers may grade, which job goes where, each grade back.
 
-`gpulab.grading.cluster.run_on_cluster` connects to the scheduler and hands the
+`gpulab.grading.classrun.cluster.client.run_on_cluster` connects to the scheduler and hands the
 run's jobs to a `Coordinator`, which checks every worker as it joins (and
 retires those that may not grade), sends the jobs to GPU workers and CPU
 slots, two per slot at a time, reroutes GPU jobs when no GPU worker is left,
 and turns each answer (or each worker lost) into a grade. `Target` (where the
 jobs run) and `ClusterError` live here, beside the loop that reads and raises
-them; `gpulab.grading.cluster` gives them to the rest of gpulab.
+them; `gpulab.grading.classrun.cluster.client` gives them to the rest of gpulab.
 """
 
 from __future__ import annotations

@@ -2,16 +2,16 @@
 
 One process holds, in one event loop, a Dask worker per GPU (one thread,
 resource ``GPU=1``) and one for the CPU slots (N threads, ``CPU_SLOT=N``):
-`gpulab.grading.cluster_serve` starts them; this module is what they do.
-Each job runs as it does locally (`gpulab.grading.run.check_job`): a checks
+`gpulab.grading.classrun.cluster.serve` starts them; this module is what they do.
+Each job runs as it does locally (`gpulab.grading.classrun.run.check_job`): a checks
 process of its own, learner code sandboxed, its time limits and kills. A GPU
 job's processes get ``CUDA_VISIBLE_DEVICES`` set to its worker's GPU; the
 worker's own process never uses CUDA, only NVML (by index) to see that the
-GPU recovered after each job (`gpulab.grading.gpupool`). A GPU that does not
+GPU recovered after each job (`gpulab.grading.classrun.gpupool`). A GPU that does not
 recover takes its worker out of rotation: it refuses GPU jobs from then on.
 
 At start the worker tries the guards (`sandbox.available`) and refuses to
-serve without bubblewrap unless ``--unsafe`` (`cluster_serve.serve`). Each
+serve without bubblewrap unless ``--unsafe`` (`serve.serve`). Each
 Dask worker says what it is (`Station.identity`: gpulab version, course, every
 exercise's checks hash, guards) to the grader that asks, and checks each job
 against its own course before running it (`Station.refuses`), so a job never

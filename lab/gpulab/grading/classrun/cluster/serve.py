@@ -5,8 +5,8 @@ bubblewrap unless ``--unsafe``; checks that the course has its hidden checks
 and that each GPU can be read by NVML (unless ``--fake-gpus``); then holds,
 in one event loop, a Dask worker per GPU (one thread, resource ``GPU=1``) and
 one for the CPU slots (N threads, ``CPU_SLOT=N``), each a
-`gpulab.grading.cluster_worker.Station`, until interrupted or retired. What
-the Dask workers do for the grader is in `gpulab.grading.cluster_worker`.
+`gpulab.grading.classrun.cluster.node.Station`, until interrupted or retired. What
+the Dask workers do for the grader is in `gpulab.grading.classrun.cluster.node`.
 """
 
 from __future__ import annotations
