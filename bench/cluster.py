@@ -55,9 +55,9 @@ from pathlib import Path
 
 import grading
 from gpulab.errors import GpulabError
+from gpulab.grading import sandbox
 from gpulab.grading.classrun.cluster.node import CPU_SLOT
 from gpulab.grading.classrun.outdir import _tagged
-from gpulab.grading.sandbox import bubblewrap as sandbox
 
 TARGET = 1.2  # cluster wall / local wall, the same slots
 NODES, GPUS_PER_NODE = 100, 4  # the projection's cluster

@@ -148,7 +148,7 @@ def add_commands(commands: Any, course_option: Callable[[argparse.ArgumentParser
 def _grade(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from gpulab.grading.classrun.grade import GradeOptions
+    from gpulab.grading.classrun.grade_model import GradeOptions
     from gpulab.grading.classrun.report import main
 
     names = [n for item in args.exercises for n in item.split(",") if n]
@@ -179,7 +179,7 @@ def _grade(args: argparse.Namespace) -> int:
         return BAD_INPUT
     cluster = None
     if args.cluster:
-        from gpulab.grading.classrun.cluster.client import Target
+        from gpulab.grading.classrun.grade_model import Target
 
         cluster = Target(
             args.cluster,

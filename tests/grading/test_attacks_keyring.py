@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.sandbox import bubblewrap as sandbox
+from gpulab.grading import sandbox
 from gpulab.grading.sandbox import seccomp as sandbox_seccomp
 from gpulab.grading.sandbox.seccomp import ARCHES, REFUSED, Arch, program
 
@@ -67,7 +67,7 @@ GRADERS = [
 # turn through `spawn`; then report what each printed, and what the keyring holds after.
 GRADER = r"""
 import ctypes, json, os, subprocess, sys
-from gpulab.grading.sandbox import bubblewrap as sandbox
+from gpulab.grading import sandbox
 from gpulab.grading.sandbox import seccomp as sandbox_seccomp
 numbers = sandbox_seccomp.arch().numbers
 libc = ctypes.CDLL(None, use_errno=True)

@@ -34,12 +34,15 @@ import pytest
 from adversarial_class import SOLUTION as ROOFLINE
 from adversarial_class import _answer, _write
 from gpulab.course.catalog import Course
-from gpulab.grading.classrun.cluster.client import Target, run_on_cluster, slurm_cluster
-from gpulab.grading.classrun.grade import GradeOptions, GradeSummary, checks_hash, grade_class
+from gpulab.grading import sandbox
+from gpulab.grading.classrun.cluster.client import run_on_cluster
+from gpulab.grading.classrun.cluster.slurm import slurm_cluster
+from gpulab.grading.classrun.fingerprint import checks_hash
+from gpulab.grading.classrun.grade import grade_class
+from gpulab.grading.classrun.grade_model import GradeOptions, GradeSummary, Target
 from gpulab.grading.classrun.run import Done, GpuEvent, Job
-from gpulab.grading.gradebook.store import Gradebook
+from gpulab.grading.gradebook import Gradebook
 from gpulab.grading.gradebook.verdict import ExerciseGrade
-from gpulab.grading.sandbox import bubblewrap as sandbox
 from run_attacks import _raises_in_a_check, graded_count, sha, tagged_processes
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,10 +23,11 @@ from pathlib import Path
 import pytest
 
 from adversarial_class import CASES, FULL, PARTIAL, ROOT, build_class
-from gpulab.grading.classrun.grade import GradeError, GradeOptions, grade_class
-from gpulab.grading.gradebook.store import SCHEMA_VERSION, Gradebook, GradebookError
+from gpulab.grading import sandbox
+from gpulab.grading.classrun.grade import grade_class
+from gpulab.grading.classrun.grade_model import GradeError, GradeOptions
+from gpulab.grading.gradebook import SCHEMA_VERSION, Gradebook, GradebookError
 from gpulab.grading.gradebook.verdict import CheckRow, ExerciseGrade
-from gpulab.grading.sandbox import bubblewrap as sandbox
 from run_attacks import graded_count
 
 needs_bwrap = pytest.mark.skipif(

@@ -20,9 +20,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from gpulab.grading import sandbox
 from gpulab.grading.checks.gpu import gpu_missing
-from gpulab.grading.classrun.grade import GradeOptions, grade_class
-from gpulab.grading.sandbox import bubblewrap as sandbox
+from gpulab.grading.classrun.grade import grade_class
+from gpulab.grading.classrun.grade_model import GradeOptions
 from gpulab.multicast import NO_MULTICAST
 
 ROOT = Path(__file__).resolve().parents[2]

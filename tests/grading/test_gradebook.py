@@ -10,17 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.grading.gradebook.store import (
+from gpulab.grading.gradebook import (
     SCHEMA_VERSION,
     DeadRun,
     Gradebook,
     GradebookError,
-    Holder,
     KnownExercise,
     StoredGrade,
 )
 from gpulab.grading.gradebook.verdict import CheckRow, ExerciseGrade, LearnerGrades
-from gpulab.grading.intake.names import MAX_NAME, MAX_TEXT
+from gpulab.grading.intake.names import MAX_NAME, MAX_TEXT, Holder
 
 GRADE = ExerciseGrade(
     "roofline",

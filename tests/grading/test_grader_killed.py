@@ -21,8 +21,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from gpulab.grading import sandbox
 from gpulab.grading.checks.runner import remove_stale_folders
-from gpulab.grading.sandbox import bubblewrap as sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 STUB = ROOT / "exercises" / "memory-hierarchy" / "roofline.ipynb"

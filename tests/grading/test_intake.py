@@ -20,7 +20,7 @@ import nbformat
 import pytest
 
 from gpulab.grading.checks.notebook import MAX_BYTES
-from gpulab.grading.intake.submissions import (
+from gpulab.grading.intake import (
     Intake,
     IntakeError,
     LearnerSubmission,

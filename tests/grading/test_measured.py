@@ -21,7 +21,7 @@ from gpulab.grading.build import build_all, solution_path
 from gpulab.grading.checks.pytest_plugin import MAX_PREDICTION_TEXT
 from gpulab.grading.checks.runner import CheckReport, run_checks
 from gpulab.grading.classrun.feedback import feedback_markdown
-from gpulab.grading.gradebook.store import Gradebook
+from gpulab.grading.gradebook import Gradebook
 from gpulab.grading.gradebook.verdict import ExerciseGrade, verdict
 from gpulab.grading.learn.panel import CheckedNotebook, report_text
 from squares_course import code

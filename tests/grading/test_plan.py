@@ -9,8 +9,8 @@ import pytest
 from gpulab.course import load_course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.classrun.plan import plan
-from gpulab.grading.gradebook.store import StoredGrade
-from gpulab.grading.intake.submissions import LearnerSubmission
+from gpulab.grading.gradebook import StoredGrade
+from gpulab.grading.intake import LearnerSubmission
 
 GUARDS = {False: ("cpu guards",), True: ("gpu guards",)}
 

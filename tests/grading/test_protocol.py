@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import gpulab
-from gpulab.grading.checks.protocol import DECISIVE, FAILURES, failure_named
-from gpulab.grading.checks.runner import CheckReport, CheckResult, _read_report
+from gpulab.grading.checks.protocol import DECISIVE, FAILURES, CheckResult, failure_named
+from gpulab.grading.checks.runner import CheckReport, _read_report
 from gpulab.grading.gradebook.verdict import KINDS, verdict
 
 

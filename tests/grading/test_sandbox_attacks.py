@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.grading.sandbox import bubblewrap as sandbox
+from gpulab.grading import sandbox
+from gpulab.grading.sandbox import bubblewrap
 from gpulab.grading.sandbox import proof as sandbox_proof
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,7 +147,7 @@ def attack(code: str, scene: Scene, grader: str, *args: str) -> dict:
     else:
         harness = textwrap.dedent("""
             import os, subprocess, sys
-            from gpulab.grading.sandbox import bubblewrap as sandbox
+            from gpulab.grading import sandbox
             from gpulab.grading.sandbox import proof as sandbox_proof
             job = sandbox.spawn([sys.executable, "-c", sys.argv[1]],
                                 env=dict(os.environ), cwd="/", stdin=subprocess.DEVNULL,
@@ -215,7 +216,7 @@ def test_no_privilege_in_the_sandbox_whoever_grades(scene: Scene, grader: str) -
     seen = attack(PRIVILEGE, scene, grader)
     assert seen["uid"] != 0 and seen["gid"] != 0, seen
     if grader == "self" and os.geteuid() == 0:  # a root grader drops to a job's own uid
-        first, count = sandbox.JOB_UIDS
+        first, count = bubblewrap.JOB_UIDS
         assert first <= seen["uid"] < first + count and seen["gid"] == seen["uid"]
         assert seen["groups"] == []
     assert set(seen["caps"]) == {"0000000000000000"}, seen["caps"]
@@ -449,9 +450,11 @@ def test_the_guard_refuses_a_sandbox_that_does_not_hold(monkeypatch: pytest.Monk
     bubblewrap started by root did) is refused."""
     if os.geteuid() != 0:
         pytest.skip("only a root grader can make a sandbox that keeps privileges")
-    monkeypatch.setattr(sandbox, "job_uid", lambda: None)  # the old launch: stay root
+    monkeypatch.setattr(bubblewrap, "job_uid", lambda: None)  # the old launch: stay root
     monkeypatch.setattr(
-        sandbox, "ISOLATION", tuple(a for a in sandbox.ISOLATION if a not in ("--cap-drop", "ALL"))
+        bubblewrap,
+        "ISOLATION",
+        tuple(a for a in bubblewrap.ISOLATION if a not in ("--cap-drop", "ALL")),
     )
     problem = sandbox_proof.prove(sandbox.Policy(), sandbox.spawn)
     assert problem.startswith("the sandbox does not hold here: from inside it, ")

@@ -34,7 +34,7 @@ from typing import Any
 
 from gpulab.grading.checks.learner import MAX_REPLY_BYTES, LearnerError, read_reply
 from gpulab.grading.checks.protocol import Failure, failure_named
-from gpulab.grading.sandbox.bubblewrap import kept_env, spawn
+from gpulab.grading.sandbox import kept_env, spawn
 
 __all__ = [
     "MAX_SOURCE_BYTES",

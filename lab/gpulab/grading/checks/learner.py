@@ -27,7 +27,7 @@ from typing import Any
 from gpulab.errors import GpulabError
 from gpulab.grading.checks.cells import Cell
 from gpulab.grading.checks.protocol import Failure
-from gpulab.grading.sandbox.bubblewrap import Sandboxed, kept_env, pid_one, spawn
+from gpulab.grading.sandbox import Sandboxed, kept_env, pid_one, spawn
 
 __all__ = ["MAX_REPLY_BYTES", "Learner", "LearnerError", "read_reply", "released_cells"]
 

@@ -43,7 +43,6 @@ __all__ = [
     "ChecksReport",
     "Decisive",
     "Failure",
-    "Measurement",
     "Outcome",
     "decode_report",
     "encodable",

@@ -25,13 +25,13 @@ from typing import Any
 import pytest
 
 from gpulab.course.paths import CoursePaths
+from gpulab.course.progress import Measurement
 from gpulab.grading.checks.learner import Learner, LearnerError, released_cells
 from gpulab.grading.checks.notebook import NotebookError
 from gpulab.grading.checks.protocol import (
     MAX_MEASUREMENTS,
     CheckResult,
     ChecksReport,
-    Measurement,
     encodable,
     encode_report,
 )

@@ -18,17 +18,11 @@ from typing import Literal
 
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.paths import CoursePaths
+from gpulab.course.progress import Measurement
 from gpulab.grading.checks.notebook import NotebookError, read_notebook
-from gpulab.grading.checks.protocol import CheckResult, Measurement, decode_report
+from gpulab.grading.checks.protocol import CheckResult, decode_report
 
-__all__ = [
-    "CheckReport",
-    "CheckResult",
-    "check_files",
-    "folder_prefix",
-    "remove_stale_folders",
-    "run_checks",
-]
+__all__ = ["CheckReport", "check_files", "folder_prefix", "remove_stale_folders", "run_checks"]
 
 
 @dataclass(frozen=True)

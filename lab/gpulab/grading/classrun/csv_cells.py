@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from gpulab.grading.gradebook.verdict import MAX_NAME, plain
+from gpulab.grading.gradebook.verdict import plain
+from gpulab.grading.intake.names import MAX_NAME
 
 __all__ = ["FORMULA_START", "cell", "formula"]
 

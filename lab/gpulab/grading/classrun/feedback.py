@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import functools
 import io
 import math
 import os
@@ -33,15 +32,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
-
 from gpulab.errors import GpulabError
 from gpulab.grading.classrun.csv_cells import cell as _cell
 from gpulab.grading.classrun.markdown_text import md_block as _md_block
 from gpulab.grading.classrun.markdown_text import md_cell as _md_cell
 from gpulab.grading.classrun.markdown_text import md_inline as _md_inline
 from gpulab.grading.gradebook.verdict import (
-    MAX_NAME,
     UNGRADED,
     CheckRow,
     ExerciseGrade,
@@ -49,11 +45,12 @@ from gpulab.grading.gradebook.verdict import (
     LearnerGrades,
     plain,
 )
+from gpulab.grading.intake.names import MAX_NAME
+from gpulab.grading.pages import environment
 
 __all__ = [
     "NOT_RUN_NOTE",
     "FeedbackError",
-    "environment",
     "feedback_markdown",
     "write_feedback",
     "write_grades_csv",
@@ -328,20 +325,6 @@ def _markdown(page: _Page) -> str:
         out += ["Isolation in force: none recorded.", ""]
     out.append(f"Graded {_md_inline(page.run_at)}.")
     return "\n".join(out) + "\n"
-
-
-@functools.cache
-def environment() -> jinja2.Environment:
-    """The one Jinja2 environment of grading's HTML (the feedback page, the notebook's result
-    panel): templates from the package, autoescape on, undefined names an error."""
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("gpulab.grading", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
 
 
 def _by_exercise(grades: LearnerGrades) -> dict[str, ExerciseGrade]:

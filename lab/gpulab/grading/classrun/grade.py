@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.paths import CoursePaths
+from gpulab.grading import sandbox
 from gpulab.grading.checks.runner import check_files, remove_stale_folders, run_checks
 from gpulab.grading.classrun import outdir
 from gpulab.grading.classrun.fingerprint import checks_hash, gpulab_version
@@ -46,15 +47,14 @@ from gpulab.grading.classrun.gpupool import GpuPool, GpuPoolError, visible_gpus
 from gpulab.grading.classrun.grade_model import GradeError, GradeOptions, GradeSummary, Progress
 from gpulab.grading.classrun.plan import plan
 from gpulab.grading.classrun.run import Done, Job, Writer, check_job, now, run_jobs
-from gpulab.grading.gradebook.store import Gradebook
+from gpulab.grading.gradebook import Gradebook
 from gpulab.grading.gradebook.verdict import failure, plain
-from gpulab.grading.sandbox import bubblewrap as sandbox
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
-    from gpulab.grading.intake.submissions import Intake
+    from gpulab.grading.intake import Intake
 
-__all__ = ["GradeError", "GradeOptions", "GradeSummary", "checks_hash", "grade_class"]
+__all__ = ["grade_class"]
 
 
 def grade_class(
@@ -111,7 +111,7 @@ class _Run:
         self.gpus: list[str] = []  # the GPUs that run GPU jobs: none, they run without one
 
     def grade(self) -> GradeSummary:
-        from gpulab.grading.intake import submissions as intake
+        from gpulab.grading import intake
 
         summary = GradeSummary([], [], {}, out=self.out, tag=self.tag)
         summary.notes = self._clear_dead_runs()

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpulab.errors import GpulabError
+from gpulab.grading import sandbox
 from gpulab.grading.gradebook.verdict import LearnerGrades
-from gpulab.grading.sandbox import bubblewrap as sandbox
 
 __all__ = ["GradeError", "GradeOptions", "GradeSummary", "Progress", "Target"]
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.classrun.run import Job
-from gpulab.grading.gradebook.rows import StoredGrade
+from gpulab.grading.gradebook import StoredGrade
 from gpulab.grading.gradebook.verdict import UNGRADED, ExerciseGrade
-from gpulab.grading.intake.submissions import LearnerSubmission
+from gpulab.grading.intake import LearnerSubmission
 
 __all__ = ["Plan", "Settled", "plan"]
 

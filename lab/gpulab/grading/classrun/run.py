@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Protocol
 
 from gpulab.course.manifest import ExerciseEntry
+from gpulab.grading import sandbox
 from gpulab.grading.checks.notebook import MAX_BYTES
 from gpulab.grading.checks.runner import run_checks
-from gpulab.grading.gradebook.store import Gradebook
+from gpulab.grading.gradebook import Gradebook
 from gpulab.grading.gradebook.verdict import ExerciseGrade, failure, verdict
-from gpulab.grading.sandbox import bubblewrap as sandbox
 from gpulab.multicast import NO_MULTICAST
 from gpulab.timestamps import utc_now
 

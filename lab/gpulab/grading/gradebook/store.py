@@ -19,12 +19,9 @@ the intake reads the slugs given (`holders`) before it gives new ones.
 The schema has a version (``PRAGMA user_version``): a gradebook written by a
 newer gpulab is refused, not guessed at; an older one is brought up to date.
 The hidden checks' messages sit in a table of their own, ``hidden_messages``,
-for the instructor: nothing that writes feedback reads it.
-
-Rows become records, and records rows, in one way, by name, with msgspec
-(`gpulab.grading.gradebook.rows`); a value not of its field's type is refused
-in words: the file, the row, the field (``$.checks[2].outcome``). The tables
-themselves, and their version, are in `gpulab.grading.gradebook.schema`.
+for the instructor: nothing that writes feedback reads it. Rows become records by
+name (`rows`); a value not of its field's type is refused in words: the file, the
+row, the field (``$.checks[2].outcome``). The tables are in `schema`.
 """
 
 from __future__ import annotations
@@ -60,15 +57,7 @@ from gpulab.grading.gradebook.schema import (
 from gpulab.grading.gradebook.verdict import ExerciseGrade, LearnerGrades, plain
 from gpulab.grading.intake.names import MAX_NAME, Holder
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "DeadRun",
-    "Gradebook",
-    "GradebookError",
-    "Holder",
-    "KnownExercise",
-    "StoredGrade",
-]
+__all__ = ["Gradebook", "GradebookError"]
 
 R = TypeVar("R")
 

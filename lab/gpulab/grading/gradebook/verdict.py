@@ -21,16 +21,15 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from gpulab.grading.checks.protocol import DECISIVE, Measurement
-from gpulab.grading.intake.names import MAX_NAME, MAX_TEXT, cut
+from gpulab.course.progress import Measurement
+from gpulab.grading.checks.protocol import DECISIVE
+from gpulab.grading.intake.names import MAX_TEXT, cut
 
 if TYPE_CHECKING:
     from gpulab.grading.checks.runner import CheckReport
 
 __all__ = [
     "KINDS",
-    "MAX_NAME",
-    "MAX_TEXT",
     "UNGRADED",
     "CheckRow",
     "ExerciseGrade",

@@ -64,7 +64,7 @@ from gpulab.grading.intake.entries import (
     open_checked,
     unpack,
 )
-from gpulab.grading.intake.handin import MAX_PROBLEMS, Candidate, HandIn
+from gpulab.grading.intake.handin import Candidate, HandIn
 from gpulab.grading.intake.names import (
     MAX_NAME,
     Holder,
@@ -79,15 +79,7 @@ from gpulab.grading.intake.names import (
 )
 from gpulab.grading.intake.zipread import ZipLimits
 
-__all__ = [
-    "MAX_PROBLEMS",
-    "Holder",
-    "Intake",
-    "IntakeError",
-    "LearnerSubmission",
-    "ZipLimits",
-    "collect",
-]
+__all__ = ["Intake", "IntakeError", "LearnerSubmission", "collect"]
 
 
 _RESUBMITTED = re.compile(r"(?P<stem>.+)-(?P<n>\d{1,9})", re.S)

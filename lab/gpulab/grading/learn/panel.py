@@ -37,7 +37,7 @@ class CheckedNotebook:
         return report_text(self.report) + (f"\n  ({self.problem})" if self.problem else "")
 
     def _repr_html_(self) -> str:
-        from gpulab.grading.classrun.feedback import environment
+        from gpulab.grading.pages import environment
 
         return environment().get_template(PANEL).render(checked=self)
 

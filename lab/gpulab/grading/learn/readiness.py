@@ -64,7 +64,7 @@ def _workspace() -> Check:
 def _bubblewrap() -> Check:
     found = shutil.which("bwrap")
     if found is not None:
-        from gpulab.grading.sandbox.bubblewrap import available
+        from gpulab.grading.sandbox import available
 
         problem = available().bubblewrap_problem  # a sandbox tried for real, once
         if not problem:

@@ -1,4 +1,4 @@
-"""The sandbox a grading run puts around learner code: bubblewrap, rlimits, cgroups.
+"""Learner code started in the sandbox: bubblewrap, rlimits, cgroups, and which of them work here.
 
 A learner checking their own notebook runs their own code as they are; a
 grading run (`gpulab grade`) runs 30 strangers' code and must not trust it.
@@ -64,41 +64,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from gpulab.grading.sandbox.cgroups import (
-    cgroup_home,
-    empty_and_remove,
-    make_job_cgroups,
-    remove_cgroups,
-    remove_stale_cgroups,
-    run_cgroups,
-)
-from gpulab.grading.sandbox.job import Sandboxed, kill_group, pid_one
-from gpulab.grading.sandbox.policy import ENV, Guards, Policy, from_env
+from gpulab.grading.sandbox.cgroups import cgroup_home, empty_and_remove, make_job_cgroups
+from gpulab.grading.sandbox.job import Sandboxed
+from gpulab.grading.sandbox.policy import Guards, Policy, from_env
 from gpulab.grading.sandbox.proof import prove
 from gpulab.grading.sandbox.seccomp import entered, keys_hidden
 from gpulab.grading.sandbox.seccomp import problem as seccomp_problem
 from gpulab.grading.sandbox.view import build_view
 from gpulab.multicast import NO_MULTICAST
 
-__all__ = [
-    "ENV",
-    "KEPT_ENV",
-    "SPAWNER",
-    "Guards",
-    "Policy",
-    "Sandboxed",
-    "available",
-    "from_env",
-    "job_uid",
-    "kept_env",
-    "kill_group",
-    "pid_one",
-    "refusal",
-    "remove_cgroups",
-    "remove_stale_cgroups",
-    "run_cgroups",
-    "spawn",
-]
+__all__ = ["KEPT_ENV", "SPAWNER", "available", "job_uid", "kept_env", "refusal", "spawn"]
 
 KEPT_ENV = (
     "PATH",

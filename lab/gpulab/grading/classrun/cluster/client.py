@@ -34,24 +34,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpulab.course.paths import CoursePaths
+from gpulab.grading import sandbox
 from gpulab.grading.classrun.cluster import node as remote
-from gpulab.grading.classrun.cluster.coordinator import ClusterError, Coordinator, Target, Timeline
+from gpulab.grading.classrun.cluster.coordinator import ClusterError, Coordinator, Timeline
 from gpulab.grading.classrun.cluster.slurm import SbatchErrors, slurm_cluster
+from gpulab.grading.classrun.grade_model import Target
 from gpulab.grading.classrun.run import Done, GpuEvent, Job
 from gpulab.grading.gradebook.verdict import failure
-from gpulab.grading.sandbox import bubblewrap as sandbox
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
 
-__all__ = [
-    "ALLOWED_FAILURES",
-    "ClusterError",
-    "Target",
-    "need_distributed",
-    "run_on_cluster",
-    "slurm_cluster",
-]
+__all__ = ["ALLOWED_FAILURES", "need_distributed", "run_on_cluster"]
 
 ALLOWED_FAILURES = 2  # worker deaths a job may cause before it is not-run
 

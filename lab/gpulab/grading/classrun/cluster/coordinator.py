@@ -21,14 +21,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpulab.errors import GpulabError
+from gpulab.grading import sandbox
 from gpulab.grading.classrun.cluster import node as remote
 from gpulab.grading.classrun.cluster.slurm import wait_for_pilots
 from gpulab.grading.classrun.grade_model import Target
 from gpulab.grading.classrun.run import Done, GpuEvent, Job, not_run, read_notebook
 from gpulab.grading.gradebook.verdict import ExerciseGrade, failure
-from gpulab.grading.sandbox import bubblewrap as sandbox
 
-__all__ = ["SCATTER_BYTES", "ClusterError", "Coordinator", "Target", "Timeline"]
+__all__ = ["SCATTER_BYTES", "ClusterError", "Coordinator", "Timeline"]
 
 SCATTER_BYTES = 2**20  # larger notebooks travel to the cluster on their own
 Timeline = list[tuple[str, str, float, float]]  # (GPU or "", worker, start, end) per job

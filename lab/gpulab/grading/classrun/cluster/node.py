@@ -40,11 +40,11 @@ import msgspec
 
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.errors import GpulabError
+from gpulab.grading import sandbox
 from gpulab.grading.classrun.fingerprint import checks_hash
 from gpulab.grading.classrun.gpupool import GpuPool
 from gpulab.grading.classrun.run import Job, check_job, not_run
 from gpulab.grading.gradebook.verdict import ExerciseGrade, failure
-from gpulab.grading.sandbox import bubblewrap as sandbox
 
 __all__ = [
     "CPU_SLOT",

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from gpulab.course.paths import CoursePaths
+from gpulab.grading import sandbox
 from gpulab.grading.checks.runner import check_files, remove_stale_folders
 from gpulab.grading.classrun.cluster.node import (
     _STATIONS,
@@ -32,7 +33,6 @@ from gpulab.grading.classrun.cluster.node import (
 )
 from gpulab.grading.classrun.gpupool import GpuPool, GpuPoolError, visible_gpus
 from gpulab.grading.gradebook.verdict import failure
-from gpulab.grading.sandbox import bubblewrap as sandbox
 
 __all__ = ["serve"]
 
