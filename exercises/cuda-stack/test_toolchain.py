@@ -15,7 +15,7 @@ finds in them, and compares your `kernel_registers` with the registers and
 local memory the driver reports for the same compile (this is where the
 heavy kernel's registers, uncapped, under --maxrregcount=32 and under
 __launch_bounds__(1024), are recorded beside your predictions). The checks'
-own compiles are in `gpulab.grading.reference.toolchain`.
+own compiles are in `gpulab.grading.checks.reference.toolchain`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.reference import toolchain as trusted
+from gpulab.grading.checks.reference import toolchain as trusted
 
 # The first CUDA release whose driver JIT-compiles each PTX ISA version (the checks' own copy
 # of the notebook's PTX_ISA_CUDA; NVIDIA's PTX ISA release notes).

@@ -30,9 +30,11 @@ import pytest
 
 from adversarial_class import SOLUTION, _prefixed
 from gpulab.grading import sandbox
-from gpulab.grading.grade import GradeOptions, grade_class
+from gpulab.grading.classrun.grade import grade_class
+from gpulab.grading.classrun.grade_model import GradeOptions
 from gpulab.grading.gradebook import Gradebook
-from gpulab.grading.sandbox_policy import unguaranteed
+from gpulab.grading.sandbox.bubblewrap import PENDING_SIGNALS
+from gpulab.grading.sandbox.policy import unguaranteed
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARDS = sandbox.available()
@@ -422,7 +424,7 @@ def test_a_job_takes_no_per_user_quota_from_the_grader(grader: str) -> None:
     (seen,) = ran["jobs"]  # type: ignore[misc]
     assert seen["inotify"] == [0, "Operation not permitted"], seen
     assert seen["fanotify"] == seen["mq_open"] == "Operation not permitted", seen
-    assert seen["signals"] == [sandbox.PENDING_SIGNALS, "Resource temporarily unavailable"], seen
+    assert seen["signals"] == [PENDING_SIGNALS, "Resource temporarily unavailable"], seen
     assert ran["during"] == {"grader_inotify": 32, "first": seen}, ran["during"]
 
 

@@ -39,12 +39,15 @@ from adversarial_class import SOLUTION as ROOFLINE
 from adversarial_class import _answer, _prefixed, _write
 from gpulab.course.catalog import Course
 from gpulab.grading import sandbox
-from gpulab.grading.cluster import Target, run_on_cluster, slurm_cluster
-from gpulab.grading.cluster_bundle import Bundle, pack
-from gpulab.grading.grade import GradeOptions, GradeSummary, checks_hash, grade_class
+from gpulab.grading.classrun.cluster.bundle import Bundle, pack
+from gpulab.grading.classrun.cluster.client import run_on_cluster
+from gpulab.grading.classrun.cluster.slurm import slurm_cluster
+from gpulab.grading.classrun.fingerprint import checks_hash
+from gpulab.grading.classrun.grade import grade_class
+from gpulab.grading.classrun.grade_model import GradeOptions, GradeSummary, Target
+from gpulab.grading.classrun.run import Done, GpuEvent, Job
 from gpulab.grading.gradebook import Gradebook
-from gpulab.grading.run import Done, GpuEvent, Job
-from gpulab.grading.verdict import ExerciseGrade
+from gpulab.grading.gradebook.verdict import ExerciseGrade
 from run_attacks import _raises_in_a_check, graded_count, sha, tagged_processes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -390,7 +393,7 @@ class _Stuck:
 
 def _stick(dask_worker: object) -> str:
     """Run on a worker (pickled by value): its GPU never recovers from now on."""
-    from gpulab.grading.cluster_worker import _STATIONS
+    from gpulab.grading.classrun.cluster.node import _STATIONS
 
     _STATIONS[str(dask_worker.name)].pool = _Stuck()  # type: ignore[attr-defined,assignment]
     return str(dask_worker.name)
@@ -913,7 +916,7 @@ def test_what_sbatch_said_reaches_the_message_not_the_screen(
 
     import distributed  # noqa: F401  (it sets its loggers up as it is imported)
 
-    from gpulab.grading.slurm import SbatchErrors, lost_pilots
+    from gpulab.grading.classrun.cluster.slurm import SbatchErrors, lost_pilots
 
     error = RuntimeError(
         "Command exited with non-zero exit code.\nstderr:\nsbatch: error: "

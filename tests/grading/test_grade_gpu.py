@@ -21,8 +21,9 @@ import nbformat
 import pytest
 
 from gpulab.grading import sandbox
-from gpulab.grading.gpu import gpu_missing
-from gpulab.grading.grade import GradeOptions, grade_class
+from gpulab.grading.checks.gpu import gpu_missing
+from gpulab.grading.classrun.grade import grade_class
+from gpulab.grading.classrun.grade_model import GradeOptions
 from gpulab.multicast import NO_MULTICAST
 
 ROOT = Path(__file__).resolve().parents[2]

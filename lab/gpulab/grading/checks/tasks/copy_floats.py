@@ -1,0 +1,138 @@
+"""Task `copy_floats`: ``copy_floats(const float* src, float* dst, unsigned long long n)``.
+
+params: ``seed``; ``cases``, a list of ``{"label", "n", "config"}`` (with
+``"configs"``, ``"repeat"`` and ``"busy"`` as `judge.repeat_case` reads
+them); optional ``timed``, ``{"n", "config"}``; or ``sanitize`` (the kernel
+under compute-sanitizer). Every launch copies fresh random floats into a
+``dst`` filled with NaN (elements the kernel never wrote stay NaN), with
+GUARD more words on both sides of ``dst`` and of ``src``: a guard word of
+``dst`` that changed was written past one of its ends. Returns per case the
+mismatch against ``src`` as it was before the launch (exact: a copy moves
+bits), ``overrun`` (guard floats written in all) and ``overrun_before``.
+
+For ``timed``: the kernel against ``cudaMemcpyAsync`` device-to-device of the
+same 4n bytes, launch by launch in turn, each on fresh buffers after an L2
+flush, every one of the kernel's copies checked. GB/s count bytes read + bytes
+written, 8 per float, the convention of CUDA's bandwidthTest; ``ratio`` is
+memcpy's median time over the kernel's; ``wrong``, ``untouched`` and
+``overrun`` are the first wrong launch's (or the last), with how many were.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpulab.grading.checks.tasks import judge, sanitize
+from gpulab.grading.checks.tasks.common import (
+    compile_kernel,
+    cupy,
+    launch,
+    mismatch,
+    numpy,
+    synchronize,
+)
+from gpulab.grading.checks.tasks.rules import Rules, check_rules
+
+__all__ = ["RULES", "run"]
+
+KERNEL = "copy_floats"
+RULES = Rules("coalescing")
+
+
+def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
+    check_rules(source, RULES)  # before anything compiles it
+    if "sanitize" in params:
+        return sanitize.under_sanitizer("copy_floats", source, params)
+    if params.get("plain"):
+        return sanitize.plain_launches(
+            compile_kernel(source, KERNEL, ("-lineinfo",)),
+            params["cases"],
+            int(params["seed"]),
+            _plain_args,
+        )
+    cp = cupy()
+    kernel = compile_kernel(source, KERNEL)
+    rng = cp.random.default_rng(int(params["seed"]))
+    busy = judge.Busy() if any(case.get("busy") for case in params["cases"]) else None
+    out: dict[str, Any] = {"cases": []}
+    for case in params["cases"]:
+        n = int(case["n"])
+        what = f"{case.get('label', 'n')} (n = {n:,})"
+
+        def once(config: Any, beside: bool, n: int = n, what: str = what) -> dict[str, Any]:
+            work = _prepare(rng, n)
+            if beside and busy is not None:
+                busy.start()
+            _launch(kernel, config, work, what)
+            synchronize(what)
+            return {"config": config, **_check(work)}
+
+        found = judge.repeat_case(case, once, busy)
+        out["cases"].append({"label": case.get("label", ""), "n": n, **found})
+    timed = params.get("timed")
+    if timed:
+        out["timed"] = _timed(kernel, int(timed["n"]), timed["config"], rng)
+    return out
+
+
+def _prepare(rng: Any, n: int) -> dict[str, Any]:
+    cp = cupy()
+    _, src = judge.guarded(n, guard=judge.IN_GUARD)  # views 16 KiB in: float4-aligned
+    src[...] = rng.random(n, dtype=cp.float32)
+    dst_buffer, dst = judge.guarded(n)
+    return {"n": n, "src": src, "want": src.copy(), "dst": dst, "dst_buffer": dst_buffer}
+
+
+def _launch(kernel: Any, config: Any, work: dict[str, Any], what: str) -> None:
+    np = numpy()
+    launch(kernel, config, (work["src"], work["dst"], np.uint64(work["n"])), what)
+
+
+def _check(work: dict[str, Any]) -> dict[str, Any]:
+    found = {**mismatch(work["dst"], work["want"]), **judge.overrun(work["dst_buffer"])}
+    found["ok"] = not found["wrong"] and not found["overrun"]
+    return found
+
+
+def _timed(kernel: Any, n: int, config: Any, rng: Any) -> dict[str, Any]:
+    cp = cupy()
+    what = f"the timed run (n = {n:,})"
+    runtime = cp.cuda.runtime
+    nbytes = 4 * n
+
+    def memcpy(work: dict[str, Any]) -> None:
+        runtime.memcpyAsync(
+            work["dst"].data.ptr,
+            work["src"].data.ptr,
+            nbytes,
+            runtime.memcpyDeviceToDevice,
+            cp.cuda.get_current_stream().ptr,
+        )
+
+    timing = judge.time_each(
+        {
+            "yours": judge.Contender(
+                lambda: _prepare(rng, n), lambda work: _launch(kernel, config, work, what), _check
+            ),
+            "memcpy": judge.Contender(lambda: _prepare(rng, n), memcpy),
+        },
+        what,
+    )
+    ms = timing["ms"]
+    gigabytes = 2 * nbytes / 1e9  # read + written
+    return {
+        "n": n,
+        "config": config,
+        "ms": ms["yours"],
+        "gbs": gigabytes / (ms["yours"] * 1e-3),
+        "reference": "cudaMemcpyAsync device-to-device",
+        "reference_ms": ms["memcpy"],
+        "reference_gbs": gigabytes / (ms["memcpy"] * 1e-3),
+        "ratio": ms["memcpy"] / ms["yours"],
+        **judge.summary(timing["checks"]["yours"]),
+    }
+
+
+def _plain_args(np: Any, rng: Any, case: dict[str, Any]) -> tuple[Any, ...]:
+    n = int(case["n"])
+    return (rng.random(n, dtype=np.float32), np.full(n, np.nan, dtype=np.float32), np.uint64(n))
