@@ -750,9 +750,9 @@ def registers_problem(mine: Any, right: dict[str, int]) -> str | None:
         return (f"registers has the types {sorted(mine)}, but the .reg lines declare the types "
                 f"{sorted(right)} (each type without its dot)")
     if all(mine[t] == n - 1 for t, n in right.items()):
-        return ("every count in registers is one short: .reg .f32 %f<5>; declares FIVE "
-                "registers, %f0 to %f4 (N of them for %f<N>), even though the compiler's code "
-                "starts at %f1")
+        return ("every count in registers is one short: '.reg .f32 %f<N>;' declares N "
+                "registers, so %f<5> declares FIVE, %f0 to %f4, even though the compiler's "
+                "code starts at %f1")
     for t in sorted(right):
         if mine[t] != right[t]:
             way = "too many" if mine[t] > right[t] else "too few"
