@@ -22,16 +22,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.grading.checks.tasks import judge, sanitize
+from gpulab.grading.checks.tasks import judge
 from gpulab.grading.checks.tasks.common import (
-    compile_kernel,
     cupy,
     launch,
     mismatch,
     numpy,
-    synchronize,
 )
-from gpulab.grading.checks.tasks.rules import Rules, check_rules
+from gpulab.grading.checks.tasks.rules import Rules
+from gpulab.grading.checks.tasks.task import Task, run_task
 
 __all__ = ["RULES", "run"]
 
@@ -40,39 +39,7 @@ RULES = Rules("coalescing")
 
 
 def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
-    check_rules(source, RULES)  # before anything compiles it
-    if "sanitize" in params:
-        return sanitize.under_sanitizer("copy_floats", source, params)
-    if params.get("plain"):
-        return sanitize.plain_launches(
-            compile_kernel(source, KERNEL, ("-lineinfo",)),
-            params["cases"],
-            int(params["seed"]),
-            _plain_args,
-        )
-    cp = cupy()
-    kernel = compile_kernel(source, KERNEL)
-    rng = cp.random.default_rng(int(params["seed"]))
-    busy = judge.Busy() if any(case.get("busy") for case in params["cases"]) else None
-    out: dict[str, Any] = {"cases": []}
-    for case in params["cases"]:
-        n = int(case["n"])
-        what = f"{case.get('label', 'n')} (n = {n:,})"
-
-        def once(config: Any, beside: bool, n: int = n, what: str = what) -> dict[str, Any]:
-            work = _prepare(rng, n)
-            if beside and busy is not None:
-                busy.start()
-            _launch(kernel, config, work, what)
-            synchronize(what)
-            return {"config": config, **_check(work)}
-
-        found = judge.repeat_case(case, once, busy)
-        out["cases"].append({"label": case.get("label", ""), "n": n, **found})
-    timed = params.get("timed")
-    if timed:
-        out["timed"] = _timed(kernel, int(timed["n"]), timed["config"], rng)
-    return out
+    return run_task(source, params, TASK)
 
 
 def _prepare(rng: Any, n: int) -> dict[str, Any]:
@@ -136,3 +103,18 @@ def _timed(kernel: Any, n: int, config: Any, rng: Any) -> dict[str, Any]:
 def _plain_args(np: Any, rng: Any, case: dict[str, Any]) -> tuple[Any, ...]:
     n = int(case["n"])
     return (rng.random(n, dtype=np.float32), np.full(n, np.nan, dtype=np.float32), np.uint64(n))
+
+
+TASK = Task(
+    name="copy_floats",
+    kernel=KERNEL,
+    rules=RULES,
+    plain_args=_plain_args,
+    size=lambda case: {"n": int(case["n"])},
+    what=lambda case, size: f"{case.get('label', 'n')} (n = {size['n']:,})",
+    draws=lambda seed: cupy().random.default_rng(seed),
+    prepare=lambda rng, size: _prepare(rng, size["n"]),
+    launch=_launch,
+    check=_check,
+    timed=lambda kernel, rng, timed: _timed(kernel, int(timed["n"]), timed["config"], rng),
+)

@@ -32,16 +32,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.grading.checks.tasks import judge, sanitize
+from gpulab.grading.checks.tasks import judge
 from gpulab.grading.checks.tasks.common import (
-    compile_kernel,
     cupy,
     launch,
     numpy,
     plain,
-    synchronize,
 )
-from gpulab.grading.checks.tasks.rules import Rules, check_rules
+from gpulab.grading.checks.tasks.rules import Rules
+from gpulab.grading.checks.tasks.task import Task, run_task
 
 __all__ = ["RTOL", "RULES", "run"]
 
@@ -71,40 +70,7 @@ SPIKE_MARGIN = 20.0  # the smallest spike is this many tolerances
 
 
 def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
-    check_rules(source, RULES)  # before anything compiles it
-    if "sanitize" in params:
-        return sanitize.under_sanitizer("reduce_sum", source, params)
-    if params.get("plain"):
-        return sanitize.plain_launches(
-            compile_kernel(source, KERNEL, ("-lineinfo",)),
-            params["cases"],
-            int(params["seed"]),
-            _plain_args,
-        )
-    cp, np = cupy(), numpy()
-    kernel = compile_kernel(source, KERNEL)
-    seed = int(params["seed"])
-    rng, host = cp.random.default_rng(seed), np.random.default_rng(seed)
-    busy = judge.Busy() if any(case.get("busy") for case in params["cases"]) else None
-    out: dict[str, Any] = {"cases": []}
-    for case in params["cases"]:
-        n = int(case["n"])
-        what = f"{case.get('label', 'n')} (n = {n:,})"
-
-        def once(config: Any, beside: bool, n: int = n, what: str = what) -> dict[str, Any]:
-            work = _prepare(n, rng, host)
-            if beside and busy is not None:
-                busy.start()
-            _launch(kernel, config, work, what)
-            synchronize(what)
-            return {"config": config, **_compare(work)}
-
-        found = judge.repeat_case(case, once, busy)
-        out["cases"].append({"label": case.get("label", ""), "n": n, **found})
-    timed = params.get("timed")
-    if timed:
-        out["timed"] = _timed(kernel, rng, host, int(timed["n"]), timed["config"])
-    return out
+    return run_task(source, params, TASK)
 
 
 def _timed(kernel: Any, rng: Any, host: Any, n: int, config: Any) -> dict[str, Any]:
@@ -193,3 +159,19 @@ def _plain_args(np: Any, rng: Any, case: dict[str, Any]) -> tuple[Any, ...]:
     n = int(case["n"])
     x = (rng.random(n, dtype=np.float32) * 2 - 1).astype(np.float32)
     return (x, np.zeros(1, dtype=np.float32), np.uint64(n))
+
+
+TASK = Task(
+    name="reduce_sum",
+    kernel=KERNEL,
+    rules=RULES,
+    plain_args=_plain_args,
+    size=lambda case: {"n": int(case["n"])},
+    what=lambda case, size: f"{case.get('label', 'n')} (n = {size['n']:,})",
+    # the device's generator for the inputs, the host's for the spikes' places and sizes
+    draws=lambda seed: (cupy().random.default_rng(seed), numpy().random.default_rng(seed)),
+    prepare=lambda draws, size: _prepare(size["n"], *draws),
+    launch=_launch,
+    check=_compare,
+    timed=lambda kernel, draws, timed: _timed(kernel, *draws, int(timed["n"]), timed["config"]),
+)

@@ -27,16 +27,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpulab.grading.checks.tasks import judge, sanitize
+from gpulab.grading.checks.tasks import judge
 from gpulab.grading.checks.tasks.common import (
-    compile_kernel,
     cupy,
     launch,
     mismatch,
     numpy,
-    synchronize,
 )
-from gpulab.grading.checks.tasks.rules import Rules, check_rules
+from gpulab.grading.checks.tasks.rules import Rules
+from gpulab.grading.checks.tasks.task import Task, run_task
 
 __all__ = ["RULES", "rtol", "run"]
 
@@ -60,41 +59,7 @@ def rtol(k: int) -> float:
 
 
 def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
-    check_rules(source, RULES)  # before anything compiles it
-    if "sanitize" in params:
-        return sanitize.under_sanitizer("sgemm", source, params)
-    if params.get("plain"):
-        return sanitize.plain_launches(
-            compile_kernel(source, KERNEL, ("-lineinfo",)),
-            params["cases"],
-            int(params["seed"]),
-            _plain_args,
-        )
-    cp = cupy()
-    kernel = compile_kernel(source, KERNEL)
-    rng = cp.random.default_rng(int(params["seed"]))
-    busy = judge.Busy() if any(case.get("busy") for case in params["cases"]) else None
-    out: dict[str, Any] = {"cases": []}
-    for case in params["cases"]:
-        m, n, k = int(case["M"]), int(case["N"]), int(case["K"])
-        what = f"{case.get('label', 'a case')} (M = {m}, N = {n}, K = {k})"
-
-        def once(
-            config: Any, beside: bool, shape: tuple[int, int, int] = (m, n, k), what: str = what
-        ) -> dict[str, Any]:
-            work = _prepare(rng, *shape)
-            if beside and busy is not None:
-                busy.start()
-            _launch(kernel, config, work, what)
-            synchronize(what)
-            return {"config": config, **_check(work)}
-
-        found = judge.repeat_case(case, once, busy)
-        out["cases"].append({"label": case.get("label", ""), "M": m, "N": n, "K": k, **found})
-    timed = params.get("timed")
-    if timed:
-        out["timed"] = _timed(kernel, rng, timed)
-    return out
+    return run_task(source, params, TASK)
 
 
 def _prepare(rng: Any, m: int, n: int, k: int, *, judged: bool = True) -> dict[str, Any]:
@@ -177,3 +142,20 @@ def _plain_args(np: Any, rng: Any, case: dict[str, Any]) -> tuple[Any, ...]:
     a = (rng.random((m, k), dtype=np.float32) * 2 - 1).astype(np.float32)
     b = (rng.random((k, n), dtype=np.float32) * 2 - 1).astype(np.float32)
     return (a, b, np.full((m, n), np.nan, dtype=np.float32), np.int32(m), np.int32(n), np.int32(k))
+
+
+TASK = Task(
+    name="sgemm",
+    kernel=KERNEL,
+    rules=RULES,
+    plain_args=_plain_args,
+    size=lambda case: {"M": int(case["M"]), "N": int(case["N"]), "K": int(case["K"])},
+    what=lambda case, size: (
+        f"{case.get('label', 'a case')} (M = {size['M']}, N = {size['N']}, K = {size['K']})"
+    ),
+    draws=lambda seed: cupy().random.default_rng(seed),
+    prepare=lambda rng, size: _prepare(rng, size["M"], size["N"], size["K"]),
+    launch=_launch,
+    check=_check,
+    timed=_timed,
+)

@@ -22,16 +22,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.grading.checks.tasks import judge, sanitize
+from gpulab.grading.checks.tasks import judge
 from gpulab.grading.checks.tasks.common import (
-    compile_kernel,
     cupy,
     launch,
     mismatch,
     numpy,
-    synchronize,
 )
-from gpulab.grading.checks.tasks.rules import Rules, check_rules
+from gpulab.grading.checks.tasks.rules import Rules
+from gpulab.grading.checks.tasks.task import Task, run_task
 
 __all__ = ["RULES", "TRUSTED", "run", "trusted_config"]
 
@@ -82,41 +81,7 @@ def trusted_config(rows: int, cols: int) -> dict[str, Any]:
 
 
 def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
-    check_rules(source, RULES)  # before anything compiles it
-    if "sanitize" in params:
-        return sanitize.under_sanitizer("transpose", source, params)
-    if params.get("plain"):
-        return sanitize.plain_launches(
-            compile_kernel(source, KERNEL, ("-lineinfo",)),
-            params["cases"],
-            int(params["seed"]),
-            _plain_args,
-        )
-    cp = cupy()
-    kernel = compile_kernel(source, KERNEL)
-    rng = cp.random.default_rng(int(params["seed"]))
-    busy = judge.Busy() if any(case.get("busy") for case in params["cases"]) else None
-    out: dict[str, Any] = {"cases": []}
-    for case in params["cases"]:
-        rows, cols = int(case["rows"]), int(case["cols"])
-        what = f"{case.get('label', 'a case')} ({rows} x {cols})"
-
-        def once(
-            config: Any, beside: bool, shape: tuple[int, int] = (rows, cols), what: str = what
-        ) -> dict[str, Any]:
-            work = _prepare(rng, *shape)
-            if beside and busy is not None:
-                busy.start()
-            _launch(kernel, config, work, what)
-            synchronize(what)
-            return {"config": config, **_check(work)}
-
-        found = judge.repeat_case(case, once, busy)
-        out["cases"].append({"label": case.get("label", ""), "rows": rows, "cols": cols, **found})
-    timed = params.get("timed")
-    if timed:
-        out["timed"] = _timed(kernel, rng, timed)
-    return out
+    return run_task(source, params, TASK)
 
 
 def _prepare(rng: Any, rows: int, cols: int) -> dict[str, Any]:
@@ -210,3 +175,18 @@ def _plain_args(np: Any, rng: Any, case: dict[str, Any]) -> tuple[Any, ...]:
         np.int32(rows),
         np.int32(cols),
     )
+
+
+TASK = Task(
+    name="transpose",
+    kernel=KERNEL,
+    rules=RULES,
+    plain_args=_plain_args,
+    size=lambda case: {"rows": int(case["rows"]), "cols": int(case["cols"])},
+    what=lambda case, size: f"{case.get('label', 'a case')} ({size['rows']} x {size['cols']})",
+    draws=lambda seed: cupy().random.default_rng(seed),
+    prepare=lambda rng, size: _prepare(rng, size["rows"], size["cols"]),
+    launch=_launch,
+    check=_check,
+    timed=_timed,
+)

@@ -25,16 +25,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.grading.checks.tasks import judge, sanitize
+from gpulab.grading.checks.tasks import judge
 from gpulab.grading.checks.tasks.common import (
-    compile_kernel,
     cupy,
     launch,
     mismatch,
     numpy,
-    synchronize,
 )
-from gpulab.grading.checks.tasks.rules import Rules, check_rules
+from gpulab.grading.checks.tasks.rules import Rules
+from gpulab.grading.checks.tasks.task import Task, run_task
 
 __all__ = ["RULES", "run"]
 
@@ -58,39 +57,7 @@ def trusted_config(n: int, sm_count: int) -> dict[str, int]:
 
 
 def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
-    check_rules(source, RULES)  # before anything compiles it
-    if "sanitize" in params:
-        return sanitize.under_sanitizer("vector_add", source, params)
-    if params.get("plain"):
-        return sanitize.plain_launches(
-            compile_kernel(source, KERNEL, ("-lineinfo",)),
-            params["cases"],
-            int(params["seed"]),
-            _plain_args,
-        )
-    cp = cupy()
-    kernel = compile_kernel(source, KERNEL)
-    rng = cp.random.default_rng(int(params["seed"]))
-    busy = judge.Busy() if any(case.get("busy") for case in params["cases"]) else None
-    out: dict[str, Any] = {"cases": []}
-    for case in params["cases"]:
-        n = int(case["n"])
-        what = f"{case.get('label', 'n')} (n = {n:,})"
-
-        def once(config: Any, beside: bool, n: int = n, what: str = what) -> dict[str, Any]:
-            work = _prepare(rng, n)
-            if beside and busy is not None:
-                busy.start()
-            _launch(kernel, config, work, what)
-            synchronize(what)
-            return {"config": config, **_check(work)}
-
-        found = judge.repeat_case(case, once, busy)
-        out["cases"].append({"label": case.get("label", ""), "n": n, **found})
-    timed = params.get("timed")
-    if timed:
-        out["timed"] = _timed(kernel, rng, int(timed["n"]), timed["config"])
-    return out
+    return run_task(source, params, TASK)
 
 
 def _prepare(rng: Any, n: int) -> dict[str, Any]:
@@ -159,3 +126,18 @@ def _plain_args(np: Any, rng: Any, case: dict[str, Any]) -> tuple[Any, ...]:
         np.full(n, np.nan, dtype=np.float32),
         np.int32(n),
     )
+
+
+TASK = Task(
+    name="vector_add",
+    kernel=KERNEL,
+    rules=RULES,
+    plain_args=_plain_args,
+    size=lambda case: {"n": int(case["n"])},
+    what=lambda case, size: f"{case.get('label', 'n')} (n = {size['n']:,})",
+    draws=lambda seed: cupy().random.default_rng(seed),
+    prepare=lambda rng, size: _prepare(rng, size["n"]),
+    launch=_launch,
+    check=_check,
+    timed=lambda kernel, rng, timed: _timed(kernel, rng, int(timed["n"]), timed["config"]),
+)
