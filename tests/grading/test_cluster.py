@@ -787,6 +787,32 @@ def test_a_worker_without_bubblewrap_is_refused(
     )
 
 
+def test_only_slurm_needs_dask_jobqueue(
+    processes: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker, and a grader that names a scheduler, need Dask's distributed alone: where
+    dask-jobqueue cannot be imported, both grade; Slurm pilot jobs are refused in words."""
+    from gpulab.grading.classrun.cluster.client import need_distributed
+    from gpulab.grading.classrun.cluster.coordinator import ClusterError
+
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "dask_jobqueue.py").write_text("raise ImportError('dask_jobqueue: not here')\n")
+    path = os.pathsep.join(p for p in (str(shim), os.environ.get("PYTHONPATH")) if p)
+    address = processes.scheduler()
+    processes.worker(address, "--gpus", "", "--cpu-slots", "1", env={"PYTHONPATH": path})
+    monkeypatch.setitem(sys.modules, "dask_jobqueue", None)  # this grader cannot import it
+    folder = tmp_path / "class"
+    _one_learner(folder)
+    summary = grade_class(
+        GradeOptions(folder, tmp_path / "out", workers=1, timeout=TIMEOUT, cluster=_target(address))
+    )
+    assert summary.graded == 1 and not summary.problems, summary.problems
+    assert summary.learners[0].exercises[0].kind == "right"
+    with pytest.raises(ClusterError, match=r"needs gpulab\[cluster\] .*dask_jobqueue"):
+        need_distributed(slurm=True)
+
+
 def test_slurm_pilot_jobs_each_run_gpulab_worker(tmp_path: Path) -> None:
     """What dask-jobqueue would submit (no Slurm here): a pilot job per node, each running
     `gpulab worker` with the node's GPUs and CPU slots, on this scheduler (and no course:

@@ -62,8 +62,9 @@ MUST_FAIL_GPU: dict[str, dict[str, tuple[str, ...]]] = {
         "test_pinned_beats_pageable": ("page-locked", "NumPy array"),
     },
     "bytes-twice": {
+        # the pageable check allows 60 % (a host memcpy's speed differs between processes),
+        # so a doubled pageable figure can pass it: an H100 run graded it passed
         "test_pinned_copies_agree": ("counted twice",),
-        "test_pageable_copies_agree": (),  # twice, give or take the pageable copies' spread
     },
     "host-timer": {
         "test_pinned_copies_agree": ("host timer", "asynchronous", "CUDA events"),

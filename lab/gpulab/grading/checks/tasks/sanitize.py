@@ -136,7 +136,8 @@ def _run_tool(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             cwd=folder,
-            start_new_session=True,
+            # a process group, not a session: the sandbox refuses setsid (its seccomp filter)
+            process_group=0,
         )
         try:
             _, err = process.communicate(job.encode(), timeout=timeout)

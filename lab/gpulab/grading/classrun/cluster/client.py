@@ -81,7 +81,7 @@ def run_on_cluster(
     if not jobs:
         return
     bundle = bundle or pack(CoursePaths.of_manifest(Path(course.manifest.path).resolve()).root)
-    need_distributed()  # distributed sets its loggers up as it is imported
+    need_distributed(slurm=target.address == "slurm")  # (it sets its loggers up on import)
     sbatch = SbatchErrors() if target.address == "slurm" else None
     with sbatch or contextlib.nullcontext(), _client(target) as client:
         yield from Coordinator(
@@ -99,11 +99,15 @@ def run_on_cluster(
         ).run(jobs)
 
 
-def need_distributed() -> None:
-    """Refuse in words where gpulab[cluster] is not installed."""
+def need_distributed(*, slurm: bool = False) -> None:
+    """Refuse in words where gpulab[cluster] is not installed: Dask's distributed, and for
+    Slurm pilot jobs (`slurm`) dask-jobqueue too; a worker and a scheduler's address need
+    only the first."""
     try:
-        import dask_jobqueue  # noqa: F401
         import distributed  # noqa: F401
+
+        if slurm:
+            import dask_jobqueue  # noqa: F401
     except ImportError as exc:
         raise ClusterError(
             f"grading on a cluster needs gpulab[cluster] ({exc}): pip install 'gpulab[cluster]'"
@@ -112,7 +116,7 @@ def need_distributed() -> None:
 
 @contextlib.contextmanager
 def _client(target: Target) -> Iterator[Any]:
-    need_distributed()
+    need_distributed(slurm=target.address == "slurm")
     import dask
     from distributed import Client
 
