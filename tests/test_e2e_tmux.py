@@ -61,7 +61,8 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
     command = " ".join(f"{k}={v}" for k, v in env.items()) + f" {GPULAB}"
     socket_env = {k: v for k, v in os.environ.items() if k != "TMUX"}
     subprocess.run(
-        ["tmux", "new-session", "-d", "-s", name, "-x", "100", "-y", "50", command],
+        # tall enough for the whole course map: every lesson and exercise on one screen
+        ["tmux", "new-session", "-d", "-s", name, "-x", "100", "-y", "80", command],
         check=True,
         env=socket_env,
     )

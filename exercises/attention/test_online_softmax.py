@@ -2,10 +2,10 @@
 
 Everything runs on the CPU, in NumPy. Each check calls your function through the
 setup's `graded_call`, which hands it NumPy arrays and sends back what it returns
-exactly, infinities and NaNs included (`gpulab.grading.arrays`), and says whether
+exactly, infinities and NaNs included (`gpulab.grading.checks.arrays`), and says whether
 it changed an argument in place. Your result is compared with the check's own,
 computed plainly in float64 from whole rows and from the whole N × N matrix
-(`gpulab.grading.reference.online_softmax`), within a tolerance set by the
+(`gpulab.grading.checks.reference.online_softmax`), within a tolerance set by the
 precision you compute in. Where it matches a known mistake (no shift by the
 maximum, a sum not rescaled, NaN in a fully masked row, a causal mask off by
 one...), the message names the mistake.
@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpulab.grading.arrays import pack, unpack
-from gpulab.grading.learner import LearnerError
-from gpulab.grading.reference import online_softmax as reference
+from gpulab.grading.checks.arrays import pack, unpack
+from gpulab.grading.checks.learner import LearnerError
+from gpulab.grading.checks.reference import online_softmax as reference
 
 Array = np.ndarray[Any, np.dtype[Any]]
 

@@ -19,7 +19,7 @@ of its K products, which FP32 sums in any order meet and FP16 sums do not. On
 n x n x n it times your kernel launch by launch against cuBLAS on the same
 product (cublasGemmEx, FP16 in, FP32 out), in the same run, checking every
 launch. The checks' own timings and arithmetic are in
-`gpulab.grading.reference.matmul_dtypes`.
+`gpulab.grading.checks.reference.matmul_dtypes`.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.gpu import new_seed, run_kernel
-from gpulab.grading.reference.matmul_dtypes import (
+from gpulab.grading.checks.gpu import new_seed, run_kernel
+from gpulab.grading.checks.reference.matmul_dtypes import (
     DTYPES,
     NAMES,
     not_supported,

@@ -1,7 +1,7 @@
 """Hidden checks of the online-softmax exercise: inputs the notebook does not show.
 
 Every input is drawn afresh on each run from the run's seed
-(`gpulab.grading.draws`; GPULAB_CHECK_SEED=<n> replays a run), and every message
+(`gpulab.grading.checks.draws`; GPULAB_CHECK_SEED=<n> replays a run), and every message
 about drawn inputs names the seed. `softmax_two_pass` meets arrays of one to three
 dimensions along any axis, in float16, float32 and float64, with scores up to 1e30
 (float32's largest, in float32), random −∞ masks, rows of −∞ only and rows with +∞
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpulab.grading.draws import SEEN, rng, telling
-from gpulab.grading.pytest_plugin import visible_checks
+from gpulab.grading.checks.draws import SEEN, rng, telling
+from gpulab.grading.checks.pytest_plugin import visible_checks
 
 Array = np.ndarray[Any, np.dtype[Any]]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from gpulab.course import load_course
 from gpulab.course.paths import CoursePaths
 from gpulab.grading.build import solution_path
-from gpulab.grading.runner import check_files
+from gpulab.grading.checks.runner import check_files
 
 
 def test_the_layout() -> None:

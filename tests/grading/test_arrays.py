@@ -1,4 +1,4 @@
-"""NumPy arrays across the worker's pipe (gpulab.grading.arrays): exact both ways, plain JSON
+"""NumPy arrays across the worker's pipe (gpulab.grading.checks.arrays): exact both ways, plain JSON
 on the wire, and nothing built from data `pack` cannot have made."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpulab.grading.arrays import DTYPES, pack, unpack
+from gpulab.grading.checks.arrays import DTYPES, pack, unpack
 
 
 def over_the_wire(value: Any) -> Any:

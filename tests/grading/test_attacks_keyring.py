@@ -1,7 +1,7 @@
 """The kernel's keyrings and the system calls a job never needs (the red team's H2).
 
 A grader started from a login shell (pam_keyinit) has a session keyring; before
-`gpulab.grading.sandbox_seccomp`, every job inherited it and possessed it. Learner code
+`gpulab.grading.sandbox.seccomp`, every job inherited it and possessed it. Learner code
 then read the instructor's key, planted keys that outlived the run, and passed data to a
 later learner's job. Here a grader does as pam_keyinit does (joins a fresh session keyring
 and puts a key in it), then runs jobs through `sandbox.spawn` exactly as a grading run
@@ -28,8 +28,9 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading import sandbox, sandbox_seccomp
-from gpulab.grading.sandbox_seccomp import (
+from gpulab.grading import sandbox
+from gpulab.grading.sandbox import seccomp as sandbox_seccomp
+from gpulab.grading.sandbox.seccomp import (
     ARCHES,
     REFUSED,
     REFUSED_CPU,
@@ -73,7 +74,8 @@ GRADERS = [
 # turn through `spawn`; then report what each printed, and what the keyring holds after.
 GRADER = r"""
 import ctypes, json, os, subprocess, sys
-from gpulab.grading import sandbox, sandbox_seccomp
+from gpulab.grading import sandbox
+from gpulab.grading.sandbox import seccomp as sandbox_seccomp
 numbers = sandbox_seccomp.arch().numbers
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long

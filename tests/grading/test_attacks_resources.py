@@ -30,9 +30,11 @@ import pytest
 
 from adversarial_class import SOLUTION, _prefixed
 from gpulab.grading import sandbox
-from gpulab.grading.grade import GradeOptions, grade_class
+from gpulab.grading.classrun.grade import grade_class
+from gpulab.grading.classrun.grade_model import GradeOptions
 from gpulab.grading.gradebook import Gradebook
-from gpulab.grading.sandbox_policy import unguaranteed
+from gpulab.grading.sandbox.bubblewrap import PENDING_SIGNALS
+from gpulab.grading.sandbox.policy import unguaranteed
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARDS = sandbox.available()
@@ -422,7 +424,7 @@ def test_a_job_takes_no_per_user_quota_from_the_grader(grader: str) -> None:
     (seen,) = ran["jobs"]  # type: ignore[misc]
     assert seen["inotify"] == [0, "Operation not permitted"], seen
     assert seen["fanotify"] == seen["mq_open"] == "Operation not permitted", seen
-    assert seen["signals"] == [sandbox.PENDING_SIGNALS, "Resource temporarily unavailable"], seen
+    assert seen["signals"] == [PENDING_SIGNALS, "Resource temporarily unavailable"], seen
     assert ran["during"] == {"grader_inotify": 32, "first": seen}, ran["during"]
 
 
@@ -449,3 +451,41 @@ def test_the_run_says_what_it_cannot_guarantee() -> None:
     assert any(line.endswith("an equal CPU weight") for line in weighted)
     autogroup = [line for line in fair.describe(POLICY) if line.startswith("CPU:")]
     assert autogroup and "setsid refused" in autogroup[0]
+
+
+# -- what the checks themselves may still do -------------------------------------------------
+
+# A check that starts a helper (compute-sanitizer runs the learner's kernel in a child) and
+# wants to end it with everything it started: a process group of its own works, a session
+# (setsid, refused) does not.
+GROUPS = """
+import json, subprocess, sys
+said = {}
+for how, ask in (("group", {"process_group": 0}), ("session", {"start_new_session": True})):
+    try:
+        leader = "import os; print(os.getpgid(0) == os.getpid())"
+        child = subprocess.run([sys.executable, "-c", leader], capture_output=True, text=True,
+                               timeout=60, **ask)
+        said[how] = child.stdout.strip()
+    except OSError as exc:
+        said[how] = exc.strerror
+print(json.dumps(said))
+"""
+
+
+def test_a_check_ends_its_helpers_by_process_group_not_session() -> None:
+    """In a GPU job (where compute-sanitizer runs), a child in a process group of its own
+    starts; one in a session of its own is refused. The checks' code asks for groups only
+    (a sanitizer run asked for a session, and every kernel's memcheck failed on the GPU)."""
+    (seen,) = run("self", [{"code": GROUPS, "gpu": True}])["jobs"]  # type: ignore[misc]
+    assert seen == {"group": "True", "session": "Operation not permitted"}, seen
+    import ast
+
+    asked = []
+    for path in sorted((ROOT / "lab" / "gpulab" / "grading" / "checks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.keyword) and node.arg == "start_new_session") or (
+                isinstance(node, ast.Attribute) and node.attr == "setsid"
+            ):
+                asked.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not asked, f"the sandbox refuses setsid, and these ask for a session: {asked}"

@@ -19,11 +19,11 @@ import pytest
 
 from gpulab.course import ProgressStore, load_course
 from gpulab.grading.build import build_all, check_all, solution_path
-from gpulab.grading.cells import strip_solution
-from gpulab.grading.gpu import gpu_missing
-from gpulab.grading.notebook import NotebookError, read_notebook
-from gpulab.grading.runner import run_checks
-from gpulab.grading.verdict import verdict
+from gpulab.grading.checks.cells import strip_solution
+from gpulab.grading.checks.gpu import gpu_missing
+from gpulab.grading.checks.notebook import NotebookError, read_notebook
+from gpulab.grading.checks.runner import run_checks
+from gpulab.grading.gradebook.verdict import verdict
 from squares_course import ANSWER, CHECKS, solution_notebook
 
 MANIFEST = """\

@@ -2,7 +2,7 @@
 
 On a machine that others kept busy, an honest notebook was graded ``timeout``
 by a wall clock, and the grade was kept. Now a limit counts the job's CPU time
-and the wall time it did not spend waiting for a CPU (`gpulab.grading.jobtime`);
+and the wall time it did not spend waiting for a CPU (`gpulab.grading.sandbox.jobtime`);
 a job kept from the CPU past `PATIENCE` times its limit is ``not-run`` (no
 verdict, graded again by the next run), while an endless loop or a wait that
 never ends is still a timeout. The busy machine is made for real: this process
@@ -26,12 +26,13 @@ import pytest
 
 from gpulab.course import load_course
 from gpulab.grading.build import build_all
-from gpulab.grading.cells import Cell
-from gpulab.grading.jobtime import POLL_S, JobClock
-from gpulab.grading.learner import Learner, LearnerError
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.runner import CheckReport, CheckResult, run_checks
-from gpulab.grading.verdict import BUSY, UNGRADED, verdict
+from gpulab.grading.checks.cells import Cell
+from gpulab.grading.checks.learner import Learner, LearnerError
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.protocol import CheckResult
+from gpulab.grading.checks.runner import CheckReport, run_checks
+from gpulab.grading.gradebook.verdict import BUSY, UNGRADED, verdict
+from gpulab.grading.sandbox.jobtime import POLL_S, JobClock
 from squares_course import CHECKS, solution_notebook
 
 MANIFEST = """\

@@ -18,7 +18,7 @@ import pytest
 
 from gpulab.course import load_course
 from gpulab.course.workspace import Workspace, init_workspace
-from gpulab.grading.jupyter import JupyterError, Server, open_notebook, stop_server
+from gpulab.grading.learn.jupyter import JupyterError, Server, open_notebook, stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
 

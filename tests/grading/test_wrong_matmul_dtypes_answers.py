@@ -11,7 +11,7 @@ a GPU and is graded everywhere; the others need one (``gpu`` tests).
 Without a GPU, too: the fixtures keep the rules of kernel answers (so a GPU
 failure is the mistake, not a refusal); the rules allow <mma.h> and
 <cuda_pipeline_primitives.h> to this exercise alone; the checks' arithmetic
-(`gpulab.grading.reference.matmul_dtypes`); the header search of the hgemm
+(`gpulab.grading.checks.reference.matmul_dtypes`); the header search of the hgemm
 task; and the visible checks' messages, fed the findings each kind of mistake
 produces. On a GPU, `test_the_bar_separates_naive_from_simple_tiled` times the
 naive baseline, a plain shared-memory tiled kernel and the reference solution
@@ -32,14 +32,14 @@ import pytest
 
 from gpulab.course import load_course
 from gpulab.grading.build import solution_path
-from gpulab.grading.cells import answer_cells, setup_cells
-from gpulab.grading.gpu import gpu_missing, new_seed, run_kernel
-from gpulab.grading.learner import Learner
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.reference.matmul_dtypes import bf16_bits, padded, side_for, tflops
-from gpulab.grading.runner import CheckReport, run_checks
-from gpulab.grading.tasks import hgemm, sgemm
-from gpulab.grading.tasks.rules import violations
+from gpulab.grading.checks.cells import answer_cells, setup_cells
+from gpulab.grading.checks.gpu import gpu_missing, new_seed, run_kernel
+from gpulab.grading.checks.learner import Learner
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.reference.matmul_dtypes import bf16_bits, padded, side_for, tflops
+from gpulab.grading.checks.runner import CheckReport, run_checks
+from gpulab.grading.checks.tasks import hgemm, sgemm
+from gpulab.grading.checks.tasks.rules import violations
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "matmul-dtypes"
@@ -376,7 +376,7 @@ def test_wrong_answers_lose_points_with_a_message_that_names_the_mistake(wrong: 
 def test_the_bar_separates_naive_from_simple_tiled(checks: ModuleType) -> None:
     """Timed in one run each, on the size the checks time: the naive baseline below the
     learner's bar, a plain shared-memory tiled kernel above it, the reference at 0.3."""
-    from gpulab.grading.reference.matmul_dtypes import side
+    from gpulab.grading.checks.reference.matmul_dtypes import side
 
     n = side()
     kernels = {

@@ -25,12 +25,12 @@ import numpy as np
 import pytest
 
 from gpulab.course import load_course
-from gpulab.grading.arrays import pack, unpack
 from gpulab.grading.build import solution_path
-from gpulab.grading.cells import answer_cells, setup_cells
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.reference import online_softmax as reference
-from gpulab.grading.runner import CheckReport, run_checks
+from gpulab.grading.checks.arrays import pack, unpack
+from gpulab.grading.checks.cells import answer_cells, setup_cells
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.reference import online_softmax as reference
+from gpulab.grading.checks.runner import CheckReport, run_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "online-softmax"

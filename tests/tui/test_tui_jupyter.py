@@ -17,7 +17,7 @@ import pytest
 from tui_helpers import SIZE, on_screen, plain, screen_text, wait_for
 
 from gpulab.course.workspace import Workspace
-from gpulab.grading import jupyter
+from gpulab.grading.learn import jupyter
 from gpulab.tui import GpulabApp
 from gpulab.tui.screens import ExerciseScreen
 from gpulab.tui.widgets import JupyterPanel

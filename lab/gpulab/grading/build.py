@@ -19,9 +19,14 @@ from gpulab.course.catalog import Course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.paths import CoursePaths
 from gpulab.course.problems import Problem
-from gpulab.grading.cells import to_exercise
-from gpulab.grading.notebook import NotebookError, notebook_text, read_notebook, write_notebook
-from gpulab.grading.runner import CheckReport, run_checks
+from gpulab.grading.checks.cells import to_exercise
+from gpulab.grading.checks.notebook import (
+    NotebookError,
+    notebook_text,
+    read_notebook,
+    write_notebook,
+)
+from gpulab.grading.checks.runner import CheckReport, run_checks
 
 __all__ = ["build_all", "build_text", "check_all", "solution_path", "stray_files"]
 

@@ -93,8 +93,8 @@ def exercise_guide(name: str, notebook: Path | None) -> str:
 def solution_markdown(exercise: ExerciseEntry) -> str:
     """The solution's answer cells as Markdown code blocks (blocking: read in a thread)."""
     from gpulab.grading.build import solution_path
-    from gpulab.grading.cells import BEGIN, END, answer_cells
-    from gpulab.grading.notebook import NotebookError, read_notebook
+    from gpulab.grading.checks.cells import BEGIN, END, answer_cells
+    from gpulab.grading.checks.notebook import NotebookError, read_notebook
 
     path = solution_path(exercise)
     try:
