@@ -56,8 +56,8 @@ from pathlib import Path
 import grading
 from gpulab.errors import GpulabError
 from gpulab.grading import sandbox
-from gpulab.grading.cluster_worker import CPU_SLOT
-from gpulab.grading.outdir import _tagged
+from gpulab.grading.classrun.cluster.node import CPU_SLOT
+from gpulab.grading.classrun.outdir import _tagged
 
 TARGET = 1.2  # cluster wall / local wall, the same slots
 NODES, GPUS_PER_NODE = 100, 4  # the projection's cluster
@@ -290,7 +290,7 @@ def _gradebook(out: Path, query: str) -> list[tuple[object, ...]]:
 
 def leftovers(mark: str, outs: list[Path]) -> list[str]:
     """Processes still running that this script started (its mark in their environment) or
-    that ran a job of one of its runs (the run's tag: `gpulab.grading.outdir`)."""
+    that ran a job of one of its runs (the run's tag: `gpulab.grading.classrun.outdir`)."""
     tags = []
     for out in outs:
         with contextlib.suppress(grading.BenchError):

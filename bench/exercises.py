@@ -28,10 +28,10 @@ from typing import Any
 
 from gpulab.course import load_course
 from gpulab.grading.build import solution_path
-from gpulab.grading.cells import answer_cells, setup_cells
-from gpulab.grading.gpu import device_facts, gpu_missing, new_seed, run_kernel
-from gpulab.grading.learner import Learner, LearnerError
-from gpulab.grading.notebook import read_notebook
+from gpulab.grading.checks.cells import answer_cells, setup_cells
+from gpulab.grading.checks.gpu import device_facts, gpu_missing, new_seed, run_kernel
+from gpulab.grading.checks.learner import Learner, LearnerError
+from gpulab.grading.checks.notebook import read_notebook
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def _matmul(size: int) -> Callable[[Learner, int], dict[str, Any]]:
 
 
 def _hgemm(learner: Learner, sm_count: int) -> dict[str, Any]:
-    from gpulab.grading.reference.matmul_dtypes import side
+    from gpulab.grading.checks.reference.matmul_dtypes import side
 
     n = side()
     return {"M": n, "N": n, "K": n, "config": learner.call("hgemm_config", n, n, n)}

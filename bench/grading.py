@@ -55,8 +55,8 @@ from types import ModuleType
 import nbformat
 
 from gpulab.errors import GpulabError
-from gpulab.grading.cells import BEGIN, END, part, role
-from gpulab.grading.notebook import read_notebook
+from gpulab.grading.checks.cells import BEGIN, END, part, role
+from gpulab.grading.checks.notebook import read_notebook
 
 BENCH = Path(__file__).resolve().parent
 TARGET = 3.0

@@ -27,7 +27,7 @@ MEASURE = """
 import json, resource, sys, time
 from pathlib import Path
 import nbformat
-from gpulab.grading.notebook import read_notebook
+from gpulab.grading.checks.notebook import read_notebook
 read_notebook(Path(sys.argv[2]))          # nbformat imported, its schema compiled
 path = Path(sys.argv[3])
 started = time.process_time()

@@ -42,7 +42,8 @@ def env(tmp_path: Path, home: Path) -> dict[str, str]:
 @pytest.fixture
 def terminal(env: dict[str, str]) -> Iterator[Terminal]:
     assert GPULAB.exists(), f"{GPULAB} is missing: install the package (make test does)"
-    with Terminal(str(GPULAB), width=100, height=50, env=env) as term:
+    # tall enough for the whole course map: every lesson and exercise on one screen
+    with Terminal(str(GPULAB), width=100, height=80, env=env) as term:
         yield term
 
 

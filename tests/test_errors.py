@@ -14,9 +14,9 @@ from gpulab.errors import GpulabError
 # Modules that need an optional extra or a GPU library to import; their errors are found by
 # reading the source instead.
 _OPTIONAL = (
-    "gpulab.grading.cluster",
-    "gpulab.grading.cluster_coordinator",
-    "gpulab.grading.cluster_worker",
+    "gpulab.grading.classrun.cluster.client",
+    "gpulab.grading.classrun.cluster.coordinator",
+    "gpulab.grading.classrun.cluster.node",
 )
 
 

@@ -38,9 +38,9 @@ import nbformat
 from gpulab.course import load_course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
-from gpulab.grading.cells import part, role
-from gpulab.grading.notebook import notebook_text, read_notebook
-from gpulab.grading.runner import check_files
+from gpulab.grading.checks.cells import part, role
+from gpulab.grading.checks.notebook import notebook_text, read_notebook
+from gpulab.grading.checks.runner import check_files
 
 ASSIGNMENT = "cpu-exercises"
 EXERCISES = ("roofline", "env-report", "namespaces", "cgroup-limits")

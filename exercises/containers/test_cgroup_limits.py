@@ -4,7 +4,7 @@ Each check calls one of your functions in the worker process on recorded
 machines: the worker builds each machine's /proc/self/mounts,
 /proc/self/cgroup and cgroup files in a folder of its own, and your function
 gets that folder as `root`. What each machine should give was taken when it
-was recorded (`gpulab.grading.machines`): a hybrid VM without limits, a v2 VM
+was recorded (`gpulab.grading.checks.machines`): a hybrid VM without limits, a v2 VM
 and a hybrid server whose limits sit on a parent cgroup, a v1 node whose
 container is tighter than its pod, a v2 container that sees only its own
 cgroup. The grader's hidden checks add this machine, and limits they set.
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.machines import Machine, load_machine
+from gpulab.grading.checks.machines import Machine, load_machine
 
 MACHINES = ("firecracker-vm", "h200-vm", "two-socket", "k8s-hostpid", "docker-container")
 FILES = {"memory": "memory.max (v2) or memory.limit_in_bytes (v1)",

@@ -4,7 +4,7 @@ Each check calls one of your functions in the worker process on recorded
 machines: the worker builds each machine's files (/proc/self/ns and
 /proc/1/ns as links, /proc/1/comm, the marker files, /proc/self/cgroup) in a
 folder of its own and your function gets that folder as `root`. What each
-machine should give was taken when it was recorded (`gpulab.grading.machines`):
+machine should give was taken when it was recorded (`gpulab.grading.checks.machines`):
 a VM built from a Docker image, a Docker container, a Kubernetes pod that
 shares the node's PIDs, and a host. The grader's hidden checks add this
 machine itself, read from outside through /proc/<pid> of your worker.
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.learner import LearnerError
-from gpulab.grading.machines import Machine, load_machine
+from gpulab.grading.checks.learner import LearnerError
+from gpulab.grading.checks.machines import Machine, load_machine
 
 MACHINES = ("firecracker-vm", "docker-container", "k8s-hostpid", "two-socket")
 MARKER_FILES = ("/.dockerenv", "/run/.containerenv")

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.gpu import new_seed, run_kernel, sanitize_kernel, sanitizer_missing
+from gpulab.grading.checks.gpu import new_seed, run_kernel, sanitize_kernel, sanitizer_missing
 
 SMALL = ((1, 1, 1), (31, 33, 17), (33, 31, 65))
 TILES = ((128, 128, 128), (100, 257, 129))      # a whole 128 tile; a ragged everything

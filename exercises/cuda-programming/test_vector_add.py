@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.gpu import (
+from gpulab.grading.checks.gpu import (
     device_facts,
     new_seed,
     run_kernel,

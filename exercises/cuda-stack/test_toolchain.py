@@ -15,7 +15,7 @@ finds in them, and compares your `kernel_registers` with the registers and
 local memory the driver reports for the same compile (this is where the
 heavy kernel's registers, uncapped, under --maxrregcount=32 and under
 __launch_bounds__(1024), are recorded beside your predictions). The checks'
-own compiles are in `gpulab.grading.reference.toolchain`.
+own compiles are in `gpulab.grading.checks.reference.toolchain`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.reference import toolchain as trusted
+from gpulab.grading.checks.reference import toolchain as trusted
 
 # The first CUDA release whose driver JIT-compiles each PTX ISA version (the checks' own copy
 # of the notebook's PTX_ISA_CUDA; NVIDIA's PTX ISA release notes).
@@ -750,9 +750,9 @@ def registers_problem(mine: Any, right: dict[str, int]) -> str | None:
         return (f"registers has the types {sorted(mine)}, but the .reg lines declare the types "
                 f"{sorted(right)} (each type without its dot)")
     if all(mine[t] == n - 1 for t, n in right.items()):
-        return ("every count in registers is one short: .reg .f32 %f<5>; declares FIVE "
-                "registers, %f0 to %f4 (N of them for %f<N>), even though the compiler's code "
-                "starts at %f1")
+        return ("every count in registers is one short: '.reg .f32 %f<N>;' declares N "
+                "registers, so %f<5> declares FIVE, %f0 to %f4, even though the compiler's "
+                "code starts at %f1")
     for t in sorted(right):
         if mine[t] != right[t]:
             way = "too many" if mine[t] > right[t] else "too few"

@@ -1,7 +1,7 @@
 """Checks of the warp-divergence exercise (lesson: GPU architecture).
 
 `pattern`, `paths_per_warp` and `predicted_slowdown` are compared with the
-checks' own model (`gpulab.grading.reference.warp_divergence`) on the named
+checks' own model (`gpulab.grading.checks.reference.warp_divergence`) on the named
 patterns, partial warps and random masks; no GPU needed.
 
 On a GPU, your kernel is CUDA C text: the checks hand it to gpulab's kernel
@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.gpu import new_seed, run_kernel
-from gpulab.grading.learner import LearnerError
-from gpulab.grading.reference import warp_divergence as ref
+from gpulab.grading.checks.gpu import new_seed, run_kernel
+from gpulab.grading.checks.learner import LearnerError
+from gpulab.grading.checks.reference import warp_divergence as ref
 
 WARP = ref.WARP
 TOLERANCE = 0.2  # your ratios against the trusted kernel's, measured in the same run

@@ -4,7 +4,7 @@ Each check calls your functions in a separate process. ``inventory`` and
 ``sample`` run while ``pynvml`` answers from recorded NVML sessions of other
 GPUs (an H100 board with MIG on, a consumer RTX 4090, an A100 on an older
 driver), on any machine, and are compared field by field with the answers
-worked out from each recording (`gpulab.grading.machines`). On a GPU,
+worked out from each recording (`gpulab.grading.checks.machines`). On a GPU,
 ``inventory`` must also match the check's own reading of that GPU (gpulab's
 NVML inventory probe), and ``sample`` must be plausible against what the check
 samples from the same GPU while your function runs. ``decode_reasons`` must
@@ -28,8 +28,8 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from gpulab.grading.learner import LearnerError
-from gpulab.grading.machines import nvml_expected, nvml_recording
+from gpulab.grading.checks.learner import LearnerError
+from gpulab.grading.checks.machines import nvml_expected, nvml_recording
 from gpulab.probes.nvml import decode_clock_event_reasons
 
 EXERCISE = "nvml-health"

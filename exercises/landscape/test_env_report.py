@@ -4,7 +4,7 @@ Each check calls one of your functions in the worker process. `os_name` is
 given recorded machines' files (a root folder the worker builds) and
 `gpu_report` runs while `pynvml` answers from recorded NVML sessions; the
 answers expected on each were taken when it was recorded
-(`gpulab.grading.machines`). The kernel and the Python are this process's
+(`gpulab.grading.checks.machines`). The kernel and the Python are this process's
 own, so those two checks compare with what the checker runs on.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.grading.learner import LearnerError
-from gpulab.grading.machines import load_machine, nvml_expected, nvml_recording
+from gpulab.grading.checks.learner import LearnerError
+from gpulab.grading.checks.machines import load_machine, nvml_expected, nvml_recording
 
 MACHINES = ("firecracker-vm", "h200-vm", "two-socket", "docker-container", "k8s-hostpid")
 RECORDINGS = ("h200", "two-h100", "no-library")
@@ -95,7 +95,7 @@ def test_kernel_release(learner):
 @pytest.mark.points(1)
 def test_python_version(learner):
     """python_version is the running interpreter's major.minor.micro"""
-    # The worker is started as `sys.executable -m gpulab.grading.worker`, the very
+    # The worker is started as `sys.executable -m gpulab.grading.checks.worker`, the very
     # interpreter running this check, so the checker's own version is the truth.
     want = "{}.{}.{}".format(*sys.version_info[:3])
     got = learner.call("python_version")

@@ -7,7 +7,7 @@ this GPU, on buffers of `size()` floats each (1/32 of the GPU's free memory each
 the rule of the setup's `buffer_elements()`), always with a factor your process
 has never launched. Right after each of your functions returns, the check times
 the same kernel, launched the same way on buffers of the same size, in its own
-process (`gpulab.grading.reference.event_timing`: CUDA events after a warm-up, a
+process (`gpulab.grading.checks.reference.event_timing`: CUDA events after a warm-up, a
 host timer with and without synchronisation, the first launch of a new kernel),
 records both figures beside your prediction (`measured`), and compares them.
 """
@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.learner import LearnerError
-from gpulab.grading.reference.event_timing import (
+from gpulab.grading.checks.learner import LearnerError
+from gpulab.grading.checks.reference.event_timing import (
     elements,
     fresh_factor,
     gbs,

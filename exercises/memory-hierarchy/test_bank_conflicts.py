@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.gpu import new_seed, run_kernel, sanitize_kernel, sanitizer_missing
+from gpulab.grading.checks.gpu import new_seed, run_kernel, sanitize_kernel, sanitizer_missing
 
 BANKS = 32
 SIZES = ((1, 1), (31, 33), (33, 31), (32, 32), (1000, 999))

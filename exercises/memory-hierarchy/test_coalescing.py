@@ -21,14 +21,14 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.gpu import (
+from gpulab.grading.checks.gpu import (
     device_facts,
     new_seed,
     run_kernel,
     sanitize_kernel,
     sanitizer_missing,
 )
-from gpulab.grading.learner import LearnerError
+from gpulab.grading.checks.learner import LearnerError
 
 LANES = 32
 SECTOR = 32                                     # bytes

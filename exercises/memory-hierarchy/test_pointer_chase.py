@@ -18,7 +18,7 @@ as the probe's plan says). Your L1 figure must lie within 10 % of theirs,
 your L2 and HBM figures within 15 %. `cold_vs_warm` at the L2 footprint is
 compared the same way with the checks' own cold lap (within 25 %) and warm
 chase (within 15 %). Every figure is recorded beside your prediction of it.
-The checks' own code is in `gpulab.grading.reference.pointer_chase`.
+The checks' own code is in `gpulab.grading.checks.reference.pointer_chase`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.reference.pointer_chase import (
+from gpulab.grading.checks.reference.pointer_chase import (
     check_footprints,
     free_and_l2,
     own_chase_cycles,

@@ -21,7 +21,7 @@ import pytest
 
 from gpulab.course.catalog import find_course_dir
 from gpulab.course.specs import load_specs
-from gpulab.grading.learner import LearnerError
+from gpulab.grading.checks.learner import LearnerError
 
 SPECS = load_specs(find_course_dir() / "specs.toml")
 PRECISION = {"vector_add": "fp32", "saxpy": "fp32", "reduction": "fp32",

@@ -12,7 +12,7 @@ is also compared with the checks' own NVML reading of this machine. Part 4
 times peer copies with CuPy, in this process, and compares with your
 `measure_peer_copy` and with your prediction of the fastest pair; it needs two
 GPUs and says so where there is only one. The checks' own readings of this
-machine are in `gpulab.grading.reference.gpu_topology`.
+machine are in `gpulab.grading.checks.reference.gpu_topology`.
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.learner import LearnerError
-from gpulab.grading.machines import nvml_expected
-from gpulab.grading.reference.gpu_topology import (
+from gpulab.grading.checks.learner import LearnerError
+from gpulab.grading.checks.machines import nvml_expected
+from gpulab.grading.checks.reference.gpu_topology import (
     COPY_BYTES,
     cuda_index_by_bus,
     own_copy,
     own_topology,
 )
-from gpulab.grading.worker import REFUSED
+from gpulab.grading.checks.worker import REFUSED
 
 # -- the samples --------------------------------------------------------------------------
 
@@ -219,7 +219,7 @@ def raised_value_error(learner: Any, function: str, *args: Any) -> tuple[bool, s
 
 
 # -- part 3 on recorded machines ----------------------------------------------------------
-# NVML sessions of other machines (gpulab/grading/machines/nvml/, its README says what each
+# NVML sessions of other machines (gpulab/grading/checks/machines/nvml/, its README says what each
 # is): while read_topology() runs, `pynvml` answers from the recording, so it is checked on
 # an eight-GPU board and on PCIe GPUs on any machine, without a GPU.
 RECORDED = ("hgx-8", "pcie-pair")
@@ -317,7 +317,7 @@ def _label_hint(got: Any, want: str, other_side: Any) -> str:
             "'SYS' only where NVML cannot say")
 
 
-# -- part 4 (the checks' own copies: gpulab.grading.reference.gpu_topology) ---------------
+# -- part 4 (the checks' own copies: gpulab.grading.checks.reference.gpu_topology) ---------------
 def cuda_gpus() -> int:
     return int(importlib.import_module("cupy").cuda.runtime.getDeviceCount())
 

@@ -3,7 +3,7 @@
 Each check calls one of your functions in the worker process. The readers get
 recorded machines: the worker builds each machine's /sys files in a folder of
 its own and your function gets that folder as `root`; what each should give
-was taken when it was recorded (`gpulab.grading.machines`). The pinning check
+was taken when it was recorded (`gpulab.grading.checks.machines`). The pinning check
 makes a map that splits the CPUs your worker may use between two nodes, and
 asks the kernel afterwards which CPUs the worker may run on. The grader's
 hidden checks add this machine itself.
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.learner import LearnerError
-from gpulab.grading.machines import Machine, load_machine
+from gpulab.grading.checks.learner import LearnerError
+from gpulab.grading.checks.machines import Machine, load_machine
 
 MACHINES = ("firecracker-vm", "h200-vm", "two-socket")
 NODE_DIR = "sys/devices/system/node"

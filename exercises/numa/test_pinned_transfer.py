@@ -8,7 +8,7 @@ of noise, so the right answer is known. Part 4's `gpu_numa_node` reads
 recorded machines' /sys files (a two-socket server, the course's H200 VM).
 
 Part 2 and the rest of part 4 measure: the check times the same copies itself,
-in this process and in the same run (`gpulab.grading.reference.pinned_transfer`,
+in this process and in the same run (`gpulab.grading.checks.reference.pinned_transfer`,
 the `pcie_bandwidth` probe's way: CUDA events around cudaMemcpyAsync after a
 warm-up, the median of several repeats), records both figures beside your
 prediction, and wants yours within a stated tolerance of its own. Sizes come
@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.learner import LearnerError
-from gpulab.grading.reference import pinned_transfer as ref
+from gpulab.grading.checks.learner import LearnerError
+from gpulab.grading.checks.reference import pinned_transfer as ref
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 MACHINES = {  # recorded machine: (CUDA's spelling of a GPU's address, its node, why)

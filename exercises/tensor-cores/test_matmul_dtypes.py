@@ -19,7 +19,7 @@ of its K products, which FP32 sums in any order meet and FP16 sums do not. On
 n x n x n it times your kernel launch by launch against cuBLAS on the same
 product (cublasGemmEx, FP16 in, FP32 out), in the same run, checking every
 launch. The checks' own timings and arithmetic are in
-`gpulab.grading.reference.matmul_dtypes`.
+`gpulab.grading.checks.reference.matmul_dtypes`.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.gpu import new_seed, run_kernel
-from gpulab.grading.reference.matmul_dtypes import (
+from gpulab.grading.checks.gpu import new_seed, run_kernel
+from gpulab.grading.checks.reference.matmul_dtypes import (
     DTYPES,
     NAMES,
     not_supported,
@@ -201,12 +201,18 @@ def diagnose(cases: list[dict[str, Any]], others: list[dict[str, Any]] | None = 
     wrong = [case for case in cases if bad(case)]
     if not wrong:
         return None
-    rounding = [case for case in wrong if rounding_only(case)]
-    if rounding:
-        return accumulation_message(rounding[0])
     seen = [*cases, *(others or [])]
     seen_wrong = [case for case in seen if bad(case)]
     whole = [case for case in seen if (case["M"], case["N"], case["K"]) == (128, 128, 128)]
+    rounding = [case for case in wrong if rounding_only(case)]
+    # FP16 sums are off on every size; an error of that size only where K is ragged is an
+    # edge's stale values (seen on an H100), not the accumulator
+    if rounding and (
+        not whole
+        or bad(whole[0])
+        or any(rounding_only(case) for case in seen_wrong if case["K"] % 32 == 0)
+    ):
+        return accumulation_message(rounding[0])
     if not whole or bad(whole[0]) or wrong[0]["overrun"]:
         return describe(wrong[0])
     ragged_right = [

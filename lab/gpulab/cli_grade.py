@@ -149,8 +149,8 @@ def add_commands(commands: Any, course_option: Callable[[argparse.ArgumentParser
 def _grade(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from gpulab.grading.grade import GradeOptions
-    from gpulab.grading.report import main
+    from gpulab.grading.classrun.grade_model import GradeOptions
+    from gpulab.grading.classrun.report import main
 
     names = [n for item in args.exercises for n in item.split(",") if n]
     gpus = tuple(g for g in args.gpus.split(",") if g) if args.gpus is not None else None
@@ -180,7 +180,7 @@ def _grade(args: argparse.Namespace) -> int:
         return BAD_INPUT
     cluster = None
     if args.cluster:
-        from gpulab.grading.cluster import Target
+        from gpulab.grading.classrun.grade_model import Target
 
         cluster = Target(
             args.cluster,
@@ -222,7 +222,7 @@ def _worker(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return BAD_INPUT
-    from gpulab.grading.cluster_serve import serve
+    from gpulab.grading.classrun.cluster.serve import serve
 
     if args.old_course:
         print(

@@ -155,9 +155,9 @@ def _exercise(course: Course, name: str) -> ExerciseEntry:
 def _check(args: argparse.Namespace) -> int:
     from gpulab.course import load_course
     from gpulab.course.workspace import current_workspace
-    from gpulab.grading.panel import report_text
-    from gpulab.grading.record import save_report
-    from gpulab.grading.runner import run_checks
+    from gpulab.grading.checks.runner import run_checks
+    from gpulab.grading.learn.panel import report_text
+    from gpulab.grading.learn.record import save_report
     from gpulab.pipes import drop_stdout
 
     course = load_course()
@@ -189,7 +189,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _open(args: argparse.Namespace) -> int:
     from gpulab.course import load_course
-    from gpulab.grading.jupyter import open_notebook, stop_server
+    from gpulab.grading.learn.jupyter import open_notebook, stop_server
 
     course = load_course()
     if args.stop:

@@ -320,7 +320,7 @@ def _probe_schema(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     import json
 
-    from gpulab.grading.readiness import learner_checks
+    from gpulab.grading.learn.readiness import learner_checks
     from gpulab.probes.doctor import doctor
 
     if args.json:

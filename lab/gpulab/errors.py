@@ -16,7 +16,7 @@ subclass lives beside the code that raises it; this tree lists them all, and
     ├── BookError              the book cannot be written (its output folder)
     ├── JupyterError           JupyterLab is missing, did not start, or would not stop
     ├── NotebookError          a notebook that cannot be used: which file, what is wrong
-    ├── LearnerError           the learner's code gave no answer (gpulab.grading.learner)
+    ├── LearnerError           the learner's code gave no answer (gpulab.grading.checks.learner)
     │   └── KernelAnswerError  the learner's kernel did not compile, launch or finish
     ├── MachineError           a recorded machine or NVML session that is not there
     ├── IntakeError            SUBMISSIONS cannot be read at all
@@ -27,7 +27,7 @@ subclass lives beside the code that raises it; this tree lists them all, and
     ├── GpuPoolError           a GPU given to a grading run that NVML cannot read
     ├── ClusterError           the cluster cannot grade: no scheduler, no worker that may
     ├── BundleError            a course that cannot be packed for a cluster's workers, or
-    │                          a bundle a worker cannot use (gpulab.grading.cluster_bundle)
+    │                          a bundle a worker cannot use (gpulab.grading.classrun.cluster.bundle)
     └── WorkerError            a cluster worker cannot serve
 
 `gpulab` exits with status 2 when a command could not do what it was asked (any

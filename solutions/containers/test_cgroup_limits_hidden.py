@@ -10,7 +10,8 @@ cgroup, and chains with limits on several levels; and limits the checker sets it
 worker's, where it may (root, writable cgroup files; else it skips).
 
 The inputs vary per run. Each check that takes inputs draws them from a seed made for the run
-(`gpulab.grading.draws`; GPULAB_CHECK_SEED=<n> replays a run) and names it in its failure messages.
+(`gpulab.grading.checks.draws`; GPULAB_CHECK_SEED=<n> replays a run) and names it in its failure
+messages.
 Beside the fixed cases of before: random cpu.max lines (periods of 1 ms to 1 s, quotas of
 a hundredth of a CPU to 64 CPUs, 'max' with any period); on the changed machines (three
 chains, a v2 VM, a v1 Kubernetes node and one more of either, and a v1 Docker container that
@@ -39,11 +40,11 @@ from types import ModuleType
 
 import pytest
 
-from gpulab.grading.draws import SEEN
-from gpulab.grading.draws import rng as _rng
-from gpulab.grading.draws import telling as _telling
-from gpulab.grading.machines import load_machine
-from gpulab.grading.pytest_plugin import visible_checks
+from gpulab.grading.checks.draws import SEEN
+from gpulab.grading.checks.draws import rng as _rng
+from gpulab.grading.checks.draws import telling as _telling
+from gpulab.grading.checks.machines import load_machine
+from gpulab.grading.checks.pytest_plugin import visible_checks
 from gpulab.probes.system import compact_cpu_list
 
 UNLIMITED = 2**60     # cgroup v1 writes "no limit" as 2**63 - 4096 on x86-64

@@ -7,7 +7,7 @@ itself, read from outside through /proc/<pid> of the worker, so "this process" m
 same on both sides also when a grading run gives the worker namespaces of its own.
 
 The inputs vary per run. Each check that takes inputs draws them from a seed made for the
-run (`gpulab.grading.draws`; GPULAB_CHECK_SEED=<n> replays a run) and names it in its
+run (`gpulab.grading.checks.draws`; GPULAB_CHECK_SEED=<n> replays a run) and names it in its
 failure messages.
 Beside the fixed cases of before: link targets of every type with numbers of 1 to 20 digits,
 and malformed ones made from random targets (no number, hex, a fraction, a bracket missing, a
@@ -30,12 +30,12 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.draws import SEEN
-from gpulab.grading.draws import rng as _rng
-from gpulab.grading.draws import telling as _telling
-from gpulab.grading.learner import LearnerError
-from gpulab.grading.machines import load_machine
-from gpulab.grading.pytest_plugin import visible_checks
+from gpulab.grading.checks.draws import SEEN
+from gpulab.grading.checks.draws import rng as _rng
+from gpulab.grading.checks.draws import telling as _telling
+from gpulab.grading.checks.learner import LearnerError
+from gpulab.grading.checks.machines import load_machine
+from gpulab.grading.checks.pytest_plugin import visible_checks
 
 INITIAL_PID_NS = 0xEFFFFFFC
 RUNTIME_WORDS = ("docker", "kubepods", "libpod", "containerd", "crio", "lxc")

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.gpu import device_facts
-from gpulab.grading.pytest_plugin import visible_checks
+from gpulab.grading.checks.gpu import device_facts
+from gpulab.grading.checks.pytest_plugin import visible_checks
 
 visible = visible_checks(__file__)
 TINY = (2, 3, 4, 5, 7, 8, 9, 255, 1023, 1025, 4097)

@@ -1,6 +1,6 @@
 """Hidden checks of the toolchain exercise: inputs drawn afresh for every run.
 
-Every check draws its inputs from the run's seed (`gpulab.grading.draws`;
+Every check draws its inputs from the run's seed (`gpulab.grading.checks.draws`;
 GPULAB_CHECK_SEED=<n> replays a run) and names it when it fails. Without a
 GPU: `can_run` meets hundreds of random cases (GPUs from Turing to Blackwell,
 drivers and toolkits from CUDA 10.0 to 13.5, fat binaries of one to four SASS
@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.draws import SEEN, rng, telling
-from gpulab.grading.pytest_plugin import visible_checks
-from gpulab.grading.reference import toolchain as trusted
+from gpulab.grading.checks.draws import SEEN, rng, telling
+from gpulab.grading.checks.pytest_plugin import visible_checks
+from gpulab.grading.checks.reference import toolchain as trusted
 
 
 def _visible() -> ModuleType:

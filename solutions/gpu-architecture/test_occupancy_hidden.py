@@ -1,6 +1,6 @@
 """Hidden checks of the occupancy exercise: inputs the notebook does not show.
 
-Every check draws its inputs from a seed made for each run (gpulab.grading.draws)
+Every check draws its inputs from a seed made for each run (gpulab.grading.checks.draws)
 and written nowhere the learner sees. Without a GPU: random per-SM limits
 (invented architectures with other warp, block, register and shared-memory
 budgets, two or four register partitions, with and without reserved shared
@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.draws import SEED
-from gpulab.grading.pytest_plugin import visible_checks
+from gpulab.grading.checks.draws import SEED
+from gpulab.grading.checks.pytest_plugin import visible_checks
 
 
 def _visible() -> ModuleType:

@@ -1,6 +1,6 @@
 """Hidden checks of the warp-divergence exercise: inputs the notebook does not show.
 
-Every check draws its inputs from a seed made for each run (gpulab.grading.draws)
+Every check draws its inputs from a seed made for each run (gpulab.grading.checks.draws)
 and written nowhere the learner sees. Without a GPU: `pattern` at random sizes,
 `paths_per_warp` on random masks with up to six paths, `predicted_slowdown` on
 random masks with random costs and random work done together, each compared
@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.draws import SEEN, rng, telling
-from gpulab.grading.gpu import run_kernel
-from gpulab.grading.pytest_plugin import visible_checks
-from gpulab.grading.reference import warp_divergence as ref
+from gpulab.grading.checks.draws import SEEN, rng, telling
+from gpulab.grading.checks.gpu import run_kernel
+from gpulab.grading.checks.pytest_plugin import visible_checks
+from gpulab.grading.checks.reference import warp_divergence as ref
 
 
 def _visible() -> ModuleType:

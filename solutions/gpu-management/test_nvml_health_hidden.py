@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.draws import SEED
-from gpulab.grading.pytest_plugin import visible_checks
+from gpulab.grading.checks.draws import SEED
+from gpulab.grading.checks.pytest_plugin import visible_checks
 
 
 def _visible() -> ModuleType:

@@ -3,7 +3,8 @@ fallbacks of os_name on changed copies of a recorded machine, a driver without G
 machine itself (its os-release file, and NVML started by the checker).
 
 The files vary per run. Each check that takes inputs draws them from a seed made for the run
-(`gpulab.grading.draws`; GPULAB_CHECK_SEED=<n> replays a run) and names it in its failure messages:
+(`gpulab.grading.checks.draws`; GPULAB_CHECK_SEED=<n> replays a run) and names it in its failure
+messages:
 beside the fixed files of before, parse_os_release reads random os-release files (random keys
 in a random order; values in double, single or no quotes, holding '=', '#', spaces, the other
 kind of quote, or a quoted word in quotes; empty values; comments, some holding '='; blank
@@ -22,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.grading.draws import SEEN
-from gpulab.grading.draws import rng as _rng
-from gpulab.grading.draws import telling as _telling
-from gpulab.grading.learner import LearnerError
-from gpulab.grading.machines import load_machine
+from gpulab.grading.checks.draws import SEEN
+from gpulab.grading.checks.draws import rng as _rng
+from gpulab.grading.checks.draws import telling as _telling
+from gpulab.grading.checks.learner import LearnerError
+from gpulab.grading.checks.machines import load_machine
 from gpulab.probes.system import parse_os_release
 
 # ---- random os-release files ------------------------------------------------------------------

@@ -6,7 +6,7 @@ magnitude. On a GPU, `time_events`, `time_host_synced` and `time_host_naive` tim
 the kernel on buffers of another size (1/24 to 1/64 of the free memory each) and
 with other numbers of launches and repeats, against the check's own timing of the
 same. The inputs vary per run: each check draws them from the run's seed
-(`gpulab.grading.draws`; GPULAB_CHECK_SEED=<n> replays a run), and its failure
+(`gpulab.grading.checks.draws`; GPULAB_CHECK_SEED=<n> replays a run), and its failure
 messages name it.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.draws import SEEN, rng, telling
-from gpulab.grading.pytest_plugin import visible_checks
-from gpulab.grading.reference.event_timing import (
+from gpulab.grading.checks.draws import SEEN, rng, telling
+from gpulab.grading.checks.pytest_plugin import visible_checks
+from gpulab.grading.checks.reference.event_timing import (
     elements,
     fresh_factor,
     own_events_ms,

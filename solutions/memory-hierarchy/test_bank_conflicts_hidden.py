@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.pytest_plugin import visible_checks
+from gpulab.grading.checks.pytest_plugin import visible_checks
 
 visible = visible_checks(__file__)
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.pytest_plugin import visible_checks
-from gpulab.grading.reference.pointer_chase import (
+from gpulab.grading.checks.pytest_plugin import visible_checks
+from gpulab.grading.checks.reference.pointer_chase import (
     check_footprints,
     free_and_l2,
     own_footprints,

@@ -6,7 +6,7 @@ and `sealed_tables` writes the seals the visible file keeps (run this file to
 print them after a change to the cases or to specs.toml).
 
 Every check here draws its inputs from a seed made for each run
-(gpulab.grading.draws) and written nowhere the learner sees: every GPU of specs.toml in
+(gpulab.grading.checks.draws) and written nowhere the learner sees: every GPU of specs.toml in
 a random order (some list their bandwidth in GB/s), random roofs and
 intensities (some exactly at the ridge), random sizes from 2 up, and invalid
 inputs of random values, which must raise ValueError (told by the
@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.draws import SEED
-from gpulab.grading.pytest_plugin import visible_checks
+from gpulab.grading.checks.draws import SEED
+from gpulab.grading.checks.pytest_plugin import visible_checks
 
 
 def _visible() -> ModuleType:

@@ -8,7 +8,7 @@ one-node machine. The changed machines add a server of twelve nodes (node10 and 
 after node9), a kernel without NUMA, a workstation GPU and an audio function.
 
 The inputs vary per run. Each check that takes inputs draws them from a seed made for the
-run (`gpulab.grading.draws`; GPULAB_CHECK_SEED=<n> replays a run) and names it in its
+run (`gpulab.grading.checks.draws`; GPULAB_CHECK_SEED=<n> replays a run) and names it in its
 failure messages.
 Beside the fixed cases of before: random CPU lists (ranges, single CPUs, gaps, items out of
 order, overlapping and repeated, blanks around items and around the list, a final newline or
@@ -32,9 +32,9 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.grading.draws import SEEN
-from gpulab.grading.draws import rng as _rng
-from gpulab.grading.draws import telling as _telling
+from gpulab.grading.checks.draws import SEEN
+from gpulab.grading.checks.draws import rng as _rng
+from gpulab.grading.checks.draws import telling as _telling
 from gpulab.probes.system import compact_cpu_list, parse_cpu_list
 
 NODE_ROOT = Path("/sys/devices/system/node")

@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.learner import LearnerError
-from gpulab.grading.machines import materialize
-from gpulab.grading.pytest_plugin import visible_checks
-from gpulab.grading.reference import pinned_transfer as ref
+from gpulab.grading.checks.learner import LearnerError
+from gpulab.grading.checks.machines import materialize
+from gpulab.grading.checks.pytest_plugin import visible_checks
+from gpulab.grading.checks.reference import pinned_transfer as ref
 
 
 def _visible() -> ModuleType:

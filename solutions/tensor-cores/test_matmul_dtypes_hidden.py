@@ -4,7 +4,7 @@
 visible checks use, in FP16 and FP32; the kernel on one-row, one-column and
 long-K products and a large secret size; and the speed check again on a
 non-square product. Expected values come from the checks' own arithmetic and
-timing (`gpulab.grading.reference.matmul_dtypes`), messages from the visible
+timing (`gpulab.grading.checks.reference.matmul_dtypes`), messages from the visible
 checks' helpers.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading.pytest_plugin import visible_checks
-from gpulab.grading.reference.matmul_dtypes import own_matmul_ms, padded, side, tflops
+from gpulab.grading.checks.pytest_plugin import visible_checks
+from gpulab.grading.checks.reference.matmul_dtypes import own_matmul_ms, padded, side, tflops
 
 visible = visible_checks(__file__)
 

@@ -11,7 +11,7 @@ from gpulab.course import CourseError, load_course, paths
 from gpulab.course.paths import CoursePaths
 from gpulab.course.specs_view import specs_view
 from gpulab.grading.build import solution_path
-from gpulab.grading.runner import check_files
+from gpulab.grading.checks.runner import check_files
 
 
 def test_the_layout() -> None:

@@ -27,13 +27,13 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.grading.feedback import write_feedback, write_grades_csv
+from gpulab.course.progress import Measurement
+from gpulab.grading.classrun.feedback import write_feedback, write_grades_csv
 from gpulab.grading.gradebook import Gradebook, GradebookError
+from gpulab.grading.gradebook.verdict import CheckRow, ExerciseGrade, LearnerGrades, plain
 from gpulab.grading.intake import MAX_PROBLEMS, Intake, ZipLimits, collect
-from gpulab.grading.names import MAX_NAME, MAX_TEXT, cut, identity
-from gpulab.grading.protocol import Measurement
-from gpulab.grading.verdict import CheckRow, ExerciseGrade, LearnerGrades, plain
-from gpulab.grading.zipread import ZipRefused, open_zip
+from gpulab.grading.intake.names import MAX_NAME, MAX_TEXT, cut, identity
+from gpulab.grading.intake.zipread import ZipRefused, open_zip
 from helpers.intake_attacks import copies, directory_bomb, lying_directory
 
 EXERCISES = ("roofline",)

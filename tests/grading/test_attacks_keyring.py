@@ -1,7 +1,7 @@
 """The kernel's keyrings and the system calls a job never needs (the red team's H2).
 
 A grader started from a login shell (pam_keyinit) has a session keyring; before
-`gpulab.grading.sandbox_seccomp`, every job inherited it and possessed it. Learner code
+`gpulab.grading.sandbox.seccomp`, every job inherited it and possessed it. Learner code
 then read the instructor's key, planted keys that outlived the run, and passed data to a
 later learner's job. Here a grader does as pam_keyinit does (joins a fresh session keyring
 and puts a key in it), then runs jobs through `sandbox.spawn` exactly as a grading run
@@ -28,8 +28,16 @@ from typing import Any
 
 import pytest
 
-from gpulab.grading import sandbox, sandbox_seccomp
-from gpulab.grading.sandbox_seccomp import ARCHES, REFUSED, Arch, program
+from gpulab.grading import sandbox
+from gpulab.grading.sandbox import seccomp as sandbox_seccomp
+from gpulab.grading.sandbox.seccomp import (
+    ARCHES,
+    REFUSED,
+    REFUSED_CPU,
+    Arch,
+    program,
+    refused_calls,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARDS = sandbox.available()
@@ -66,7 +74,8 @@ GRADERS = [
 # turn through `spawn`; then report what each printed, and what the keyring holds after.
 GRADER = r"""
 import ctypes, json, os, subprocess, sys
-from gpulab.grading import sandbox, sandbox_seccomp
+from gpulab.grading import sandbox
+from gpulab.grading.sandbox import seccomp as sandbox_seccomp
 numbers = sandbox_seccomp.arch().numbers
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -245,7 +254,6 @@ if __name__ == "__main__":
         handle.write(b"x" * 4096); handle.flush()
         with mmap.mmap(handle.fileno(), 4096) as mapped:
             done["mmap"] = mapped[:1].decode()
-    memfd = os.memfd_create("gpulab-test"); os.write(memfd, b"ok"); os.close(memfd)
     left, right = socket.socketpair(); left.send(b"hi"); done["socketpair"] = right.recv(2).decode()
     done["asyncio"] = asyncio.run(asyncio.sleep(0, result="slept"))
     done["affinity"] = len(os.sched_getaffinity(0)) > 0
@@ -257,11 +265,12 @@ if __name__ == "__main__":
 @needs_sandbox
 @pytest.mark.parametrize("grader", GRADERS)
 def test_each_refused_call_is_eperm_and_python_still_runs(grader: str) -> None:
-    """Each call of `REFUSED` answers EPERM inside the sandbox (the filter is on: Seccomp 2);
-    a call through the x32 ABI kills its process; threads, fork, subprocess, mmap, memfd,
-    sockets and asyncio work as before."""
+    """Each call a CPU job may not make (`REFUSED`, `REFUSED_CPU`) answers EPERM inside the
+    sandbox (the filter is on: Seccomp 2); a call through the x32 ABI kills its process;
+    threads, fork, subprocess, mmap, sockets and asyncio work as before. (memfd_create, which
+    a GPU job keeps, is tried in test_attacks_resources.py.)"""
     assert HERE is not None
-    names = sorted({name for group in REFUSED.values() for name in group})
+    names = sorted({name for group in refused_calls().values() for name in group})
     foreign = HERE.foreign_bit
     numbers = {**HERE.numbers, "getpid": {"x86_64": 39, "aarch64": 172}[HERE.name]}
     probe = (
@@ -349,7 +358,7 @@ def test_a_processor_without_a_filter_is_named() -> None:
 
 # --- the filter's bytes, decoded and run ---------------------------------------------------
 
-X86_ONLY = set(REFUSED["x86 port and descriptor-table access"])
+X86_ONLY = {*REFUSED["x86 port and descriptor-table access"], "inotify_init"}
 OTHER_ARCHES = (0x40000003, 0x40000028, 0xC000003E, 0xC00000B7, 0)  # i386, ARM, x86-64, ...
 
 
@@ -374,13 +383,16 @@ def run_filter(code: bytes, arch: int, nr: int) -> int:
     raise AssertionError("the filter ran past its end or looped")
 
 
+@pytest.mark.parametrize("gpu", [False, True], ids=["cpu-job", "gpu-job"])
 @pytest.mark.parametrize("convention", ARCHES.values(), ids=list(ARCHES))
-def test_the_filters_bytes_decode_to_the_rules(convention: Arch) -> None:
-    """Own architecture: EPERM exactly for the refused numbers, the x32 bit kills (x86-64),
-    all else allowed. Any other architecture: killed, whatever the number."""
-    code = program(convention)
+def test_the_filters_bytes_decode_to_the_rules(convention: Arch, gpu: bool) -> None:
+    """Own architecture: EPERM exactly for the refused numbers (a GPU job's without
+    `REFUSED_CPU`), the x32 bit kills (x86-64), all else allowed. Any other architecture:
+    killed, whatever the number."""
+    code = program(convention, gpu=gpu)
     assert len(code) % 8 == 0 and len(code) // 8 < 4096
-    names = {name for group in REFUSED.values() for name in group}
+    names = {name for group in refused_calls(gpu=gpu).values() for name in group}
+    assert gpu == names.isdisjoint(*REFUSED_CPU.values())
     refused = {convention.numbers[name] for name in names if name in convention.numbers}
     eperm = sandbox_seccomp.RET_ERRNO | sandbox_seccomp.EPERM
     kill, allow = sandbox_seccomp.RET_KILL_PROCESS, sandbox_seccomp.RET_ALLOW
@@ -402,7 +414,7 @@ def test_the_filters_bytes_decode_to_the_rules(convention: Arch) -> None:
 def test_every_refused_call_has_its_number() -> None:
     """Each refused name is numbered on each processor (the x86-only ones on x86-64 alone),
     no two names share a number, and each number agrees with the kernel headers here."""
-    names = {name for group in REFUSED.values() for name in group}
+    names = {name for group in (*REFUSED.values(), *REFUSED_CPU.values()) for name in group}
     assert set(ARCHES["x86_64"].numbers) == names
     assert set(ARCHES["aarch64"].numbers) == names - X86_ONLY
     for convention in ARCHES.values():

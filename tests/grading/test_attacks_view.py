@@ -39,7 +39,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpulab.grading import sandbox, sandbox_proof, sandbox_view
+from gpulab.grading import sandbox
+from gpulab.grading.sandbox import bubblewrap
+from gpulab.grading.sandbox import proof as sandbox_proof
+from gpulab.grading.sandbox import view as sandbox_view
 from helpers.adversarial_class import ROOT, SOLUTION, STUB, _prefixed, _write
 from helpers.instructor_home import MARK, Home, course_copy, home_base, make_home, plant
 
@@ -224,7 +227,7 @@ def test_the_proof_refuses_a_view_that_shows_more_than_it_names(
         extra = ["--ro-bind", str(home.alice / ".ssh"), str(home.alice / ".ssh")]
         return dataclasses.replace(view, args=[*view.args[:end], *extra, *view.args[end:]])
 
-    monkeypatch.setattr(sandbox, "build_view", whole_home)
+    monkeypatch.setattr(bubblewrap, "build_view", whole_home)
     problem = sandbox_proof.prove(sandbox.Policy(), sandbox.spawn)
     assert problem.startswith("bubblewrap could not build the view gpulab asked for"), problem
     assert f"in / it saw {home.alice.parts[1]}, which the view does not show" in problem
@@ -239,7 +242,7 @@ def test_a_refusal_says_what_bubblewrap_could_not_do_and_never_unsafe_while_inst
 ) -> None:
     """A sandbox that does not start is refused with bubblewrap's words and a fix; --unsafe is
     the advice only where bubblewrap is not installed."""
-    monkeypatch.setattr(sandbox, "ISOLATION", ("--no-such-option", *sandbox.ISOLATION))
+    monkeypatch.setattr(bubblewrap, "ISOLATION", ("--no-such-option", *bubblewrap.ISOLATION))
     problem = sandbox_proof.prove(sandbox.Policy(), sandbox.spawn)
     assert problem.startswith("bubblewrap could not start a sandbox here (bwrap: "), problem
     assert "--no-such-option" in problem and "To fix it: " in problem

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.grading.cgroups import empty_and_remove
+from gpulab.grading.sandbox.cgroups import empty_and_remove
 
 
 def _child() -> subprocess.Popen[bytes]:

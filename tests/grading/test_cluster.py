@@ -37,12 +37,15 @@ import pytest
 
 from gpulab.course.catalog import Course
 from gpulab.grading import sandbox
-from gpulab.grading.cluster import Target, run_on_cluster, slurm_cluster
-from gpulab.grading.cluster_bundle import Bundle, pack
-from gpulab.grading.grade import GradeOptions, GradeSummary, checks_hash, grade_class
+from gpulab.grading.classrun.cluster.bundle import Bundle, pack
+from gpulab.grading.classrun.cluster.client import run_on_cluster
+from gpulab.grading.classrun.cluster.slurm import slurm_cluster
+from gpulab.grading.classrun.fingerprint import checks_hash
+from gpulab.grading.classrun.grade import grade_class
+from gpulab.grading.classrun.grade_model import GradeOptions, GradeSummary, Target
+from gpulab.grading.classrun.run import Done, GpuEvent, Job
 from gpulab.grading.gradebook import Gradebook
-from gpulab.grading.run import Done, GpuEvent, Job
-from gpulab.grading.verdict import ExerciseGrade
+from gpulab.grading.gradebook.verdict import ExerciseGrade
 from helpers.adversarial_class import SOLUTION as ROOFLINE
 from helpers.adversarial_class import _answer, _prefixed, _write
 from helpers.run_attacks import _raises_in_a_check, graded_count, sha, tagged_processes
@@ -390,7 +393,7 @@ class _Stuck:
 
 def _stick(dask_worker: object) -> str:
     """Run on a worker (pickled by value): its GPU never recovers from now on."""
-    from gpulab.grading.cluster_worker import _STATIONS
+    from gpulab.grading.classrun.cluster.node import _STATIONS
 
     _STATIONS[str(dask_worker.name)].pool = _Stuck()  # type: ignore[attr-defined,assignment]
     return str(dask_worker.name)
@@ -784,6 +787,32 @@ def test_a_worker_without_bubblewrap_is_refused(
     )
 
 
+def test_only_slurm_needs_dask_jobqueue(
+    processes: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker, and a grader that names a scheduler, need Dask's distributed alone: where
+    dask-jobqueue cannot be imported, both grade; Slurm pilot jobs are refused in words."""
+    from gpulab.grading.classrun.cluster.client import need_distributed
+    from gpulab.grading.classrun.cluster.coordinator import ClusterError
+
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "dask_jobqueue.py").write_text("raise ImportError('dask_jobqueue: not here')\n")
+    path = os.pathsep.join(p for p in (str(shim), os.environ.get("PYTHONPATH")) if p)
+    address = processes.scheduler()
+    processes.worker(address, "--gpus", "", "--cpu-slots", "1", env={"PYTHONPATH": path})
+    monkeypatch.setitem(sys.modules, "dask_jobqueue", None)  # this grader cannot import it
+    folder = tmp_path / "class"
+    _one_learner(folder)
+    summary = grade_class(
+        GradeOptions(folder, tmp_path / "out", workers=1, timeout=TIMEOUT, cluster=_target(address))
+    )
+    assert summary.graded == 1 and not summary.problems, summary.problems
+    assert summary.learners[0].exercises[0].kind == "right"
+    with pytest.raises(ClusterError, match=r"needs gpulab\[cluster\] .*dask_jobqueue"):
+        need_distributed(slurm=True)
+
+
 def test_slurm_pilot_jobs_each_run_gpulab_worker(tmp_path: Path) -> None:
     """What dask-jobqueue would submit (no Slurm here): a pilot job per node, each running
     `gpulab worker` with the node's GPUs and CPU slots, on this scheduler (and no course:
@@ -913,7 +942,7 @@ def test_what_sbatch_said_reaches_the_message_not_the_screen(
 
     import distributed  # noqa: F401  (it sets its loggers up as it is imported)
 
-    from gpulab.grading.slurm import SbatchErrors, lost_pilots
+    from gpulab.grading.classrun.cluster.slurm import SbatchErrors, lost_pilots
 
     error = RuntimeError(
         "Command exited with non-zero exit code.\nstderr:\nsbatch: error: "

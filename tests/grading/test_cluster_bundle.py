@@ -1,5 +1,5 @@
 """The course bundle a grader sends its cluster's workers: what it holds, and how a worker
-unpacks it (`gpulab.grading.cluster_bundle`). Real files and real tars, no cluster: the
+unpacks it (`gpulab.grading.classrun.cluster.bundle`). Real files and real tars, no cluster: the
 bundle's way through Dask is in test_cluster.py."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from gpulab.course import load_course
-from gpulab.grading import cluster_bundle
-from gpulab.grading.cluster_bundle import Bundle, BundleError, Shelf, pack, unpack
-from gpulab.grading.fingerprint import checks_hash
+from gpulab.grading.classrun.cluster import bundle as cluster_bundle
+from gpulab.grading.classrun.cluster.bundle import Bundle, BundleError, Shelf, pack, unpack
+from gpulab.grading.classrun.fingerprint import checks_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 

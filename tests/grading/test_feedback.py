@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.grading.feedback import (
+from gpulab.grading.classrun.feedback import (
     NOT_RUN_NOTE,
     FeedbackError,
     feedback_markdown,
     write_feedback,
     write_grades_csv,
 )
-from gpulab.grading.verdict import KINDS, CheckRow, ExerciseGrade, Kind, LearnerGrades
+from gpulab.grading.gradebook.verdict import KINDS, CheckRow, ExerciseGrade, Kind, LearnerGrades
 
 RUN_AT = "2025-03-04 10:15 UTC"
 MAXIMA = {"squares": 3.0, "reduce": 4.0, "matmul": 5.0}

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 import gpulab
-from gpulab.grading.gpupool import GpuPool, GpuPoolError, visible_gpus
-from gpulab.grading.machines import changed, nvml_recording
+from gpulab.grading.checks.machines import changed, nvml_recording
+from gpulab.grading.classrun.gpupool import GpuPool, GpuPoolError, visible_gpus
 from gpulab.probes import device
 from gpulab.probes.nvml import Replay
 from gpulab.probes.system import system

@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 
 from gpulab.grading import sandbox
-from gpulab.grading.grade import GradeError, GradeOptions, grade_class
+from gpulab.grading.classrun.grade import grade_class
+from gpulab.grading.classrun.grade_model import GradeError, GradeOptions
 from gpulab.grading.gradebook import SCHEMA_VERSION, Gradebook, GradebookError
-from gpulab.grading.verdict import CheckRow, ExerciseGrade
+from gpulab.grading.gradebook.verdict import CheckRow, ExerciseGrade
 from helpers.adversarial_class import CASES, FULL, PARTIAL, ROOT, build_class
 from helpers.run_attacks import graded_count
 

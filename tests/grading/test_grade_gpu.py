@@ -1,6 +1,6 @@
 """`gpulab grade` on GPU work: faults, endless kernels and VRAM hogs stay in their own job.
 
-Run on the lent H200 (``pytest -m gpu``). The class answers the vector-add
+Run on a lent GPU (``pytest -m gpu``). The class answers the vector-add
 exercise; hostile learners put an out-of-bounds write or an endless loop in
 their kernel, or hold most of the GPU's memory while the checks run. Each must
 get its grade, the GPU must come back after each job (NVML shows it as it was
@@ -10,6 +10,7 @@ must still pass.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sqlite3
 import subprocess
@@ -19,14 +20,17 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from test_cluster import SEED, Processes, courseless
 
 from gpulab.grading import sandbox
-from gpulab.grading.gpu import gpu_missing
-from gpulab.grading.grade import GradeOptions, grade_class
+from gpulab.grading.checks.gpu import gpu_missing
+from gpulab.grading.classrun.grade import grade_class
+from gpulab.grading.classrun.grade_model import GradeOptions, GradeSummary, Target
 from gpulab.multicast import NO_MULTICAST
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = ROOT / "solutions" / "cuda-programming" / "vector-add.ipynb"
+STUB = ROOT / "exercises" / "cuda-programming" / "vector-add.ipynb"
 
 pytestmark = [
     pytest.mark.gpu,
@@ -237,3 +241,76 @@ def test_twenty_learners_spread_over_two_gpus_and_a_failed_gpu_stops_only_itself
         per_gpu = dict(db.execute("SELECT gpu, count(*) FROM grades GROUP BY gpu").fetchall())
     assert set(per_gpu) == {"0", "1"} and sum(per_gpu.values()) == 20, per_gpu
     assert per_gpu["0"] > per_gpu["1"] >= 1, per_gpu
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("distributed") is None,
+    reason="gpulab[cluster] is not installed (distributed, dask-jobqueue): make test installs it",
+)
+def test_a_worker_on_this_gpu_grades_gpu_work_as_this_machine_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--cluster` on a real GPU: a scheduler beside a `gpulab worker --gpus 0` that has no
+    course of its own grades the class with the same grades, faults and timeouts included."""
+    monkeypatch.setenv("GPULAB_CHECK_SEED", SEED)
+    folder = tmp_path / "class"
+    for name in ("a-good", "out-of-bounds", "endless-kernel"):
+        _learner(folder, name)
+    (folder / "stub").mkdir()
+    nbformat.write(nbformat.read(STUB, as_version=4), folder / "stub" / "vector-add.ipynb")
+    home = tmp_path / "home"
+    home.mkdir()
+    # the worker's gpulab is a copy with no course beside it; the rest of PYTHONPATH
+    # (where CuPy or Dask may lie) it keeps
+    lab = (ROOT / "lab").resolve()
+    kept = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    path = os.pathsep.join([str(tmp_path / "pkg"), *(p for p in kept if Path(p).resolve() != lab)])
+    processes = Processes(tmp_path)
+    try:
+        address = processes.scheduler()
+        processes.worker(
+            address,
+            "--gpus",
+            "0",
+            "--cpu-slots",
+            "1",
+            env={**courseless(tmp_path), "PYTHONPATH": path, "GPULAB_CHECK_SEED": SEED},
+            cwd=home,
+        )
+        here = grade_class(
+            GradeOptions(folder, tmp_path / "here", ("vector-add",), workers=1, timeout=45)
+        )
+        there = grade_class(
+            GradeOptions(
+                folder,
+                tmp_path / "there",
+                ("vector-add",),
+                workers=1,
+                timeout=45,
+                cluster=Target(address, wait_s=60.0),
+            )
+        )
+    finally:
+        processes.end()
+
+    def seen(summary: GradeSummary) -> dict[str, tuple[object, ...]]:
+        return {
+            learner.slug: (
+                grade.kind,
+                grade.earned,
+                tuple((c.check, c.outcome, c.earned) for c in grade.checks),
+            )
+            for learner in summary.learners
+            for grade in learner.exercises
+        }
+
+    local, remote = seen(here), seen(there)
+    shown = "\n".join(f"{slug}: here {local[slug][:2]}, there {remote.get(slug)}" for slug in local)
+    assert remote == local, shown
+    worth = here.maxima["vector-add"]
+    assert remote["a-good"][:2] == ("right", worth), shown
+    assert remote["out-of-bounds"][0] == "gpu-fault", shown
+    assert remote["endless-kernel"][0] == "timeout", shown
+    assert remote["stub"][0] == "wrong", shown
+    assert any("graded on the Dask cluster at" in note for note in there.notes), there.notes
+    assert not there.gpu_events and not there.problems, (there.gpu_events, there.problems)

@@ -15,12 +15,11 @@ from gpulab.grading.gradebook import (
     DeadRun,
     Gradebook,
     GradebookError,
-    Holder,
     KnownExercise,
     StoredGrade,
 )
-from gpulab.grading.names import MAX_NAME, MAX_TEXT
-from gpulab.grading.verdict import CheckRow, ExerciseGrade, LearnerGrades
+from gpulab.grading.gradebook.verdict import CheckRow, ExerciseGrade, LearnerGrades
+from gpulab.grading.intake.names import MAX_NAME, MAX_TEXT, Holder
 
 GRADE = ExerciseGrade(
     "roofline",

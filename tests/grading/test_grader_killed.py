@@ -22,7 +22,7 @@ import nbformat
 import pytest
 
 from gpulab.grading import sandbox
-from gpulab.grading.runner import remove_stale_folders
+from gpulab.grading.checks.runner import remove_stale_folders
 
 ROOT = Path(__file__).resolve().parents[2]
 STUB = ROOT / "exercises" / "memory-hierarchy" / "roofline.ipynb"
@@ -92,7 +92,9 @@ def test_sigkill_of_the_grader_ends_its_learner_code(tmp_path: Path) -> None:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # until the learner's worker spins
             started |= descendants(grader.pid)
-            workers = [p for p in started if alive(p) and b"gpulab.grading.worker" in _cmdline(p)]
+            workers = [
+                p for p in started if alive(p) and b"gpulab.grading.checks.worker" in _cmdline(p)
+            ]
             if workers:
                 break
             time.sleep(0.2)

@@ -19,6 +19,7 @@ from typing import Any
 import nbformat
 import pytest
 
+from gpulab.grading.checks.notebook import MAX_BYTES
 from gpulab.grading.intake import (
     Intake,
     IntakeError,
@@ -26,8 +27,7 @@ from gpulab.grading.intake import (
     ZipLimits,
     collect,
 )
-from gpulab.grading.notebook import MAX_BYTES
-from gpulab.grading.zipread import MIB, count_headers, read_directory
+from gpulab.grading.intake.zipread import MIB, count_headers, read_directory
 from helpers.intake_attacks import directory_bomb
 
 EXERCISES = ("roofline", "reduction")

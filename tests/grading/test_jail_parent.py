@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def _jail(spec: dict[str, object], *command: str) -> list[str]:
-    return [sys.executable, "-m", "gpulab.grading.jail", json.dumps(spec), "--", *command]
+    return [sys.executable, "-m", "gpulab.grading.sandbox.jail", json.dumps(spec), "--", *command]
 
 
 def test_a_parent_that_has_already_ended_stops_the_launcher() -> None:
@@ -45,7 +45,7 @@ def test_the_command_dies_with_the_parent(tmp_path: Path) -> None:
             f"""
 import json, os, subprocess, sys, time
 spec = json.dumps({{"parent": os.getpid()}})
-p = subprocess.Popen([sys.executable, "-m", "gpulab.grading.jail", spec, "--", "/bin/sleep",
+p = subprocess.Popen([sys.executable, "-m", "gpulab.grading.sandbox.jail", spec, "--", "/bin/sleep",
                       "300"], start_new_session=True)
 open({str(pid_file)!r}, "w").write(str(p.pid))
 time.sleep(300)

@@ -18,7 +18,7 @@ import pytest
 
 from gpulab.course import Course, load_course
 from gpulab.course.workspace import Workspace, init_workspace
-from gpulab.grading.jupyter import JupyterError, Server, open_notebook, stop_server
+from gpulab.grading.learn.jupyter import JupyterError, Server, open_notebook, stop_server
 from helpers.tui import build_exercise_course
 
 

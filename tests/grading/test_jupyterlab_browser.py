@@ -10,7 +10,7 @@ passes every check, the exercise as released fails.
 
 Each notebook sits in a folder of its own under the name of its exercise, so
 `check("roofline")`, run by a kernel whose working folder is the notebook's,
-judges the very file that is open (see `gpulab.grading.panel.check`).
+judges the very file that is open (see `gpulab.grading.learn.panel.check`).
 
 Chromium is Debian's (`.ci/run` installs it); Playwright never downloads a
 browser of its own. Without either the tests skip and say why.

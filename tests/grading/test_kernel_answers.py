@@ -22,8 +22,8 @@ import pytest
 
 from gpulab.course import load_course
 from gpulab.grading.build import solution_path
-from gpulab.grading.cells import answer_cells, setup_cells
-from gpulab.grading.gpu import (
+from gpulab.grading.checks.cells import answer_cells, setup_cells
+from gpulab.grading.checks.gpu import (
     MAX_SOURCE_BYTES,
     KernelAnswerError,
     SanitizerVerdict,
@@ -34,10 +34,10 @@ from gpulab.grading.gpu import (
     sanitize_kernel,
     sanitizer_missing,
 )
-from gpulab.grading.learner import Learner
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.runner import run_checks
-from gpulab.grading.tasks.common import TaskError, classify, launch_shape
+from gpulab.grading.checks.learner import Learner
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.runner import run_checks
+from gpulab.grading.checks.tasks.common import TaskError, classify, launch_shape
 
 needs_gpu = pytest.mark.skipif(gpu_missing() is not None, reason=str(gpu_missing()))
 needs_sanitizer = pytest.mark.skipif(

@@ -18,12 +18,12 @@ from gpulab.course import ProgressStore, load_course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.progress import Measurement, Progress
 from gpulab.grading.build import build_all, solution_path
-from gpulab.grading.feedback import feedback_markdown
+from gpulab.grading.checks.pytest_plugin import MAX_PREDICTION_TEXT
+from gpulab.grading.checks.runner import CheckReport, run_checks
+from gpulab.grading.classrun.feedback import feedback_markdown
 from gpulab.grading.gradebook import Gradebook
-from gpulab.grading.panel import CheckedNotebook, report_text
-from gpulab.grading.pytest_plugin import MAX_PREDICTION_TEXT
-from gpulab.grading.runner import CheckReport, run_checks
-from gpulab.grading.verdict import ExerciseGrade, verdict
+from gpulab.grading.gradebook.verdict import ExerciseGrade, verdict
+from gpulab.grading.learn.panel import CheckedNotebook, report_text
 from helpers.squares_course import code
 
 MANIFEST = """\

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpulab.grading.cells import answer_cells
-from gpulab.grading.notebook import (
+from gpulab.grading.checks.cells import answer_cells
+from gpulab.grading.checks.notebook import (
     MAX_CELLS,
     MAX_DEPTH,
     MAX_DIGITS,

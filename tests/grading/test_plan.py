@@ -1,4 +1,4 @@
-"""Planning a grading run (`gpulab.grading.plan`): pure, so every rule is shown on data."""
+"""Planning a grading run (`gpulab.grading.classrun.plan`): pure, so every rule is shown on data."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 
 from gpulab.course import load_course
 from gpulab.course.manifest import ExerciseEntry
+from gpulab.grading.classrun.plan import plan
 from gpulab.grading.gradebook import StoredGrade
 from gpulab.grading.intake import LearnerSubmission
-from gpulab.grading.plan import plan
 
 GUARDS = {False: ("cpu guards",), True: ("gpu guards",)}
 

@@ -1,4 +1,4 @@
-"""One vocabulary of failure across the processes of a check (`gpulab.grading.protocol`)."""
+"""One vocabulary of failure across the processes of a check (`gpulab.grading.checks.protocol`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import gpulab
-from gpulab.grading.protocol import DECISIVE, FAILURES, failure_named
-from gpulab.grading.runner import CheckReport, CheckResult, _read_report
-from gpulab.grading.verdict import KINDS, verdict
+from gpulab.grading.checks.protocol import DECISIVE, FAILURES, CheckResult, failure_named
+from gpulab.grading.checks.runner import CheckReport, _read_report
+from gpulab.grading.gradebook.verdict import KINDS, verdict
 
 
 def test_the_failures_that_decide_a_kind_are_kinds_and_failures() -> None:

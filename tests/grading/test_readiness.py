@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gpulab.course import load_course
 from gpulab.course.workspace import init_workspace
-from gpulab.grading.readiness import learner_checks
+from gpulab.grading.learn.readiness import learner_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -29,13 +29,15 @@ import pytest
 
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading import sandbox
-from gpulab.grading.feedback import NOT_RUN_NOTE
-from gpulab.grading.gpu import gpu_missing
-from gpulab.grading.grade import GradeError, GradeOptions, grade_class
+from gpulab.grading.checks.gpu import gpu_missing
+from gpulab.grading.checks.protocol import CheckResult
+from gpulab.grading.checks.runner import CheckReport
+from gpulab.grading.classrun.feedback import NOT_RUN_NOTE
+from gpulab.grading.classrun.grade import grade_class
+from gpulab.grading.classrun.grade_model import GradeError, GradeOptions
+from gpulab.grading.classrun.run import Done, GpuEvent, Job, Writer, run_jobs
 from gpulab.grading.gradebook import SCHEMA_VERSION, Gradebook, GradebookError
-from gpulab.grading.run import Done, GpuEvent, Job, Writer, run_jobs
-from gpulab.grading.runner import CheckReport, CheckResult
-from gpulab.grading.verdict import CheckRow, ExerciseGrade, plain, verdict
+from gpulab.grading.gradebook.verdict import CheckRow, ExerciseGrade, plain, verdict
 from helpers.adversarial_class import Case
 from helpers.run_attacks import (
     MARKUP_FILE,

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from gpulab.grading import sandbox
+from gpulab.grading.sandbox import bubblewrap
 
 GUARDS = sandbox.available()
 needs_bwrap = pytest.mark.skipif(
@@ -198,7 +199,7 @@ except OSError as exc:
 """
     _, seen = run(code, policy)
     assert seen.get("error") == "No space left on device", seen
-    assert seen["written"] <= 16 and seen["cwd"] == sandbox.SCRATCH
+    assert seen["written"] <= 16 and seen["cwd"] == bubblewrap.SCRATCH
 
 
 @pytest.mark.skipif(

@@ -4,8 +4,9 @@ Each attack is a small program run through `sandbox.spawn` exactly as the gradin
 run starts learner code; it reports what it could do, and the test asserts that
 every way out failed. The cases come from the red team's review (V1 root in the
 sandbox, V3 the bulk zip, V4 socket files and groups, V5 other copies of the
-course, V7 unbounded tmpfs and process counts, V10 the inotify quota, V14 the
-worker decoy) and from what bubblewrap's own setup leaves visible.
+course, V7 unbounded tmpfs and process counts, V14 the worker decoy) and from what
+bubblewrap's own setup leaves visible. The per-user quotas (V10, the inotify quota),
+CPU share and memory are in test_attacks_resources.py.
 
 With the grader as root (CI runs as root) the tests call `spawn` here; as an
 ordinary user they run the same call in a process of `nobody` (setpriv), with
@@ -28,7 +29,9 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.grading import sandbox, sandbox_proof
+from gpulab.grading import sandbox
+from gpulab.grading.sandbox import bubblewrap
+from gpulab.grading.sandbox import proof as sandbox_proof
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARDS = sandbox.available()
@@ -145,7 +148,8 @@ def attack(code: str, scene: Scene, grader: str, *args: str) -> dict:
     else:
         harness = textwrap.dedent("""
             import os, subprocess, sys
-            from gpulab.grading import sandbox, sandbox_proof
+            from gpulab.grading import sandbox
+            from gpulab.grading.sandbox import proof as sandbox_proof
             job = sandbox.spawn([sys.executable, "-c", sys.argv[1]],
                                 env=dict(os.environ), cwd="/", stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -213,7 +217,7 @@ def test_no_privilege_in_the_sandbox_whoever_grades(scene: Scene, grader: str) -
     seen = attack(PRIVILEGE, scene, grader)
     assert seen["uid"] != 0 and seen["gid"] != 0, seen
     if grader == "self" and os.geteuid() == 0:  # a root grader drops to a job's own uid
-        first, count = sandbox.JOB_UIDS
+        first, count = bubblewrap.JOB_UIDS
         assert first <= seen["uid"] < first + count and seen["gid"] == seen["uid"]
         assert seen["groups"] == []
     assert set(seen["caps"]) == {"0000000000000000"}, seen["caps"]
@@ -280,7 +284,7 @@ def test_the_view_is_an_allowlist(scene: Scene, grader: str) -> None:
 
 def _needed(folder: str) -> bool:
     """Whether the view must hold `folder` for Python itself (a Python installed under it)."""
-    from gpulab.grading.sandbox_view import needed_folders
+    from gpulab.grading.sandbox.view import needed_folders
 
     return any(f == folder or f.startswith(folder + "/") for f in needed_folders((), ()))
 
@@ -365,53 +369,10 @@ def test_the_process_limit_is_each_jobs_own(scene: Scene, grader: str) -> None:
         assert 10 <= seen["children"] < scene.policy.processes, seen
 
 
-INOTIFY = """
-import ctypes, json, os, sys, time
-libc = ctypes.CDLL(None, use_errno=True)
-held = []
-while len(held) < 10000:
-    fd = libc.inotify_init()
-    if fd < 0:
-        break
-    held.append(fd)
-print(json.dumps({"held": len(held)}), flush=True)
-time.sleep(float(sys.argv[1]))
-"""
-
-
-@pytest.mark.skipif(
-    os.geteuid() != 0,
-    reason="only a root grader can give jobs a uid of their "
-    "own; an ordinary grader's inotify quota is shared with its jobs",
-)
-def test_inotify_is_charged_to_the_jobs_uid_not_the_graders(scene: Scene) -> None:
-    import ctypes
-
-    program = textwrap.dedent(INOTIFY)
-    job = sandbox.spawn(
-        [sys.executable, "-c", program, "20"],
-        env=dict(os.environ),
-        cwd="/",
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        policy=scene.policy,
-    )
-    try:
-        assert job.process.stdout is not None
-        held = json.loads(job.process.stdout.readline())["held"]
-        libc = ctypes.CDLL(None, use_errno=True)
-        mine = libc.inotify_init()  # the grader, while the job holds all it could get
-        assert mine >= 0, os.strerror(ctypes.get_errno())
-        os.close(mine)
-    finally:
-        job.close()
-    assert held > 0
-
-
 DECOY = """
 import json, os, subprocess, sys, time
 decoy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)",
-                          "-m", "gpulab.grading.worker"])
+                          "-m", "gpulab.grading.checks.worker"])
 time.sleep(0.5)
 print(json.dumps({"me": os.getpid(), "decoy": decoy.pid}), flush=True)
 time.sleep(5)
@@ -447,9 +408,11 @@ def test_the_guard_refuses_a_sandbox_that_does_not_hold(monkeypatch: pytest.Monk
     bubblewrap started by root did) is refused."""
     if os.geteuid() != 0:
         pytest.skip("only a root grader can make a sandbox that keeps privileges")
-    monkeypatch.setattr(sandbox, "job_uid", lambda: None)  # the old launch: stay root
+    monkeypatch.setattr(bubblewrap, "job_uid", lambda: None)  # the old launch: stay root
     monkeypatch.setattr(
-        sandbox, "ISOLATION", tuple(a for a in sandbox.ISOLATION if a not in ("--cap-drop", "ALL"))
+        bubblewrap,
+        "ISOLATION",
+        tuple(a for a in bubblewrap.ISOLATION if a not in ("--cap-drop", "ALL")),
     )
     problem = sandbox_proof.prove(sandbox.Policy(), sandbox.spawn)
     assert problem.startswith("the sandbox does not hold here: from inside it, ")

@@ -17,9 +17,9 @@ from _pytest.mark import ParameterSet
 from gpulab.course import load_course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
-from gpulab.grading.gpu import gpu_missing
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.runner import run_checks
+from gpulab.grading.checks.gpu import gpu_missing
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.runner import run_checks
 
 EXERCISES = load_course().exercises()
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab.grading.cells import Cell
-from gpulab.grading.learner import Learner, LearnerError
-from gpulab.grading.worker import REFUSED
+from gpulab.grading.checks.cells import Cell
+from gpulab.grading.checks.learner import Learner, LearnerError
+from gpulab.grading.checks.worker import REFUSED
 
 
 def worker(*answers: str, setup: tuple[str, ...] = ()) -> Learner:
@@ -42,7 +42,7 @@ def test_an_answer_cell_cannot_import_gpulab() -> None:
     "route",
     [
         "import gpulab",
-        "import gpulab.grading.worker",
+        "import gpulab.grading.checks.worker",
         "__import__('gpulab.probes.system')",
         "import importlib; importlib.import_module('gpulab.probes.system')",
         "exec('from gpulab.probes import system')",

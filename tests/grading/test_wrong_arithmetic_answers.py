@@ -27,12 +27,12 @@ from typing import Any
 import pytest
 
 from gpulab.course.catalog import load_course
-from gpulab.grading import draws
-from gpulab.grading.feedback import write_feedback
-from gpulab.grading.learner import LearnerError
-from gpulab.grading.notebook import read_notebook, write_notebook
-from gpulab.grading.runner import CheckReport, run_checks
-from gpulab.grading.verdict import ExerciseGrade, LearnerGrades, verdict
+from gpulab.grading.checks import draws
+from gpulab.grading.checks.learner import LearnerError
+from gpulab.grading.checks.notebook import read_notebook, write_notebook
+from gpulab.grading.checks.runner import CheckReport, run_checks
+from gpulab.grading.classrun.feedback import write_feedback
+from gpulab.grading.gradebook.verdict import ExerciseGrade, LearnerGrades, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers"
@@ -383,7 +383,7 @@ def test_an_error_without_a_type_is_not_read_from_its_message() -> None:
 def test_hidden_inputs_change_from_run_to_run(exercise: str) -> None:
     def seed(**env: str) -> int:  # each checks run is a process of its own
         done = subprocess.run(
-            [sys.executable, "-c", "from gpulab.grading.draws import SEED; print(SEED)"],
+            [sys.executable, "-c", "from gpulab.grading.checks.draws import SEED; print(SEED)"],
             capture_output=True,
             text=True,
             check=True,
@@ -395,7 +395,7 @@ def test_hidden_inputs_change_from_run_to_run(exercise: str) -> None:
     assert seed(GPULAB_CHECK_SEED="1234") == 1234  # ... or replayed on demand
     assert load(HIDDEN[exercise], f"{exercise}_hidden").SEED == draws.SEED
     text = HIDDEN[exercise].read_text(encoding="utf-8")
-    assert "from gpulab.grading.draws import SEED" in text and "urandom" not in text
+    assert "from gpulab.grading.checks.draws import SEED" in text and "urandom" not in text
     tests = re.findall(r"^def (test_\w+)\(learner", text, re.M)
     for name in tests:  # every hidden check draws from the seed
         body = text.split(f"def {name}(")[1].split("\n@pytest")[0]

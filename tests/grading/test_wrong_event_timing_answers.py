@@ -10,7 +10,7 @@ bytes counted twice, GiB for GB) are graded here, without a GPU; those of parts 
 (a host timer with no synchronisation, no warm-up, a naive timer that waits, a warmed
 "first" launch) only on a GPU, where the check times the kernel itself. Without one,
 the checks' judgements are tried on figures such mistakes give, so that the messages
-are proved here too. And the trusted side (gpulab.grading.reference.event_timing)
+are proved here too. And the trusted side (gpulab.grading.checks.reference.event_timing)
 times the very kernel the setup launches, on buffers sized by the same rule.
 """
 
@@ -25,11 +25,11 @@ import pytest
 
 from gpulab.course import load_course
 from gpulab.grading.build import solution_path
-from gpulab.grading.cells import answer_cells, setup_cells
-from gpulab.grading.gpu import gpu_missing
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.reference import event_timing
-from gpulab.grading.runner import CheckReport, run_checks
+from gpulab.grading.checks.cells import answer_cells, setup_cells
+from gpulab.grading.checks.gpu import gpu_missing
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.reference import event_timing
+from gpulab.grading.checks.runner import CheckReport, run_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "event-timing"
@@ -263,7 +263,7 @@ def test_buffers_are_sized_by_the_same_rule_from_free_memory(free: int) -> None:
 
 def test_the_visible_checks_hold_no_answer_to_a_part() -> None:
     """Visible checks ship to learners: the timings live on the trusted side
-    (gpulab.grading.reference.event_timing), not in the file."""
+    (gpulab.grading.checks.reference.event_timing), not in the file."""
     text = VISIBLE.read_text(encoding="utf-8")
     calls = ["get_elapsed_time(", "perf_counter(", ".record(", "Event(", "statistics"]
     assert [call for call in calls if call in text] == []

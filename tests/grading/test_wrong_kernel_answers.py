@@ -27,15 +27,15 @@ import pytest
 from gpulab.course import load_course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
-from gpulab.grading.cells import answer_cells, setup_cells
-from gpulab.grading.gpu import KernelAnswerError, gpu_missing, run_kernel, sanitize_kernel
-from gpulab.grading.learner import Learner
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.runner import CheckReport, run_checks
-from gpulab.grading.tasks import copy_floats, reduce_sum, sgemm, transpose, vector_add
-from gpulab.grading.tasks.common import TaskError
-from gpulab.grading.tasks.rules import Rules, check_rules, violations
-from gpulab.grading.tasks.sanitize import NOT_AVAILABLE, parse, verdict
+from gpulab.grading.checks.cells import answer_cells, setup_cells
+from gpulab.grading.checks.gpu import KernelAnswerError, gpu_missing, run_kernel, sanitize_kernel
+from gpulab.grading.checks.learner import Learner
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.runner import CheckReport, run_checks
+from gpulab.grading.checks.tasks import copy_floats, reduce_sum, sgemm, transpose, vector_add
+from gpulab.grading.checks.tasks.common import TaskError
+from gpulab.grading.checks.tasks.rules import Rules, check_rules, violations
+from gpulab.grading.checks.tasks.sanitize import NOT_AVAILABLE, parse, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers"

@@ -11,7 +11,7 @@ a GPU and is graded everywhere; the others need one (``gpu`` tests).
 Without a GPU, too: the fixtures keep the rules of kernel answers (so a GPU
 failure is the mistake, not a refusal); the rules allow <mma.h> and
 <cuda_pipeline_primitives.h> to this exercise alone; the checks' arithmetic
-(`gpulab.grading.reference.matmul_dtypes`); the header search of the hgemm
+(`gpulab.grading.checks.reference.matmul_dtypes`); the header search of the hgemm
 task; and the visible checks' messages, fed the findings each kind of mistake
 produces. On a GPU, `test_the_bar_separates_naive_from_simple_tiled` times the
 naive baseline, a plain shared-memory tiled kernel and the reference solution
@@ -32,14 +32,14 @@ import pytest
 
 from gpulab.course import load_course
 from gpulab.grading.build import solution_path
-from gpulab.grading.cells import answer_cells, setup_cells
-from gpulab.grading.gpu import gpu_missing, new_seed, run_kernel
-from gpulab.grading.learner import Learner
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.reference.matmul_dtypes import bf16_bits, padded, side_for, tflops
-from gpulab.grading.runner import CheckReport, run_checks
-from gpulab.grading.tasks import hgemm, sgemm
-from gpulab.grading.tasks.rules import violations
+from gpulab.grading.checks.cells import answer_cells, setup_cells
+from gpulab.grading.checks.gpu import gpu_missing, new_seed, run_kernel
+from gpulab.grading.checks.learner import Learner
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.reference.matmul_dtypes import bf16_bits, padded, side_for, tflops
+from gpulab.grading.checks.runner import CheckReport, run_checks
+from gpulab.grading.checks.tasks import hgemm, sgemm
+from gpulab.grading.checks.tasks.rules import violations
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "matmul-dtypes"
@@ -294,6 +294,25 @@ def test_a_ragged_k_is_named(checks: ModuleType) -> None:
     assert message is not None and "wrong when K is ragged" in message and "hold 0" in message
 
 
+def test_stale_edge_values_of_rounding_size_are_not_called_fp16_sums(checks: ModuleType) -> None:
+    """Seen on an H100: a tile left unwritten past a ragged K held values that put 7 x 9 x
+    4099 off by 3.9e-3, the size of FP16 rounding. Whole tiles right, every K a multiple
+    of 32 right: that is the edge, and the message must say so, not blame the sums."""
+    run = [
+        case(128, 128, 128),
+        case(64, 64, 8192),
+        wrong_case(128, 128, 137, 2e-3),
+        wrong_case(128, 128, 136, 0.5),
+        wrong_case(7, 9, 4099, 3.9e-3),
+    ]
+    message = checks.diagnose(run[4:], run)
+    assert message is not None and "wrong when K is ragged" in message, message
+    assert "FP16 rounding" not in message
+    fp16_everywhere = [wrong_case(128, 128, 128, 1e-3), wrong_case(7, 9, 4099, 3.9e-3)]
+    message = checks.diagnose(fp16_everywhere[1:], fp16_everywhere)
+    assert message is not None and "FP16 rounding" in message
+
+
 def test_rows_off_16_byte_boundaries_are_named(checks: ModuleType) -> None:
     run = [
         case(128, 128, 128),
@@ -357,7 +376,7 @@ def test_wrong_answers_lose_points_with_a_message_that_names_the_mistake(wrong: 
 def test_the_bar_separates_naive_from_simple_tiled(checks: ModuleType) -> None:
     """Timed in one run each, on the size the checks time: the naive baseline below the
     learner's bar, a plain shared-memory tiled kernel above it, the reference at 0.3."""
-    from gpulab.grading.reference.matmul_dtypes import side
+    from gpulab.grading.checks.reference.matmul_dtypes import side
 
     n = side()
     kernels = {

@@ -26,9 +26,9 @@ import pytest
 from gpulab.course import load_course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
-from gpulab.grading.machines import FOLDER, nvml_expected, nvml_recording
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.runner import CheckReport, run_checks
+from gpulab.grading.checks.machines import FOLDER, nvml_expected, nvml_recording
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.runner import CheckReport, run_checks
 from gpulab.probes.nvml import Replay, ReplayMismatch
 from gpulab.probes.nvml import inventory as inventory_probe
 from gpulab.probes.nvml import sample as sample_probe

@@ -8,7 +8,7 @@ mistake, and no message may quote the reference solution. The mistakes in the
 size ladder, the fit and the NUMA node are caught on any machine; those in timing
 a copy only where copies are timed, so their test needs a GPU.
 
-The checks' trusted side (`gpulab.grading.reference.pinned_transfer`) is tested
+The checks' trusted side (`gpulab.grading.checks.reference.pinned_transfer`) is tested
 too: its fit finds the curve a synthetic curve was made from, its reading of a
 GPU's NUMA node agrees with what numa-topology expects of the same recorded
 machines, its link rates are the lesson's table, and the visible checks, which
@@ -26,11 +26,11 @@ import pytest
 from gpulab.course import load_course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
-from gpulab.grading.gpu import gpu_missing
-from gpulab.grading.machines import load_machine, materialize
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.reference import pinned_transfer as ref
-from gpulab.grading.runner import CheckReport, run_checks
+from gpulab.grading.checks.gpu import gpu_missing
+from gpulab.grading.checks.machines import load_machine, materialize
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.reference import pinned_transfer as ref
+from gpulab.grading.checks.runner import CheckReport, run_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "pinned-transfer"
@@ -62,8 +62,9 @@ MUST_FAIL_GPU: dict[str, dict[str, tuple[str, ...]]] = {
         "test_pinned_beats_pageable": ("page-locked", "NumPy array"),
     },
     "bytes-twice": {
+        # the pageable check allows 60 % (a host memcpy's speed differs between processes),
+        # so a doubled pageable figure can pass it: an H100 run graded it passed
         "test_pinned_copies_agree": ("counted twice",),
-        "test_pageable_copies_agree": (),  # twice, give or take the pageable copies' spread
     },
     "host-timer": {
         "test_pinned_copies_agree": ("host timer", "asynchronous", "CUDA events"),
@@ -227,7 +228,7 @@ def test_page_nodes_places_a_touched_buffer_on_a_node_of_this_machine() -> None:
 
 def test_the_visible_checks_hold_no_answer_to_a_part() -> None:
     """Visible checks ship to learners: the fit, the ladder, the timed copies and the NUMA
-    reading live on the trusted side (gpulab.grading.reference), not in the file."""
+    reading live on the trusted side (gpulab.grading.checks.reference), not in the file."""
     text = VISIBLE.read_text(encoding="utf-8")
     answers = [
         "memcpyAsync(",

@@ -27,9 +27,9 @@ import pytest
 from gpulab.course import load_course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
-from gpulab.grading.gpu import gpu_missing
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.reference.pointer_chase import (
+from gpulab.grading.checks.gpu import gpu_missing
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.reference.pointer_chase import (
     MIN_STEPS,
     check_footprints,
     own_plan,
@@ -37,7 +37,7 @@ from gpulab.grading.reference.pointer_chase import (
     recorded_curve,
     synthetic_curve,
 )
-from gpulab.grading.runner import CheckReport, run_checks
+from gpulab.grading.checks.runner import CheckReport, run_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "pointer-chase"

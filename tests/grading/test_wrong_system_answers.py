@@ -22,7 +22,7 @@ import pytest
 from gpulab.course import load_course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
-from gpulab.grading.machines import (
+from gpulab.grading.checks.machines import (
     FOLDER,
     load_machine,
     machine_names,
@@ -30,8 +30,8 @@ from gpulab.grading.machines import (
     nvml_expected,
     nvml_names,
 )
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.runner import CheckReport, run_checks
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.runner import CheckReport, run_checks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "wrong_answers"
 EXERCISES = {e.name: e for e in load_course().exercises()}

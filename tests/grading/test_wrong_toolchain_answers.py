@@ -30,10 +30,10 @@ import pytest
 
 from gpulab.course import load_course
 from gpulab.grading.build import solution_path
-from gpulab.grading.gpu import gpu_missing
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.reference import toolchain as trusted
-from gpulab.grading.runner import CheckReport, run_checks
+from gpulab.grading.checks.gpu import gpu_missing
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.reference import toolchain as trusted
+from gpulab.grading.checks.runner import CheckReport, run_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "toolchain"

@@ -5,12 +5,12 @@ answer with one mistake made on purpose (its metadata says which; the README
 beside them lists them). Graded with the visible and the hidden checks, none
 may earn full marks, the checks named below must fail with a message that names
 the mistake, and no message may quote the reference solution. Part 3 is judged
-on recorded NVML sessions (gpulab/grading/machines/nvml/), so all of this runs
+on recorded NVML sessions (gpulab/grading/checks/machines/nvml/), so all of this runs
 without a GPU. The sessions are tested too: each answers every call part 3
 names, and the answers written down for them (nvml/expected/gpu-topology.json)
 agree with gpulab's own topology probe replaying the same session (a second,
 independent reading) and with the checks' trusted reading
-(`gpulab.grading.reference.gpu_topology`).
+(`gpulab.grading.checks.reference.gpu_topology`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import pytest
 from gpulab.course import load_course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
-from gpulab.grading.machines import FOLDER, nvml_expected, nvml_recording, pynvml_from
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.reference.gpu_topology import own_topology
-from gpulab.grading.runner import CheckReport, run_checks
+from gpulab.grading.checks.machines import FOLDER, nvml_expected, nvml_recording, pynvml_from
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.reference.gpu_topology import own_topology
+from gpulab.grading.checks.runner import CheckReport, run_checks
 from gpulab.probes.nvml import Replay, ReplayMismatch
 from gpulab.probes.topology import TopoMatrix, gpu_topology
 
@@ -261,7 +261,7 @@ def test_no_constant_topology_passes_every_session() -> None:
 
 def test_the_visible_checks_hold_no_answer_to_a_part() -> None:
     """Visible checks ship to learners: the NVML reading and the timed copy live on the
-    trusted side (gpulab.grading.reference), not in the file."""
+    trusted side (gpulab.grading.checks.reference), not in the file."""
     text = VISIBLE.read_text(encoding="utf-8")
     calls = [
         "nvmlDeviceGetNvLinkState(",

@@ -24,14 +24,14 @@ import pytest
 
 from gpulab.course import load_course
 from gpulab.grading.build import solution_path
-from gpulab.grading.cells import answer_cells, setup_cells
-from gpulab.grading.gpu import gpu_missing
-from gpulab.grading.learner import Learner
-from gpulab.grading.notebook import read_notebook
-from gpulab.grading.reference import warp_divergence as ref
-from gpulab.grading.runner import CheckReport, run_checks
-from gpulab.grading.tasks import two_paths
-from gpulab.grading.tasks.rules import violations
+from gpulab.grading.checks.cells import answer_cells, setup_cells
+from gpulab.grading.checks.gpu import gpu_missing
+from gpulab.grading.checks.learner import Learner
+from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.reference import warp_divergence as ref
+from gpulab.grading.checks.runner import CheckReport, run_checks
+from gpulab.grading.checks.tasks import two_paths
+from gpulab.grading.checks.tasks.rules import violations
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "warp-divergence"

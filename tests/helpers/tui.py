@@ -116,8 +116,8 @@ def build_exercise_course(root: Path) -> Path:
     the released notebook) under root/solutions and root/exercises; returns root/lessons."""
     import nbformat
 
-    from gpulab.grading.cells import to_exercise
-    from gpulab.grading.notebook import read_notebook, write_notebook
+    from gpulab.grading.checks.cells import to_exercise
+    from gpulab.grading.checks.notebook import read_notebook, write_notebook
 
     lessons = root / "lessons"
     shutil.copytree(FIXTURE, lessons)
@@ -144,7 +144,7 @@ def build_exercise_course(root: Path) -> Path:
 def solve(notebook: Path, answer: str = ANSWER) -> None:
     """Type `answer` into the notebook's answer cell and save it, as a learner would (give it
     the workspace's notebook: the course's stays pristine)."""
-    from gpulab.grading.notebook import read_notebook, write_notebook
+    from gpulab.grading.checks.notebook import read_notebook, write_notebook
 
     found = read_notebook(notebook)
     for cell in found.cells:

@@ -71,7 +71,7 @@ def test_driver_reads_the_recorded_cuda_version() -> None:
 
 @without_cupy
 def test_grading_gives_the_same_reason_for_skipping_gpu_checks() -> None:
-    from gpulab.grading.gpu import gpu_missing
+    from gpulab.grading.checks.gpu import gpu_missing
 
     why = no_driver_here()
     assert gpu_missing() == f"needs an NVIDIA GPU ({why})"

@@ -21,7 +21,7 @@ from textual.widgets import Markdown
 
 from gpulab.course import ProgressStore
 from gpulab.course.workspace import Workspace
-from gpulab.grading.runner import run_checks
+from gpulab.grading.checks.runner import run_checks
 from gpulab.probes.nvml import Replay
 from gpulab.tui import GpulabApp
 from gpulab.tui.exercise_text import NO_SOLUTIONS

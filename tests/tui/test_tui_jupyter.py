@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from gpulab.course.workspace import Workspace
-from gpulab.grading import jupyter
+from gpulab.grading.learn import jupyter
 from gpulab.tui import GpulabApp
 from gpulab.tui.screens import ExerciseScreen
 from gpulab.tui.widgets import JupyterPanel

@@ -6,7 +6,7 @@ check, worth the same points; they call the learner's functions directly.
 
 As in gpulab, the functions read recorded machines: the checker builds each
 machine's /proc/self/mounts, /proc/self/cgroup and cgroup files in a temporary
-folder with `gpulab.grading.machines.materialize`, changed where a hidden
+folder with `gpulab.grading.checks.machines.materialize`, changed where a hidden
 check changes it, and passes the folder as `root`. "This machine" is the
 kernel the functions run in, as gpulab's is the worker: the checker reads the
 kernel's own cgroups, and sets its limits on a parent of the kernel's cgroup.
@@ -31,8 +31,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulab.grading.machines import load_machine as check_load_machine
-from gpulab.grading.machines import materialize as check_materialize
+from gpulab.grading.checks.machines import load_machine as check_load_machine
+from gpulab.grading.checks.machines import materialize as check_materialize
 from gpulab.probes.system import compact_cpu_list as check_compact_cpu_list
 
 CHECK_FOLDER = Path(tempfile.mkdtemp(prefix="nbgrader-machines-"))

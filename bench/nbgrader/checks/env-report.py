@@ -6,10 +6,10 @@ check, worth the same points; they call the learner's functions directly.
 
 As in gpulab, `os_name` is given recorded machines' files (the checker builds
 each machine's tree in a temporary folder with
-`gpulab.grading.machines.materialize` and passes it as `root`), and
+`gpulab.grading.checks.machines.materialize` and passes it as `root`), and
 `gpu_report` runs while `pynvml` answers from recorded NVML sessions (the
 checker swaps `pynvml` in sys.modules, and the notebook's globals bound to it,
-for `gpulab.grading.machines.pynvml_from(session)` during the call). The
+for `gpulab.grading.checks.machines.pynvml_from(session)` during the call). The
 hidden checks draw random os-release files per run from a seed of their own
 (GPULAB_CHECK_SEED=<n> replays one, as in gpulab).
 """
@@ -28,11 +28,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gpulab.grading.machines import load_machine as check_load_machine
-from gpulab.grading.machines import materialize as check_materialize
-from gpulab.grading.machines import nvml_expected as check_nvml_expected
-from gpulab.grading.machines import nvml_recording as check_nvml_recording
-from gpulab.grading.machines import pynvml_from as check_pynvml_from
+from gpulab.grading.checks.machines import load_machine as check_load_machine
+from gpulab.grading.checks.machines import materialize as check_materialize
+from gpulab.grading.checks.machines import nvml_expected as check_nvml_expected
+from gpulab.grading.checks.machines import nvml_recording as check_nvml_recording
+from gpulab.grading.checks.machines import pynvml_from as check_pynvml_from
 from gpulab.probes.system import parse_os_release as check_parse_os_release
 
 CHECK_FOLDER = Path(tempfile.mkdtemp(prefix="nbgrader-machines-"))

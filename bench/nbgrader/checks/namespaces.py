@@ -7,7 +7,7 @@ check, worth the same points; they call the learner's functions directly.
 As in gpulab, the functions read recorded machines: the checker builds each
 machine's tree (/proc/self/ns and /proc/1/ns as links, /proc/1/comm, the
 marker files, /proc/self/cgroup) in a temporary folder with
-`gpulab.grading.machines.materialize`, changed where a hidden check changes
+`gpulab.grading.checks.machines.materialize`, changed where a hidden check changes
 it, and passes the folder as `root`. "This machine" is the kernel the
 functions run in, as gpulab's is the worker: the checker reads /proc/<kernel's
 pid> and /proc/1 from the same process. "Raises ValueError" is told by the
@@ -27,8 +27,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from gpulab.grading.machines import load_machine as check_load_machine
-from gpulab.grading.machines import materialize as check_materialize
+from gpulab.grading.checks.machines import load_machine as check_load_machine
+from gpulab.grading.checks.machines import materialize as check_materialize
 
 CHECK_FOLDER = Path(tempfile.mkdtemp(prefix="nbgrader-machines-"))
 atexit.register(shutil.rmtree, CHECK_FOLDER, True)

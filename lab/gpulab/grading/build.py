@@ -19,9 +19,14 @@ from gpulab.course.catalog import Course
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.paths import CoursePaths
 from gpulab.course.problems import Problem
-from gpulab.grading.cells import to_exercise
-from gpulab.grading.notebook import NotebookError, notebook_text, read_notebook, write_notebook
-from gpulab.grading.runner import CheckReport, run_checks
+from gpulab.grading.checks.cells import to_exercise
+from gpulab.grading.checks.notebook import (
+    NotebookError,
+    notebook_text,
+    read_notebook,
+    write_notebook,
+)
+from gpulab.grading.checks.runner import CheckReport, run_checks
 
 __all__ = ["build_all", "build_text", "check_all", "solution_path", "stray_files"]
 
@@ -149,10 +154,10 @@ def _check_one(
             )
     solved = run_checks(entry, source, hidden=True)
     failing = [f"{r.check}: {r.message}" for r in solved.results if r.outcome == "failed"]
-    gpu_ran = any(r.needs_gpu and r.outcome == "passed" for r in solved.results)
-    if not failing and solved.status in ("passed", "skipped") and (cpu_only or gpu_ran):
-        # skipped where the GPU checks ran: checks that need what this machine lacks (two
-        # GPUs, two NUMA nodes), each named by `check_all` as not proven here
+    ran = any(r.outcome == "passed" for r in solved.results)
+    if not failing and solved.status in ("passed", "skipped") and (cpu_only or ran):
+        # skipped on a GPU machine: checks that need what it lacks (two GPUs, two NUMA
+        # nodes), each named by `check_all` as not proven here
         return problems, solved
     if solved.status != "passed":
         detail = "; ".join(failing) or solved.message

@@ -1,7 +1,7 @@
 """The one door to the GPUs: which NVIDIA GPUs are here, and what state each is in.
 
 Everything in gpulab that needs to know this asks here: the grading run's GPU
-pool (`gpulab.grading.gpupool`) and its cluster workers, and the app's "is
+pool (`gpulab.grading.classrun.gpupool`) and its cluster workers, and the app's "is
 there a GPU" question (`gpulab.tui.measure.gpu_present`). The answers come
 through an NVML session (`gpulab.probes.nvml.nvml_session`), so a backend (a
 `gpulab.probes.nvml.Replay` of the recorded H200, say) can stand in for

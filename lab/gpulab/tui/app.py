@@ -179,7 +179,7 @@ class GpulabApp(ClaimsApp):
         selection takes it whole, as it may not inside the app's box)."""
         if not self.jupyterlab_url or self.workspace is None:
             return []
-        from gpulab.grading.jupyter import running_server
+        from gpulab.grading.learn.jupyter import running_server
 
         server = running_server(self.workspace)
         if server is None:  # stopped meanwhile (`gpulab open --stop` in a shell)

@@ -114,8 +114,8 @@ def solution_markdown(exercise: ExerciseEntry) -> str:
     """The solution's answer cells as Markdown code blocks, or why there are none to show
     (blocking: read in a thread)."""
     from gpulab.grading.build import solution_path
-    from gpulab.grading.cells import BEGIN, END, answer_cells
-    from gpulab.grading.notebook import NotebookError, read_notebook
+    from gpulab.grading.checks.cells import BEGIN, END, answer_cells
+    from gpulab.grading.checks.notebook import NotebookError, read_notebook
 
     if not has_solutions(exercise):
         return NO_SOLUTIONS

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from gpulab.course import Course, ExerciseEntry
     from gpulab.course.progress import ExerciseRecord
     from gpulab.course.workspace import SyncReport
-    from gpulab.grading.runner import CheckReport
+    from gpulab.grading.checks.runner import CheckReport
     from gpulab.tui.state import Keeper
 
 __all__ = ["NO_WORKSPACE", "POLL_INTERVAL", "SAVE_DELAY", "ExerciseStates", "LearnerApp"]
@@ -337,7 +337,7 @@ class LearnerApp(GpuHereApp):
         return True
 
     def _run_checks(self, exercise: ExerciseEntry) -> None:
-        from gpulab.grading.runner import CheckReport, run_checks
+        from gpulab.grading.checks.runner import CheckReport, run_checks
 
         notebook = self.notebook_of(exercise)
         try:
@@ -357,7 +357,7 @@ class LearnerApp(GpuHereApp):
     def record_check(self, exercise: ExerciseEntry, report: CheckReport, at: str) -> None:
         """Keep a finished check's outcome in the progress (if it judged the workspace's own
         notebook), and mark the exercise as checked no more."""
-        from gpulab.grading.record import record_report
+        from gpulab.grading.learn.record import record_report
 
         if record_report(report, exercise, self.workspace, self.progress, at) is not None:
             self.progress_changed(now=True)

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from gpulab.course.workspace import Workspace
-    from gpulab.grading.runner import CheckReport
+    from gpulab.grading.checks.runner import CheckReport
     from gpulab.tui.task import Task
 
 __all__ = ["LOCKED", "WATCH_INTERVAL", "ExerciseScreen"]
@@ -346,7 +346,7 @@ class ExerciseScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="jupyterlab", exit_on_error=False)
     def _open_in_jupyterlab(self, workspace: Workspace, notebook: Path) -> None:
-        from gpulab.grading.jupyter import JupyterError, open_notebook
+        from gpulab.grading.learn.jupyter import JupyterError, open_notebook
 
         try:
             opened = open_notebook(workspace, notebook)

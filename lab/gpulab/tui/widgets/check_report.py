@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from gpulab.course.progress import ExerciseRecord, Measurement
-    from gpulab.grading.runner import CheckReport
+    from gpulab.grading.checks.runner import CheckReport
 
 __all__ = ["CheckReportPanel", "measured_text", "report_text"]
 
