@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpulab import __version__
+from gpulab.environment import BOOK_DIR, COURSE_DIR
 from gpulab.errors import GpulabError
 from gpulab.pipes import drop_stdout
 
@@ -182,9 +183,9 @@ def _use_course(folder: Path) -> None:
             f"--course {folder}: not a course (it has no lessons/course.toml)\n"
             "    hint: give the folder of a gpulab course checkout"
         )
-    os.environ["GPULAB_COURSE_DIR"] = str(lessons)
+    os.environ[COURSE_DIR.name] = str(lessons)
     if (lessons.parent / "book" / "templates").is_dir():
-        os.environ["GPULAB_BOOK_DIR"] = str(lessons.parent / "book")
+        os.environ[BOOK_DIR.name] = str(lessons.parent / "book")
 
 
 def _app(args: argparse.Namespace) -> int:

@@ -201,8 +201,8 @@ class _Keeper:
     is said on stderr, and the run goes on."""
 
     def __init__(self) -> None:
-        from gpulab.course.progress import state_dir
         from gpulab.probes.saved import ResultStore, this_machine
+        from gpulab.state import state_dir
 
         self.store = ResultStore.under(state_dir())
         self.machine = this_machine()
@@ -225,8 +225,8 @@ def _probe_saved(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from gpulab.course.progress import state_dir
     from gpulab.probes.saved import ResultStore, this_machine
+    from gpulab.state import state_dir
 
     store = ResultStore.under(state_dir())
     found, skipped = store.read()
@@ -262,8 +262,8 @@ def _probe_saved(args: argparse.Namespace) -> int:
 
 
 def _probe_forget(args: argparse.Namespace) -> int:
-    from gpulab.course.progress import state_dir
     from gpulab.probes.saved import ResultStore
+    from gpulab.state import state_dir
 
     if args.all == bool(args.names):
         print("gpulab: name the saved results to forget, or give --all", file=sys.stderr)

@@ -10,7 +10,6 @@ never from the machine that builds the book (`gpulab.book.figures`).
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from collections.abc import Callable
@@ -42,6 +41,7 @@ from gpulab.book.output import (
 from gpulab.book.toc import contents
 from gpulab.course.catalog import shipped_dir
 from gpulab.course.problems import CourseError, Problem
+from gpulab.environment import BOOK_DIR
 
 if TYPE_CHECKING:
     from gpulab.book.figures import BookFigures
@@ -79,16 +79,14 @@ class BookResult:
 
 def find_book_dir() -> Path:
     """The folder that holds the book's templates/ and assets/: installed copy or checkout."""
-    return shipped_dir("book", "GPULAB_BOOK_DIR")
+    return shipped_dir("book", BOOK_DIR)
 
 
 def default_out() -> Path:
     """Where the book goes by default: book/_build/html in the checkout, or under the
     working folder when gpulab is installed (never inside the installed package)."""
     book = find_book_dir()
-    if os.environ.get("GPULAB_BOOK_DIR") or (
-        Path(__file__).resolve().parent.parent in book.parents
-    ):
+    if BOOK_DIR.get() or (Path(__file__).resolve().parent.parent in book.parents):
         return Path.cwd() / "book" / "_build" / "html"
     return book / "_build" / "html"
 

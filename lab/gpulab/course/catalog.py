@@ -7,7 +7,6 @@ parsed on first use; a broken lesson raises `CourseError` for itself alone.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from itertools import groupby
@@ -19,6 +18,7 @@ from gpulab.course.manifest import ExerciseEntry, LessonEntry, Manifest, load_ma
 from gpulab.course.paths import INSTALLED
 from gpulab.course.problems import CourseError, Problem
 from gpulab.course.source import read_text
+from gpulab.environment import COURSE_DIR, Variable
 
 if TYPE_CHECKING:
     from gpulab.course.lesson import Lesson, Node
@@ -29,13 +29,13 @@ __all__ = ["Course", "SearchHit", "find_course_dir", "load_course", "shipped_dir
 
 def find_course_dir() -> Path:
     """The `lessons/` folder to read: env override, installed copy, or checkout."""
-    return shipped_dir("lessons", "GPULAB_COURSE_DIR")
+    return shipped_dir("lessons", COURSE_DIR)
 
 
-def shipped_dir(name: str, variable: str) -> Path:
+def shipped_dir(name: str, variable: Variable) -> Path:
     """A folder of the course beside the package: `$variable`, the copy a wheel ships
     under gpulab/_course/, or the checkout's own."""
-    override = os.environ.get(variable)
+    override = variable.get()
     if override:
         return Path(override).expanduser().resolve()
     installed = INSTALLED / name

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Literal
 
 import msgspec
-import platformdirs
 
+from gpulab.files import atomic_write
+from gpulab.state import state_dir
 from gpulab.timestamps import utc_now
 
 __all__ = [
@@ -48,14 +48,6 @@ Exercise results saved before workspaces existed (``exercises``) are kept under 
 workspace named "", which is never in use."""
 
 ExerciseStatus = Literal["failing", "passed"]
-
-
-def state_dir() -> Path:
-    """Where gpulab keeps the learner's state."""
-    override = os.environ.get("GPULAB_STATE_DIR")
-    if override:
-        return Path(override).expanduser()
-    return Path(platformdirs.user_state_dir("gpulab", appauthor=False))
 
 
 class LessonState(msgspec.Struct):
@@ -272,16 +264,7 @@ class ProgressStore:
     def save(self, progress: Progress) -> None:
         """Write atomically; the old file stays intact if anything fails (a value that
         cannot be encoded raises TypeError before anything is written)."""
-        data = _encode(progress)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".progress-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(self.path, _encode(progress))
 
 
 class _SavedProgress(Progress, kw_only=True):

@@ -24,15 +24,15 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpulab.course.progress import state_dir
+from gpulab.environment import WORKSPACE
 from gpulab.errors import GpulabError
+from gpulab.files import atomic_write
+from gpulab.state import state_dir
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
@@ -265,7 +265,7 @@ def remember(workspace: Workspace) -> None:
     path = remembered_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(path, f"{workspace.root}\n")
+        atomic_write(path, f"{workspace.root}\n", mode=0o644)
     except OSError as exc:
         raise WorkspaceError(
             f"could not remember the workspace in {path}: {exc.strerror or exc}"
@@ -278,7 +278,7 @@ def current_workspace() -> Workspace | None:
     Raises `WorkspaceError` when the one named is gone or broken, so that the
     learner hears why, instead of silently getting none.
     """
-    named = os.environ.get("GPULAB_WORKSPACE")
+    named = WORKSPACE.get()
     if not named:
         try:
             named = remembered_file().read_text(encoding="utf-8").strip()
@@ -318,7 +318,7 @@ def _sha256(path: Path) -> str:
 def _copy(source: Path, target: Path) -> None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(target, source.read_bytes())
+        atomic_write(target, source.read_bytes(), mode=0o644)
     except OSError as exc:
         raise WorkspaceError(f"cannot write {target}: {exc.strerror or exc}") from None
 
@@ -328,20 +328,6 @@ def _write_record(root: Path, files: dict[str, str]) -> None:
     target = root / RECORD
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(target, json.dumps(data, indent=1) + "\n")
+        atomic_write(target, json.dumps(data, indent=1) + "\n", mode=0o644)
     except OSError as exc:
         raise WorkspaceError(f"cannot write {target}: {exc.strerror or exc}") from None
-
-
-def _atomic_write(path: Path, data: str | bytes) -> None:
-    """Write `data` to `path` through a temporary file renamed over it."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(raw)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -23,12 +23,12 @@ result says so and why. `gpulab image check IMAGE` runs it; the registry's
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 
+from gpulab.environment import IMAGE
 from gpulab.probes.model import ProbeResult, Reading
 
 __all__ = ["INSIDE", "Runtime", "find_runtime", "image_check", "judge", "parse", "probe"]
@@ -306,7 +306,7 @@ def image_check(image: str, runtime: Runtime | None = None) -> ProbeResult:
 
 def probe() -> ProbeResult:
     """The registry's probe: the image named by ``GPULAB_IMAGE``."""
-    image = os.environ.get("GPULAB_IMAGE", "")
+    image = IMAGE.get() or ""
     if not image:
         return _result(
             "unavailable",

@@ -25,10 +25,8 @@ the command line and the app, which may ask, give it that folder
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +34,7 @@ from typing import Any
 
 import msgspec
 
+from gpulab.files import atomic_write
 from gpulab.probes.model import PROBE_NAME, SCHEMA_VERSION, Gpu, Machine, ProbeResult, RunDocument
 
 __all__ = [
@@ -164,16 +163,7 @@ class ResultStore:
         path = self.path(result.probe)
         if path is None or not worth_saving(result):
             return None
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=f".{result.probe}-", suffix=".tmp", dir=self.folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(run_document([result], machine), handle, indent=1)
-                handle.write("\n")
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        atomic_write(path, json.dumps(run_document([result], machine), indent=1) + "\n")
         return path
 
     def read(self) -> tuple[list[Saved], list[str]]:

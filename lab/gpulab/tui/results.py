@@ -82,8 +82,8 @@ class ResultsApp(App[None]):
     def result_store(self) -> ResultStore:
         """Where the learner's results are saved (the state folder's ``results``)."""
         if self._store is None:
-            from gpulab.course.progress import state_dir
             from gpulab.probes.saved import ResultStore
+            from gpulab.state import state_dir
 
             self._store = ResultStore.under(state_dir())
         return self._store

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from gpulab.course import Progress, ProgressStore
+from gpulab.files import atomic_write
 
 __all__ = ["TREE_WIDTH", "Keeper"]
 
@@ -112,12 +111,4 @@ def _read_json(path: Path) -> dict[str, object]:
 
 
 def _write_json(path: Path, data: dict[str, object]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".app-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, json.dumps(data, indent=1, sort_keys=True))

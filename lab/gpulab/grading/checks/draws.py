@@ -11,21 +11,21 @@ every message about drawn inputs carries (`SEEN`, `telling`).
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import secrets
 from collections.abc import Iterator
 
+from gpulab.environment import CHECK_SEED
 from gpulab.grading.checks.learner import LearnerError
 
 __all__ = ["ENV", "SEED", "SEEN", "new_seed", "rng", "telling"]
 
-ENV = "GPULAB_CHECK_SEED"
+ENV = CHECK_SEED.name
 
 
 def new_seed() -> int:
     """``GPULAB_CHECK_SEED`` where it is set to a number, else 32 fresh random bits."""
-    given = os.environ.get(ENV, "").strip()
+    given = (CHECK_SEED.get() or "").strip()
     return int(given) if given.isdigit() else secrets.randbits(32)
 
 

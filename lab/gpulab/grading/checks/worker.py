@@ -46,6 +46,8 @@ from collections.abc import Iterator, Sequence
 from types import ModuleType
 from typing import Any
 
+from gpulab.environment import SPAWNER
+
 __all__ = ["REFUSED", "main"]
 
 _LEARNER_FILE = "<learner>"
@@ -119,7 +121,7 @@ def _die_with_spawner() -> None:
     """Outside bubblewrap (whose --die-with-parent does it there), end with the process
     that spawned this worker (`gpulab.grading.sandbox.SPAWNER`): a checks process killed
     for running past its time limit must not leave the learner's endless loop running."""
-    parent = os.environ.pop("GPULAB_SPAWNER", "")
+    parent = os.environ.pop(SPAWNER.name, "")
     if not parent.isdigit() or not sys.platform.startswith("linux"):
         return
     from gpulab.grading.sandbox.jail import die_with

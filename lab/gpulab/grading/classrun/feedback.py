@@ -23,16 +23,15 @@ per check.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpulab.errors import GpulabError
+from gpulab.files import atomic_write
 from gpulab.grading.classrun.csv_cells import cell as _cell
 from gpulab.grading.classrun.markdown_text import md_block as _md_block
 from gpulab.grading.classrun.markdown_text import md_cell as _md_cell
@@ -373,12 +372,7 @@ def _file_name(grades: LearnerGrades) -> str:
 
 def _write(path: Path, text: str) -> None:
     """Write `text` as UTF-8 with "\\n" line ends, replacing `path` only once it is whole."""
-    partial = path.with_name(path.name + ".partial")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(text, encoding="utf-8", newline="\n")
-        os.replace(partial, path)
+        atomic_write(path, text, mode=0o644)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            partial.unlink(missing_ok=True)
         raise FeedbackError(f"{path}: cannot write it: {exc.strerror or exc}") from None

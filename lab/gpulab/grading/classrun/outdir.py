@@ -31,6 +31,7 @@ import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+from gpulab.environment import JOB, SANDBOX
 from gpulab.errors import GpulabError
 
 __all__ = ["JOBS", "LOCK", "OutBusy", "claim", "end_processes", "remove_jobs"]
@@ -109,9 +110,9 @@ def end_processes(tag: str) -> int:
 def _tagged(environ: bytes, tag: str) -> bool:
     for item in environ.split(b"\0"):
         name, _, value = item.partition(b"=")
-        if name == b"GPULAB_JOB" and value == tag.encode():
+        if name == JOB.name.encode() and value == tag.encode():
             return True
-        if name == b"GPULAB_SANDBOX":
+        if name == SANDBOX.name.encode():
             with contextlib.suppress(ValueError):
                 policy = json.loads(value)
                 if isinstance(policy, dict) and policy.get("tag") == tag:

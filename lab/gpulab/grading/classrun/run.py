@@ -33,6 +33,7 @@ from typing import Protocol
 
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.paths import CoursePaths
+from gpulab.environment import COURSE_DIR
 from gpulab.grading import sandbox
 from gpulab.grading.checks.notebook import MAX_BYTES
 from gpulab.grading.checks.runner import run_checks
@@ -302,7 +303,7 @@ def check_job(
         env = {
             sandbox.ENV: replace(policy, gpu=job.entry.gpu and bool(gpu)).to_json(),
             "CUDA_VISIBLE_DEVICES": gpu,
-            "GPULAB_COURSE_DIR": str(course.lessons),
+            COURSE_DIR.name: str(course.lessons),
             **NO_MULTICAST,
         }
         report = run_checks(job.entry, copy, hidden=True, env=env, timeout=timeout)

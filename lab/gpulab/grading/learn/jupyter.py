@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from gpulab.course.progress import state_dir
 from gpulab.errors import GpulabError
 from gpulab.multicast import NO_MULTICAST
+from gpulab.state import state_dir
 
 if TYPE_CHECKING:
     from gpulab.course.workspace import Workspace

@@ -20,8 +20,8 @@ the environment (`ENV`, `from_env`). The modules:
 - `cgroups`: one cgroup per run and one per job, removed when done.
 
 The rule of this package: it imports the standard library only, and of gpulab
-nothing but `gpulab.multicast` and the package's own location (the view shows
-it to the job); ``pyproject.toml``'s import contracts hold it to that. So the
+nothing but `gpulab.multicast`, `gpulab.environment` (the names of its variables)
+and the package's own location (the view shows it to the job); ``pyproject.toml``'s import contracts hold it to that. So the
 launcher and a learner's worker, which import `jail`, and a grader run under
 the system's Python as an unprivileged user, load nothing else.
 

@@ -75,6 +75,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from gpulab.environment import COURSE_DIR, JOB
+from gpulab.environment import SPAWNER as SPAWNER_VARIABLE
 from gpulab.grading.sandbox.cgroups import (
     autogroup_problem,
     cgroup_home,
@@ -105,7 +107,7 @@ KEPT_ENV = (
     "CUPY_CACHE_DIR",
     "LD_LIBRARY_PATH",
     "VIRTUAL_ENV",
-    "GPULAB_COURSE_DIR",
+    COURSE_DIR.name,
 )
 """The only variables of the grader's environment a process that runs learner code (the
 learner's worker, the kernel worker) is given; everything else, secrets included, stays."""
@@ -116,7 +118,7 @@ def kept_env() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key in KEPT_ENV}
 
 
-SPAWNER = "GPULAB_SPAWNER"  # outside bubblewrap: the pid a learner worker must die with
+SPAWNER = SPAWNER_VARIABLE.name  # outside bubblewrap: the pid a learner worker ends with
 SCRATCH = "/tmp/work"  # the job's working folder inside the sandbox
 JOB_UIDS = (0x5A000000, 2**20)
 """The uids a root grader runs jobs as: a block of 2**20 from this first one, used by nothing
@@ -229,7 +231,7 @@ def spawn(
         return Sandboxed(process, [], process.pid)
     gpu = gpu or policy.gpu
     if policy.tag:
-        env = {**env, "GPULAB_JOB": policy.tag}
+        env = {**env, JOB.name: policy.tag}
     spec: dict[str, Any] = {"rlimits": _rlimits(policy, gpu=gpu), "uid": None}
     if not policy.bubblewrap:  # --unsafe: limits and cgroups, no isolation
         made = make_job_cgroups(policy.cgroup, policy.processes, policy.memory_bytes)

@@ -17,12 +17,13 @@ import json
 import os
 from dataclasses import asdict, dataclass, fields
 
+from gpulab.environment import SANDBOX
 from gpulab.grading.sandbox.jobtime import PATIENCE
 from gpulab.grading.sandbox.seccomp import refused_calls
 
 __all__ = ["ENV", "Guards", "MiB", "Policy", "from_env", "unguaranteed"]
 
-ENV = "GPULAB_SANDBOX"
+ENV = SANDBOX.name
 MiB = 2**20
 
 
