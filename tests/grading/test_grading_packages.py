@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -152,46 +151,6 @@ def test_the_launcher_and_the_workers_load_nothing_of_grading_they_do_not_use() 
             "gpulab.grading.checks",
             f"gpulab.grading.checks.{worker}",
         ]
-
-
-_NAMED = re.compile(r"gpulab\.grading(?:\.[A-Za-z_]\w*)*")
-
-
-def _resolves(dotted: str) -> bool:
-    parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            found: object = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        for part in parts[cut:]:
-            if not hasattr(found, part):
-                return False
-            found = getattr(found, part)
-        return True
-    return False
-
-
-def test_every_grading_name_the_prose_gives_exists() -> None:
-    """A module path in a docstring, the README or a check file is a promise: after a move
-    each one must still lead somewhere."""
-    texts = [
-        *sorted(GRADING.rglob("*.py")),
-        *sorted((ROOT / "exercises").rglob("*.py")),
-        *sorted((ROOT / "solutions").rglob("*.py")),
-        ROOT / "README.md",
-        ROOT / "solutions" / "README.md",
-        ROOT / "pyproject.toml",
-    ]
-    missing = sorted(
-        {
-            f"{path.relative_to(ROOT)}: {match.group(0).rstrip('.')}"
-            for path in texts
-            for match in _NAMED.finditer(path.read_text(encoding="utf-8"))
-            if not _resolves(match.group(0).rstrip("."))
-        }
-    )
-    assert not missing, "\n".join(missing)
 
 
 def test_every_module_imports() -> None:
