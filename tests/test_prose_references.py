@@ -4,8 +4,8 @@ somewhere.
 A dotted name (``gpulab.course.catalog.Course``) anywhere in the code, the checks,
 the solutions, the benchmarks or a Markdown file must import (and its attributes
 exist); a path of the repository (``lab/gpulab/...``, ``tests/...``, ``lessons/...``)
-named in a Markdown file or in gpulab's own code must exist. After a move, each one is either updated or reported
-here with file:line.
+named in a Markdown file or in gpulab's own code must exist. After a move, each one
+is either updated or reported here with file:line.
 """
 
 from __future__ import annotations

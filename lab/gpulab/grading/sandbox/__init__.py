@@ -21,9 +21,10 @@ the environment (`ENV`, `from_env`). The modules:
 
 The rule of this package: it imports the standard library only, and of gpulab
 nothing but `gpulab.multicast`, `gpulab.environment` (the names of its variables)
-and the package's own location (the view shows it to the job); ``pyproject.toml``'s import contracts hold it to that. So the
-launcher and a learner's worker, which import `jail`, and a grader run under
-the system's Python as an unprivileged user, load nothing else.
+and the package's own location (the view shows it to the job); ``pyproject.toml``'s
+import contracts hold it to that. So the launcher and a learner's worker, which
+import `jail`, and a grader run under the system's Python as an unprivileged user,
+load nothing else.
 
 The names below are resolved on first use, not when the package is imported:
 the launcher (started for every job) and the learner's worker import `jail`
