@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import importlib
 import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP = {".venv", "node_modules", ".git", "_build", "__pycache__", ".pytest_cache", "devtmp"}
@@ -83,3 +87,20 @@ def test_every_repository_path_the_prose_names_exists() -> None:
         }
     )
     assert not missing, "these paths are not in the repository:\n" + "\n".join(missing)
+
+
+RULE_SINCE = "2026-12-07T11:30:00+00:00"  # when the 72-character rule was made a test
+
+
+def test_commit_subjects_are_72_characters_or_fewer() -> None:
+    """What `git log --oneline` shows of a change fits one line (commits since the rule)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout with git installed: no history to read")
+    log = subprocess.run(
+        ["git", "-C", str(ROOT), "log", f"--since={RULE_SINCE}", "--format=%h %s"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    long = [line for line in log if len(line.split(" ", 1)[1]) > 72]
+    assert not long, "commit subjects over 72 characters:\n" + "\n".join(long)
