@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from gpulab import environment
+
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
@@ -52,10 +54,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 USER_SETTINGS = (
-    "GPULAB_WORKSPACE",
-    "GPULAB_COURSE_DIR",
-    "GPULAB_BOOK_DIR",
-    "GPULAB_CHECK_SEED",
+    *(v.name for v in environment.ALL if v.set_by != "gpulab" and v is not environment.STATE_DIR),
     "TMUX",
     "TMUX_PANE",
 )
@@ -80,7 +79,7 @@ HOME_SETTINGS = (
 def _private_state(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("GPULAB_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+    monkeypatch.setenv(environment.STATE_DIR.name, str(tmp_path_factory.mktemp("state")))
     for name in USER_SETTINGS:  # the user's, never the tests'
         monkeypatch.delenv(name, raising=False)
 

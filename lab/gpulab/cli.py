@@ -250,16 +250,17 @@ def _authoring_course() -> Course:
 
 def _unknown_exercises(course: Course, names: list[str]) -> int:
     """Print an error for names that are not exercises; BAD_INPUT if there were any."""
-    known = {entry.name for entry in course.exercises()}
-    wrong = [name for name in names if name not in known]
-    if wrong:
-        print(
-            f"gpulab: no exercise named {', '.join(wrong)}\n    hint: the exercises are "
-            f"{', '.join(sorted(known))}",
-            file=sys.stderr,
-        )
-        return BAD_INPUT
-    return 0
+    from gpulab.course.catalog import UnknownExercise
+
+    wrong = []
+    for name in names:
+        try:
+            course.exercise(name)
+        except UnknownExercise as exc:
+            wrong.append(str(exc))
+    for said in wrong:
+        print(f"gpulab: {said}", file=sys.stderr)
+    return BAD_INPUT if wrong else 0
 
 
 def _dev_check(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
-    from gpulab.course.manifest import ExerciseEntry
+    from gpulab.course.progress import Progress, ProgressStore
     from gpulab.course.workspace import Workspace
 
 __all__ = ["add_commands"]
@@ -140,24 +140,19 @@ def _workspace(course: Course) -> Workspace:
     return workspace
 
 
-def _exercise(course: Course, name: str) -> ExerciseEntry:
-    from gpulab.errors import GpulabError
-
-    for entry in course.exercises():
-        if entry.name == name:
-            return entry
-    known = ", ".join(e.name for e in course.exercises())
-    close = [e.name for e in course.exercises() if e.name.casefold() == name.casefold()]
-    also = f" (did you mean {close[0]}?)" if close else ""
-    raise GpulabError(f"no exercise named {name!r}{also}\n    hint: the exercises are: {known}")
+def _progress(store: ProgressStore) -> Progress:
+    """The saved progress; where the file could not be read (and was kept aside as
+    ``progress.json.broken-<time>``), the learner is told so on stderr."""
+    progress = store.load()
+    if store.warning:
+        print(f"gpulab: {store.warning}", file=sys.stderr)
+    return progress
 
 
 def _check(args: argparse.Namespace) -> int:
     from gpulab.course import load_course
-    from gpulab.course.workspace import current_workspace
-    from gpulab.grading.checks.runner import run_checks
+    from gpulab.grading.learn.check import check_and_keep
     from gpulab.grading.learn.panel import report_text
-    from gpulab.grading.learn.record import save_report
     from gpulab.pipes import drop_stdout
 
     course = load_course()
@@ -165,23 +160,18 @@ def _check(args: argparse.Namespace) -> int:
     if name.endswith(".ipynb"):  # `gpulab check some/folder/namespaces.ipynb`
         notebook = notebook or name
         name = Path(name).stem.split(".backup-")[0]
-    entry = _exercise(course, name)
-    if notebook is not None:
-        path = Path(notebook)
-        workspace = current_workspace()
-    else:
-        workspace = _workspace(course)
-        path = workspace.notebook(entry)
-    report = run_checks(entry, path)
-    # Kept before it is printed: a reader that stops early (`| head`) loses nothing.
-    problem = save_report(report, entry, workspace)  # the app's exercise list shows it
+    entry = course.exercise(name)
+    if notebook is None:
+        _workspace(course)  # brought up to date before its notebook is judged
+    checked = check_and_keep(entry, notebook)  # kept before it is printed
+    report = checked.report
     try:
         print(report_text(report))
         sys.stdout.flush()
     except BrokenPipeError:  # the exit status is still the checks' verdict
         drop_stdout()
-    if problem:
-        print(f"gpulab: {problem}", file=sys.stderr)
+    if checked.problem:
+        print(f"gpulab: {checked.problem}", file=sys.stderr)
     if report.status in ("invalid", "error"):
         return BAD_INPUT
     return 0 if report.status in ("passed", "skipped") else 1
@@ -207,9 +197,7 @@ def _open(args: argparse.Namespace) -> int:
         )
         return 0
     workspace = _workspace(course)
-    target = (
-        workspace.notebook(_exercise(course, args.exercise)) if args.exercise else workspace.root
-    )
+    target = workspace.notebook(course.exercise(args.exercise)) if args.exercise else workspace.root
     if not target.exists():
         print(
             f"gpulab open: {target} is missing: `gpulab reset {args.exercise}` brings it back",
@@ -224,9 +212,8 @@ def _open(args: argparse.Namespace) -> int:
 def _hint(args: argparse.Namespace) -> int:
     from gpulab.course import ProgressStore, load_course
 
-    entry = _exercise(load_course(), args.exercise)
-    store = ProgressStore()
-    progress = store.load()
+    entry = load_course().exercise(args.exercise)
+    progress = _progress(store := ProgressStore())
     seen = min(progress.hints.get(entry.name, 0), len(entry.hints))
     fresh = seen < len(entry.hints)
     if fresh:
@@ -248,11 +235,10 @@ def _reset(args: argparse.Namespace) -> int:
     from gpulab.course import ProgressStore, load_course
 
     course = load_course()
-    entry = _exercise(course, args.exercise)
+    entry = course.exercise(args.exercise)
     workspace = _workspace(course)
     backup = workspace.reset(course, entry)
-    store = ProgressStore()
-    progress = store.load()
+    progress = _progress(store := ProgressStore())
     progress.forget_check(entry.name, workspace=workspace.key)
     store.save(progress)
     print(f"{workspace.notebook(entry)} is as the course ships it again.")
@@ -272,7 +258,7 @@ def _list(args: argparse.Namespace) -> int:
     from gpulab.probes.device import present
 
     course = load_course()
-    progress = ProgressStore().load()
+    progress = _progress(ProgressStore())
     workspace = current_workspace()
     console = Console()
     records = {}

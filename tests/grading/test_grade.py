@@ -318,7 +318,7 @@ def test_cli_reports_bad_input_without_a_traceback(tmp_path):
         text=True,
         timeout=120,
     )
-    assert done.returncode == 2 and "no exercise named no-such-exercise" in done.stderr
+    assert done.returncode == 2 and "no exercise named 'no-such-exercise'" in done.stderr
     done = subprocess.run(
         [sys.executable, "-m", "gpulab", "grade", str(tmp_path), "--gpus", "first"],
         capture_output=True,

@@ -7,8 +7,9 @@ parsed on first use; a broken lesson raises `CourseError` for itself alone.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
+from difflib import get_close_matches
 from itertools import groupby
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,12 +20,20 @@ from gpulab.course.paths import INSTALLED
 from gpulab.course.problems import CourseError, Problem
 from gpulab.course.source import read_text
 from gpulab.environment import COURSE_DIR, Variable
+from gpulab.errors import GpulabError
 
 if TYPE_CHECKING:
     from gpulab.course.lesson import Lesson, Node
     from gpulab.course.specs import Specs
 
-__all__ = ["Course", "SearchHit", "find_course_dir", "load_course", "shipped_dir"]
+__all__ = [
+    "Course",
+    "SearchHit",
+    "UnknownExercise",
+    "find_course_dir",
+    "load_course",
+    "shipped_dir",
+]
 
 
 def find_course_dir() -> Path:
@@ -43,6 +52,20 @@ def shipped_dir(name: str, variable: Variable) -> Path:
         return installed
     package = INSTALLED.parent
     return package.parent.parent / name  # lab/gpulab -> the checkout
+
+
+class UnknownExercise(GpulabError):
+    """No exercise of the course has the name asked for."""
+
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        self.name = name
+        close = [k for k in known if k.casefold() == name.casefold()] or get_close_matches(
+            name, known, n=1
+        )
+        also = f" (did you mean {close[0]}?)" if close else ""
+        super().__init__(
+            f"no exercise named {name!r}{also}\n    hint: the exercises are: {', '.join(known)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -117,6 +140,13 @@ class Course:
     def exercises(self, lesson_id: str | None = None) -> list[ExerciseEntry]:
         """Every exercise, or those of one lesson, in manifest order."""
         return [e for e in self.manifest.exercises if lesson_id in (None, e.lesson)]
+
+    def exercise(self, name: str) -> ExerciseEntry:
+        """The exercise called `name`; `UnknownExercise` names the close ones and all."""
+        for entry in self.manifest.exercises:
+            if entry.name == name:
+                return entry
+        raise UnknownExercise(name, [e.name for e in self.manifest.exercises])
 
     def neighbour(self, lesson_id: str, step: int) -> str | None:
         """The id of the lesson `step` places away in teaching order."""

@@ -337,20 +337,15 @@ class LearnerApp(GpuHereApp):
         return True
 
     def _run_checks(self, exercise: ExerciseEntry) -> None:
-        from gpulab.grading.checks.runner import CheckReport, run_checks
+        from gpulab.grading.checks.runner import CheckReport
+        from gpulab.grading.learn.check import judge
 
         notebook = self.notebook_of(exercise)
-        try:
-            if notebook is None:
-                raise WorkspaceError(NO_WORKSPACE)
-            report = run_checks(exercise, notebook)
-        except Exception as exc:  # the checks' failure must become a report
-            message = (
-                str(exc)
-                if isinstance(exc, WorkspaceError)
-                else f"the checks failed: {type(exc).__name__}: {exc}"
-            )
-            report = CheckReport(exercise.name, notebook or exercise.notebook, "error", message)
+        report = (
+            judge(exercise, notebook)
+            if notebook is not None
+            else CheckReport(exercise.name, exercise.notebook, "error", NO_WORKSPACE)
+        )
         at = utc_now()
         self.post_message(self.ExerciseChecked(exercise, report, at))
 

@@ -37,6 +37,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpulab.course.catalog import UnknownExercise
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.paths import CoursePaths
 from gpulab.grading import sandbox
@@ -69,12 +70,11 @@ def grade_class(
 
     course = course or load_course()
     entries = {e.name: e for e in course.exercises()}
-    unknown = [name for name in options.exercises if name not in entries]
-    if unknown:
-        raise GradeError(
-            f"no exercise named {', '.join(unknown)} in the course; the "
-            f"exercises are: {', '.join(entries)}"
-        )
+    for name in options.exercises:
+        try:
+            course.exercise(name)
+        except UnknownExercise as exc:
+            raise GradeError(str(exc)) from None
     if not options.submissions.exists():
         raise GradeError(f"{options.submissions}: no such folder or zip file")
     guards = sandbox.available()

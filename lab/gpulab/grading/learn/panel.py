@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from gpulab.grading.checks.runner import CheckReport, run_checks
-from gpulab.grading.learn.record import save_report
+from gpulab.grading.checks.runner import CheckReport
 
-__all__ = ["CheckedNotebook", "check", "find_exercise", "report_text"]
+__all__ = ["CheckedNotebook", "check", "report_text"]
 
 _MARK = {"passed": "✓", "failed": "✗", "skipped": "–"}
 PANEL = "panel.html.j2"
@@ -40,19 +38,6 @@ class CheckedNotebook:
         from gpulab.grading.pages import environment
 
         return environment().get_template(PANEL).render(checked=self)
-
-
-def find_exercise(name: str) -> Any:
-    """The course's exercise entry by name; `GpulabError` names the ones that exist."""
-    from gpulab.course import load_course
-    from gpulab.errors import GpulabError
-
-    course = load_course()
-    for entry in course.exercises():
-        if entry.name == name:
-            return entry
-    known = ", ".join(e.name for e in course.exercises())
-    raise GpulabError(f"no exercise named {name!r}\n    hint: the exercises are: {known}")
 
 
 def report_text(report: CheckReport) -> str:
@@ -83,16 +68,8 @@ def check(name: str, notebook: str | None = None) -> CheckedNotebook:
     JupyterLab runs a notebook's kernel), else the workspace's. A pass or a failure
     of the workspace's notebook is kept in the learner's progress, for the app.
     """
-    from gpulab.course.workspace import current_workspace, require_workspace
+    from gpulab.course import load_course
+    from gpulab.grading.learn.check import check_and_keep
 
-    entry = find_exercise(name)
-    workspace = current_workspace()
-    if notebook is not None:
-        path = Path(notebook)
-    elif (Path.cwd() / f"{name}.ipynb").is_file():
-        path = Path.cwd() / f"{name}.ipynb"
-    else:
-        path = require_workspace().notebook(entry)
-    report = run_checks(entry, path)
-    problem = save_report(report, entry, workspace)  # the app's exercise list shows it
-    return CheckedNotebook(report, problem or "")
+    checked = check_and_keep(load_course().exercise(name), notebook, beside=Path.cwd())
+    return CheckedNotebook(checked.report, checked.problem)
