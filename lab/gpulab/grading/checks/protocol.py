@@ -24,7 +24,7 @@ An exercise's kind (`gpulab.grading.gradebook.verdict.Kind`) takes the failures 
 wrong answer.
 
 The checks' report is defined here once, with msgspec: `CheckResult` per check
-and `ChecksReport` around them. The pytest plugin encodes it
+and `PluginReport` around them. The pytest plugin encodes it
 (`encode_report`), the runner decodes it (`decode_report`), and decoding
 refuses a field missing, one of the wrong type, a word outside the vocabulary
 or an unknown field, saying where (``$.checks[3].kind``), never guessing.
@@ -43,10 +43,10 @@ __all__ = [
     "FAILURES",
     "MAX_MEASUREMENTS",
     "CheckResult",
-    "ChecksReport",
     "Decisive",
     "Failure",
     "Outcome",
+    "PluginReport",
     "decode_report",
     "encodable",
     "encode_report",
@@ -108,7 +108,7 @@ class CheckResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return self.points if self.outcome == "passed" else 0.0
 
 
-class ChecksReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class PluginReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """What the pytest plugin reports: every check, and how many pytest collected (fewer
     results than that means a run that stopped part way)."""
 
@@ -116,7 +116,7 @@ class ChecksReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     checks: list[CheckResult]
 
 
-def encode_report(report: ChecksReport) -> bytes:
+def encode_report(report: PluginReport) -> bytes:
     return msgspec.json.encode(report)
 
 
@@ -126,6 +126,6 @@ def encodable(text: str) -> str:
     return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
 
 
-def decode_report(data: bytes) -> ChecksReport:
+def decode_report(data: bytes) -> PluginReport:
     """The report in `data`; ValueError (msgspec's, naming the field) for anything else."""
-    return msgspec.json.decode(data, type=ChecksReport)
+    return msgspec.json.decode(data, type=PluginReport)

@@ -33,7 +33,7 @@ from gpulab.grading.checks.notebook import NotebookError
 from gpulab.grading.checks.protocol import (
     MAX_MEASUREMENTS,
     CheckResult,
-    ChecksReport,
+    PluginReport,
     encodable,
     encode_report,
 )
@@ -278,4 +278,4 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     target = session.config.getoption("gpulab_report")
     if target:
         # "collected" lets the runner tell a finished run from one that stopped part way
-        Path(target).write_bytes(encode_report(ChecksReport(session.testscollected, _RESULTS)))
+        Path(target).write_bytes(encode_report(PluginReport(session.testscollected, _RESULTS)))

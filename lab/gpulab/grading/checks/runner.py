@@ -92,7 +92,7 @@ def check_files(exercise: ExerciseEntry, *, hidden: bool = False) -> list[Path]:
 
 
 def _read_report(path: Path) -> tuple[tuple[CheckResult, ...], int]:
-    """The plugin's report (`gpulab.grading.checks.protocol.ChecksReport`), and how many checks
+    """The plugin's report (`gpulab.grading.checks.protocol.PluginReport`), and how many checks
     pytest collected."""
     report = decode_report(path.read_bytes())
     return tuple(report.checks), report.collected
