@@ -19,7 +19,7 @@ import pytest
 from gpulab.book import build_book, check_course
 from gpulab.book.figures import BookFigures
 from gpulab.course import CourseError, load_course
-from gpulab.course.lesson import FigureMark
+from gpulab.course.tree import FigureMark
 from gpulab.figures import FIGURE_IDS, FIGURES
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import pytest
 from tests.course.test_manifest import entry, write_course
 
 from gpulab.course import load_course
-from gpulab.course.facts import numbers_in, sums_in
+from gpulab.course.quantities import numbers_in, sums_in
 
 SPECS = """\
 [sources.s]
@@ -176,7 +176,8 @@ def test_sum_results_are_sourced_and_wrong_sums_reported(tmp_path: Path) -> None
 
 def test_a_number_with_a_unit_matches_no_spec_counted_in_another(tmp_path: Path) -> None:
     """ "64 MiB" was once sourced by a spec of 64 lanes: a size is not a count of lanes."""
-    from gpulab.course.facts import Number, _matches
+    from gpulab.course.facts import _matches
+    from gpulab.course.quantities import Number
 
     size = Number("64", 64.0, 0, "MiB", 1)
     assert not _matches(size, 64, "lanes")

@@ -23,8 +23,8 @@ from gpulab.course import load_course
 from gpulab.course.catalog import Course
 from gpulab.figures import DIAGRAMS, FIGURE_IDS, FIGURES
 from gpulab.figures.common import binary_size
-from gpulab.figures.diagram_model import Box, DiagramData
-from gpulab.figures.diagrams import Diagram, DiagramInputs, Drawing, Link, build_diagram
+from gpulab.figures.diagram_data import Diagram, DiagramInputs, build_diagram
+from gpulab.figures.diagram_model import Box, DiagramData, Drawing, Link
 from gpulab.figures.diagrams_course import markdown_table
 from gpulab.figures.diagrams_host import EXAMPLE_SERVER
 from gpulab.probes.model import ProbeResult

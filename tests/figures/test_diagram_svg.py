@@ -19,10 +19,12 @@ import pytest
 
 from gpulab.course import load_course
 from gpulab.figures import diagram_layout, diagram_svg
+from gpulab.figures.diagram_data import DiagramInputs, build_diagram
 from gpulab.figures.diagram_layout import layout, wrap
 from gpulab.figures.diagram_model import Box, DiagramData, Link
-from gpulab.figures.diagram_svg import CLASS, WIDTH, render_diagram_svg
-from gpulab.figures.diagrams import DIAGRAMS, DiagramInputs, build_diagram
+from gpulab.figures.diagram_svg import WIDTH, render_diagram_svg
+from gpulab.figures.diagrams import DIAGRAMS
+from gpulab.figures.svg import CLASS
 from gpulab.probes.recorded import recorded_results
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -17,7 +17,8 @@ import pytest
 
 from gpulab.cli import main
 from gpulab.course import load_course, parse_lesson
-from gpulab.course.lesson import FigureMark, unknown_figures
+from gpulab.course.lesson import unknown_figures
+from gpulab.course.tree import FigureMark
 from gpulab.figures import FIGURE_IDS, FIGURES
 
 LESSON = """---

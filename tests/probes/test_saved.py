@@ -13,16 +13,9 @@ import jsonschema
 import pytest
 from msgspec.structs import replace
 
-from gpulab.probes.model import ProbeResult, Reading, Recorded, Table, run_schema
+from gpulab.probes.model import Gpu, Machine, ProbeResult, Reading, Recorded, Table, run_schema
 from gpulab.probes.nvml import Replay
-from gpulab.probes.saved import (
-    RESULTS_FOLDER,
-    Gpu,
-    Machine,
-    ResultStore,
-    run_document,
-    this_machine,
-)
+from gpulab.probes.saved import RESULTS_FOLDER, ResultStore, run_document, this_machine
 from helpers.probes import H200_NVML, no_driver_here
 
 SCHEMA = run_schema()

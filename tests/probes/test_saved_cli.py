@@ -13,8 +13,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gpulab.probes.model import ProbeResult, Reading, run_schema
-from gpulab.probes.saved import Gpu, Machine, ResultStore, this_machine
+from gpulab.probes.model import Gpu, Machine, ProbeResult, Reading, run_schema
+from gpulab.probes.saved import ResultStore, this_machine
 from helpers.probes import no_driver_here
 
 SCHEMA = run_schema()

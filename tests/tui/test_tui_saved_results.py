@@ -18,8 +18,9 @@ from textual.pilot import Pilot
 
 from gpulab.course import ProgressStore, load_course
 from gpulab.probes import ProbeResult
+from gpulab.probes.model import Gpu, Machine
 from gpulab.probes.nvml import Replay
-from gpulab.probes.saved import Gpu, Machine, ResultStore, this_machine
+from gpulab.probes.saved import ResultStore, this_machine
 from gpulab.tui import GpulabApp, make_app
 from gpulab.tui.results import NOTES_TITLE
 from gpulab.tui.screens import LessonScreen

@@ -15,8 +15,6 @@ Errors::
 from __future__ import annotations
 
 from gpulab.book.build import (
-    MARKER,
-    BookError,
     BookResult,
     Progress,
     build_book,
@@ -24,6 +22,7 @@ from gpulab.book.build import (
     default_out,
     find_book_dir,
 )
+from gpulab.book.output import MARKER, BookError
 
 __all__ = [
     "MARKER",

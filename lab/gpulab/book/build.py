@@ -46,19 +46,10 @@ from gpulab.environment import BOOK_DIR
 if TYPE_CHECKING:
     from gpulab.book.figures import BookFigures
     from gpulab.course.catalog import Course
-    from gpulab.course.lesson import Lesson
-    from gpulab.course.specs import Source, Specs
+    from gpulab.course.specs_model import Source, Specs
+    from gpulab.course.tree import Lesson
 
-__all__ = [
-    "MARKER",
-    "BookError",
-    "BookResult",
-    "Progress",
-    "build_book",
-    "check_course",
-    "default_out",
-    "find_book_dir",
-]
+__all__ = ["BookResult", "Progress", "build_book", "check_course", "default_out", "find_book_dir"]
 
 Progress = Callable[[str, int, int], None]
 """Called before each step with what it does, the steps done and the steps in all."""

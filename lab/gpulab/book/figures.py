@@ -21,14 +21,15 @@ import html
 from typing import TYPE_CHECKING
 
 from gpulab.figures import FIGURES, Inputs, build_figure, load_baseline
-from gpulab.figures.diagrams import DIAGRAMS, DiagramInputs, build_diagram
+from gpulab.figures.diagram_data import DiagramInputs, build_diagram
+from gpulab.figures.diagrams import DIAGRAMS
 from gpulab.figures.svg import render_svg
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
-    from gpulab.course.lesson import FigureMark
+    from gpulab.course.tree import FigureMark
     from gpulab.figures import FigureData
-    from gpulab.figures.diagrams import DiagramData
+    from gpulab.figures.diagram_model import DiagramData
     from gpulab.probes.model import ProbeResult
 
 __all__ = ["BookFigures", "figure_anchor"]

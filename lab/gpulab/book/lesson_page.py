@@ -24,7 +24,7 @@ from gpulab.course.tree import answer_index
 from gpulab.course.verdict import judge
 
 if TYPE_CHECKING:
-    from gpulab.course.lesson import FigureMark, Lesson, Node
+    from gpulab.course.tree import FigureMark, Lesson, Node
     from gpulab.probes.model import ProbeResult
 
 __all__ = [

@@ -15,18 +15,14 @@ from gpulab.course.catalog import Course, SearchHit, find_course_dir, load_cours
 from gpulab.course.claims import Claim, load_claims
 from gpulab.course.manifest import ExerciseEntry, LessonEntry, Manifest, load_manifest
 from gpulab.course.problems import CourseError, Problem
-from gpulab.course.progress import (
-    ExerciseRecord,
-    LessonState,
-    Progress,
-    ProgressStore,
-    state_dir,
-)
+from gpulab.course.progress import ExerciseRecord, LessonState, Progress, ProgressStore
+from gpulab.state import state_dir
 
 if TYPE_CHECKING:
     from gpulab.course.frontmatter import FrontMatter
-    from gpulab.course.lesson import Lesson, Node, Note, parse_lesson
+    from gpulab.course.lesson import parse_lesson
     from gpulab.course.outline import outline
+    from gpulab.course.tree import Lesson, Node, Note
 
 _LAZY = {
     "FrontMatter": "gpulab.course.frontmatter",

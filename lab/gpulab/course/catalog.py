@@ -23,8 +23,8 @@ from gpulab.environment import COURSE_DIR, Variable
 from gpulab.errors import GpulabError
 
 if TYPE_CHECKING:
-    from gpulab.course.lesson import Lesson, Node
-    from gpulab.course.specs import Specs
+    from gpulab.course.specs_model import Specs
+    from gpulab.course.tree import Lesson, Node
 
 __all__ = [
     "Course",

@@ -23,14 +23,16 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from gpulab.course.claims import Claim
-from gpulab.course.lesson import Lesson, Node, markdown_parser
+from gpulab.course.lesson import markdown_parser
 from gpulab.course.problems import Problem
-from gpulab.course.quantities import Number, Sum, numbers_in, sums_in
-from gpulab.course.specs import Specs, url_problem
+from gpulab.course.quantities import Number, numbers_in, sums_in
+from gpulab.course.specs import url_problem
+from gpulab.course.specs_model import Specs
+from gpulab.course.tree import Lesson, Node
 from gpulab.course.units import UNITS as _UNITS
 from gpulab.course.units import conversions
 
-__all__ = ["Number", "Sum", "check_links", "check_numbers", "numbers_in", "prose", "sums_in"]
+__all__ = ["check_links", "check_numbers", "prose"]
 
 
 def prose(markdown: str, first_line: int) -> Iterator[tuple[str, int]]:

@@ -30,22 +30,13 @@ from markdown_it.tree import SyntaxTreeNode
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from gpulab.course.annotations import ANNOTATION as _ANNOTATION
-from gpulab.course.annotations import FIGURE_ID, AnnotationReader
+from gpulab.course.annotations import AnnotationReader
 from gpulab.course.annotations import only_comments as _only_comments
 from gpulab.course.frontmatter import FrontMatter, parse_front_matter
 from gpulab.course.problems import CourseError, Problem
 from gpulab.course.tree import FigureMark, Lesson, Node, Note
 
-__all__ = [
-    "FIGURE_ID",
-    "FigureMark",
-    "Lesson",
-    "Node",
-    "Note",
-    "markdown_parser",
-    "parse_lesson",
-    "unknown_figures",
-]
+__all__ = ["markdown_parser", "parse_lesson", "unknown_figures"]
 
 _LISTS = ("bullet_list", "ordered_list")
 _NOTE_KINDS = {

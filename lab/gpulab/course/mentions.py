@@ -16,9 +16,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpulab.course.lesson import Lesson
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.problems import Problem
+from gpulab.course.tree import Lesson
 
 __all__ = ["check_exercise_mentions", "listed_exercises", "unlisted_exercises"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpulab.course.lesson import Lesson
+from gpulab.course.tree import Lesson
 
 __all__ = ["outline"]
 

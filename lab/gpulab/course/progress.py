@@ -39,7 +39,6 @@ __all__ = [
     "Prediction",
     "Progress",
     "ProgressStore",
-    "state_dir",
 ]
 
 VERSION = 1

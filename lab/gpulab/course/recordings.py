@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.course.problems import Problem
-from gpulab.course.specs import Specs, SpecValue
+from gpulab.course.specs_model import Specs, SpecValue
 
 __all__ = ["RecordingError", "check_recorded", "numbers_at"]
 

@@ -41,7 +41,7 @@ from gpulab.course.problems import CourseError, Problem
 from gpulab.course.source import read_text
 from gpulab.course.specs_model import Source, Specs, SpecTable, SpecValue
 
-__all__ = ["Source", "SpecTable", "SpecValue", "Specs", "load_specs", "url_problem"]
+__all__ = ["load_specs", "url_problem"]
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _VALUE_FIELDS = {"value", "min", "max", "text", "unit", "source", "note", "recorded"}

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpulab.course.problems import CourseError
-from gpulab.course.specs import Specs, SpecTable
+from gpulab.course.specs_model import Specs, SpecTable
 
 __all__ = ["specs_view"]
 

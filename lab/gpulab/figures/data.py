@@ -24,7 +24,7 @@ from gpulab.course.units import convert
 from gpulab.figures.model import Axis, FigureData, Line, Missing, Plot
 
 if TYPE_CHECKING:
-    from gpulab.course.specs import Specs, SpecTable
+    from gpulab.course.specs_model import Specs, SpecTable
     from gpulab.probes.model import ProbeResult, Reading, Table
 
 __all__ = [

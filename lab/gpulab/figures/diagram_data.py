@@ -25,7 +25,7 @@ from gpulab.figures.model import Missing
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
-    from gpulab.course.specs import Specs, SpecValue
+    from gpulab.course.specs_model import Specs, SpecValue
     from gpulab.probes.model import ProbeResult
 
 __all__ = ["Diagram", "DiagramInputs", "Facts", "build_diagram"]

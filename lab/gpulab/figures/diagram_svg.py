@@ -27,12 +27,12 @@ from gpulab.figures.diagram_layout import (
     layout,
 )
 from gpulab.figures.diagram_model import DiagramData, Role
-from gpulab.figures.svg import _BG, _DIM, _FG, _PALETTE, _RC, CLASS, _inline
+from gpulab.figures.svg import _BG, _DIM, _FG, _PALETTE, _RC, _inline
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["CLASS", "WIDTH", "render_diagram_svg"]
+__all__ = ["WIDTH", "render_diagram_svg"]
 
 WIDTH = 460.0
 """The drawing's width in points (6.4 inches, as the plots')."""

@@ -22,26 +22,13 @@ stacks), `diagrams_course` (the timeline).
 
 from __future__ import annotations
 
-from gpulab.figures.diagram_data import Diagram, DiagramInputs, Facts, build_diagram
-from gpulab.figures.diagram_model import Box, DiagramData, Drawing, Link
+from gpulab.figures.diagram_data import Diagram
 from gpulab.figures.diagrams_course import COURSE_DIAGRAMS
 from gpulab.figures.diagrams_gpu import GPU_DIAGRAMS
 from gpulab.figures.diagrams_host import HOST_DIAGRAMS
 from gpulab.figures.diagrams_stack import STACK_DIAGRAMS
 
-__all__ = [
-    "DIAGRAMS",
-    "DIAGRAM_IDS",
-    "Box",
-    "Diagram",
-    "DiagramData",
-    "DiagramInputs",
-    "Drawing",
-    "Facts",
-    "Link",
-    "build_diagram",
-    "diagram",
-]
+__all__ = ["DIAGRAMS", "DIAGRAM_IDS", "diagram"]
 
 DIAGRAMS: dict[str, Diagram] = {
     d.id: d for d in (*COURSE_DIAGRAMS, *STACK_DIAGRAMS, *HOST_DIAGRAMS, *GPU_DIAGRAMS)

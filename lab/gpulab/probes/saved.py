@@ -39,9 +39,7 @@ from gpulab.probes.model import PROBE_NAME, SCHEMA_VERSION, Gpu, Machine, ProbeR
 
 __all__ = [
     "RESULTS_FOLDER",
-    "Gpu",
     "Loaded",
-    "Machine",
     "ResultStore",
     "Saved",
     "run_document",

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from gpulab.figures.diagrams import DIAGRAMS, DiagramInputs, build_diagram
+from gpulab.figures.diagram_data import DiagramInputs, build_diagram
+from gpulab.figures.diagrams import DIAGRAMS
 
 if TYPE_CHECKING:
     from gpulab.course import Course
-    from gpulab.figures.diagrams import DiagramData
+    from gpulab.figures.diagram_model import DiagramData
 
 __all__ = ["DIAGRAM_BADGE", "DiagramSource", "diagrams_of", "is_diagram"]
 

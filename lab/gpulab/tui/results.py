@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from gpulab.course import Course
     from gpulab.figures import FigureData
     from gpulab.probes import ProbeResult
-    from gpulab.probes.saved import Machine, ResultStore
+    from gpulab.probes.model import Machine
+    from gpulab.probes.saved import ResultStore
     from gpulab.tui.figures import FigureSource, Measured
 
 __all__ = ["ResultsApp"]

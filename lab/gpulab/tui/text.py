@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from gpulab.course.standing import GPU_CHECKS, NO_GPU, standing
+from gpulab.course.standing import standing
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from gpulab.course import ExerciseEntry, ExerciseRecord, Node, Problem
 
 __all__ = [
-    "GPU_CHECKS",
-    "NO_GPU",
     "caption_text",
     "exercise_state",
     "inline_markdown",

@@ -11,7 +11,8 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from gpulab.course import Course, ExerciseEntry, LessonEntry
-from gpulab.tui.text import GPU_CHECKS, NO_GPU, progress_bar
+from gpulab.course.standing import GPU_CHECKS, NO_GPU
+from gpulab.tui.text import progress_bar
 
 __all__ = ["CourseTree", "MapItem", "exercise_label"]
 

@@ -36,7 +36,7 @@ from gpulab.tui.widgets.mindmap import exercise_of
 if TYPE_CHECKING:
     from gpulab.course import Claim, Lesson, Node, Note
 
-__all__ = ["ANSWER_FOLDED", "NodePane", "split_answer"]
+__all__ = ["ANSWER_FOLDED", "NodePane"]
 
 ANSWER_FOLDED = "Answer folded: think it through, then press a to read it."
 
