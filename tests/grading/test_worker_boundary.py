@@ -269,6 +269,35 @@ def test_a_machine_is_built_with_its_links_and_files() -> None:
         assert learner.call("look", root, "proc/self/ns/pid")[2] is True  # each a fresh copy
 
 
+SCRIBBLE = """
+from pathlib import Path
+def scribble(root, how):
+    release = Path(root, "etc/os-release")
+    if how == "append":
+        release.write_text(release.read_text() + "ID=changed\\n")
+    elif how == "add":
+        Path(root, "etc/added").write_text("x")
+    elif how == "remove":
+        release.unlink()
+    return Path(root, "etc/os-release").read_text() if release.exists() else None
+"""
+
+
+@pytest.mark.parametrize("how", ["append", "add", "remove"])
+def test_a_machine_is_built_once_and_again_only_after_the_learner_changed_it(how: str) -> None:
+    """The same request gets the same folder while it holds what it held when built; once
+    the learner's code has written into it, the next request gets a fresh, pristine one."""
+    with worker(SCRIBBLE) as learner:
+        first = learner.machine("docker-container")
+        assert learner.machine("docker-container") == first
+        pristine = learner.call("scribble", first, "read")
+        learner.call("scribble", first, how)
+        again = learner.machine("docker-container")
+        assert again != first
+        assert learner.call("scribble", again, "read") == pristine
+        assert learner.machine("docker-container") == again
+
+
 @pytest.mark.parametrize("path", ["../outside", "/etc/passwd", "a/../../b"])
 def test_a_change_outside_the_machine_is_refused(path: str) -> None:
     with worker(TREE) as learner, pytest.raises(LearnerError) as caught:

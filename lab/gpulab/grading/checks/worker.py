@@ -180,16 +180,7 @@ def _handle(
             value = function(*request.get("args", []), **request.get("kwargs", {}))
         return {"ok": True, "value": value}
     if op == "machine":
-        with guard.opened():
-            from pathlib import Path
-
-            from gpulab.grading.checks.machines import materialize
-
-            folder = Path(tempfile.mkdtemp(prefix="machine-", dir=scratch))
-            root = materialize(
-                str(request["name"]), folder, files=request.get("files"), links=request.get("links")
-            )
-        return {"ok": True, "value": str(root) + "/"}
+        return {"ok": True, "value": _machine(request, guard, scratch) + "/"}
     return {
         "ok": False,
         "error": {
@@ -199,6 +190,52 @@ def _handle(
             "message": f"unknown request {op!r}",
         },
     }
+
+
+_BUILT: dict[str, tuple[str, list[tuple[Any, ...]]]] = {}
+"""The recorded machines built so far, by request: the folder, and what it held then."""
+
+
+def _machine(request: dict[str, Any], guard: _Guard, scratch: str) -> str:
+    """A folder holding the recorded machine the request asks for (with its changes).
+
+    Built once per request and handed out again while it holds exactly what it held when
+    built (the learner's code may write into it; then the next request gets a fresh one):
+    copying a machine's tree for every call was most of a check's time.
+    """
+    key = json.dumps([request.get("name"), request.get("files"), request.get("links")])
+    built = _BUILT.get(key)
+    if built is not None and _contents(built[0]) == built[1]:
+        return built[0]
+    with guard.opened():
+        from pathlib import Path
+
+        from gpulab.grading.checks.machines import materialize
+
+        folder = Path(tempfile.mkdtemp(prefix="machine-", dir=scratch))
+        root = str(
+            materialize(
+                str(request["name"]), folder, files=request.get("files"), links=request.get("links")
+            )
+        )
+    _BUILT[key] = (root, _contents(root))
+    return root
+
+
+def _contents(root: str) -> list[tuple[Any, ...]]:
+    """Every entry under `root`: its path, type and permissions, size, time of last change
+    and (for a link) target; [] once `root` is gone."""
+    seen: list[tuple[Any, ...]] = []
+    for folder, dirs, files in os.walk(root):
+        for name in sorted(dirs + files):
+            path = os.path.join(folder, name)
+            try:
+                info = os.lstat(path)
+                target = os.readlink(path) if os.path.islink(path) else ""
+            except OSError:
+                return []
+            seen.append((path, info.st_mode, info.st_size, info.st_mtime_ns, target))
+    return seen
 
 
 def _load(
