@@ -56,7 +56,7 @@ def _drawn() -> dict[str, str]:
     for line in doc.splitlines():
         found = re.match(r"^\s{4}([│ ]*)(?:[├└]── )?([A-Z]\w+)\b", line)
         if not found or not found.group(2).endswith(
-            ("Error", "Unavailable", "Mismatch", "Probe", "Busy")
+            ("Error", "Unavailable", "Mismatch", "Probe", "Exercise", "Busy")
         ):
             continue
         depth = len(found.group(1)) // 4 + (1 if "──" in line else 0)

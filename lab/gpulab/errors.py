@@ -9,6 +9,7 @@ subclass lives beside the code that raises it; this tree lists them all, and
     ├── CourseError            bad course content (gpulab.course.problems): one or more
     │                          Problem records, each with file, line and a fix
     ├── WorkspaceError         no workspace, or one that cannot be made, read or written
+    ├── UnknownExercise        no exercise of that name (gpulab.course.catalog)
     ├── UnknownProbe           a probe name that does not exist (gpulab.probes.registry)
     ├── NvmlUnavailable        NVML cannot be used here: no library, driver or GPU
     ├── ReplayMismatch         a recorded NVML session asked a call it does not hold

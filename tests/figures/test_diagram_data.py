@@ -348,7 +348,8 @@ def test_the_data_side_imports_no_drawing_library() -> None:
     code = textwrap.dedent("""
         import sys
         from gpulab.course import load_course
-        from gpulab.figures.diagrams import DIAGRAMS, DiagramInputs, build_diagram
+        from gpulab.figures.diagram_data import DiagramInputs, build_diagram
+        from gpulab.figures.diagrams import DIAGRAMS
         from gpulab.probes.recorded import recorded_results
         course = load_course()
         inputs = DiagramInputs(recorded_results(), course.specs, course)

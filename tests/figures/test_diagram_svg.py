@@ -85,7 +85,8 @@ def test_drawing_is_deterministic_within_and_across_processes() -> None:
     code = textwrap.dedent("""
         import sys
         from gpulab.course import load_course
-        from gpulab.figures.diagrams import DIAGRAMS, DiagramInputs, build_diagram
+        from gpulab.figures.diagram_data import DiagramInputs, build_diagram
+        from gpulab.figures.diagrams import DIAGRAMS
         from gpulab.probes.recorded import recorded_results
         course = load_course()
         inputs = DiagramInputs(recorded_results(), course.specs, course)

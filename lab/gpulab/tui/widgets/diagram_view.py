@@ -1,7 +1,7 @@
 """A diagram drawn in the terminal: its title, the boxes as Rich panels, the caption and
 where its facts come from.
 
-`DiagramView` shows one `gpulab.figures.diagrams.DiagramData`. `draw` turns its
+`DiagramView` shows one `gpulab.figures.diagram_model.DiagramData`. `draw` turns its
 boxes into Rich renderables: a box is a `Panel` in its kind's colour (dashed for
 a proposed or deprecated part), a row of boxes a table grid whose columns share
 the width by the boxes' spans, a column of boxes a group, a narrowed box (a
