@@ -23,7 +23,7 @@ async def test_each_module_opens(lesson_id: str, store_path: Path) -> None:
     lesson = course.lesson(lesson_id)
     app = make_app(course=course, store=ProgressStore(store_path))
     async with app.run_test(size=(120, 40)) as pilot:
-        app.open_lesson(lesson_id)
+        app.navigator.open_lesson(lesson_id)
         await wait_for(
             pilot, lambda: isinstance(app.screen, LessonScreen) and app.screen.is_mounted
         )

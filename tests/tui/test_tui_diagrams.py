@@ -75,7 +75,7 @@ def diagram_app(diagram_lessons: Path, store_path: Path) -> Callable[[], GpulabA
 
 
 async def _node(app: GpulabApp, pilot: Pilot[None], key: str) -> NodePane:
-    app.open_lesson("memory", key)
+    app.navigator.open_lesson("memory", key)
     await on_screen(pilot, app, LessonScreen)
     pane = app.screen.query_one(NodePane)
     await wait_for(pilot, lambda: pane.node is not None and pane.node.key == key)
@@ -183,7 +183,7 @@ def test_node_diagram_snapshot(
     async def run_before(pilot: Pilot[None]) -> None:
         lab = pilot.app
         assert isinstance(lab, GpulabApp)
-        lab.open_lesson("memory", LADDER)
+        lab.navigator.open_lesson("memory", LADDER)
         await on_screen(pilot, lab, LessonScreen)
         await wait_for(pilot, lambda: lab.screen.query(DiagramView))
         await wait_for(pilot, lambda: "28.6 cycles, 14.4 ns per load" in screen_text(lab))

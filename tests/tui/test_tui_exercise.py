@@ -34,7 +34,7 @@ async def test_hints_one_by_one_and_persisted(
 ) -> None:
     app = new_app(has_gpu=True)
     async with app.run_test(size=SIZE) as pilot:
-        app.open_exercise("vector-add")
+        app.navigator.open_exercise("vector-add")
         await on_screen(pilot, app, ExerciseScreen)
         screen = app.screen
         facts = plain(screen.query_one("#exercise-facts").content)
@@ -62,7 +62,7 @@ async def test_hints_one_by_one_and_persisted(
         assert isinstance(app.screen, LessonScreen) and app.screen.lesson_id == "kernels"
     again = new_app(has_gpu=True)
     async with again.run_test(size=SIZE) as pilot:
-        again.open_exercise("vector-add")
+        again.navigator.open_exercise("vector-add")
         await on_screen(pilot, again, ExerciseScreen)
         assert again.screen.query_one(HintList).revealed == 3
         await pilot.press("escape")
@@ -72,7 +72,7 @@ async def test_hints_one_by_one_and_persisted(
 async def test_every_revealed_hint_is_drawn_in_full(new_app: Callable[..., GpulabApp]) -> None:
     app = new_app(has_gpu=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        app.open_exercise("vector-add")
+        app.navigator.open_exercise("vector-add")
         await on_screen(pilot, app, ExerciseScreen)
         hints = app.screen.query_one(HintList)
         for count in (1, 2, 3):
@@ -91,7 +91,7 @@ async def test_the_task_states_parts_points_and_hidden_checks(
 ) -> None:
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
-        app.open_exercise("squares")
+        app.navigator.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         await wait_for(pilot, lambda: "square(x)" in task(app))
         shown = task(app)
@@ -113,7 +113,7 @@ async def test_the_task_gives_hidden_points_when_the_manifest_does(
     manifest.write_text(text.replace('name = "squares"', 'name = "squares"\nhidden_points = 4'))
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
-        app.open_exercise("squares")
+        app.navigator.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         await wait_for(pilot, lambda: "square(x)" in task(app))
         assert "adds hidden checks worth 4 points more" in task(app)
@@ -143,7 +143,7 @@ async def test_next_unfinished_exercise(
         )
     gpu = exercise_app(has_gpu=True)
     async with gpu.run_test(size=SIZE) as pilot:
-        gpu.open_exercise("squares")
+        gpu.navigator.open_exercise("squares")
         await on_screen(pilot, gpu, ExerciseScreen)
         await pilot.press("n")  # after squares, wrapping round: vector-add
         await wait_for(
@@ -162,7 +162,7 @@ async def test_without_a_workspace_it_says_how_to_make_one(
     app = new_app()
     assert app.workspace is None
     async with app.run_test(size=SIZE) as pilot:
-        app.open_exercise("measure-cache")
+        app.navigator.open_exercise("measure-cache")
         await on_screen(pilot, app, ExerciseScreen)
         screen = app.screen
         facts = plain(screen.query_one("#exercise-facts").content)
@@ -175,7 +175,7 @@ async def test_without_a_workspace_it_says_how_to_make_one(
         await pilot.press("c")  # nothing to check: it says why instead of failing
         await pilot.pause()
         assert not screen.query_one("#exercise-checks").display
-        assert not app.is_checking("measure-cache")
+        assert "measure-cache" not in app.checking
         assert any("gpulab init" in str(n.message) for n in app._notifications)
 
 
@@ -198,7 +198,7 @@ async def test_the_last_checks_measurements_show_beside_the_predictions(
     store.save(progress)
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
-        app.open_exercise("squares")
+        app.navigator.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         shown = " ".join(plain(app.screen.query_one("#exercise-checks").content).split())
         assert "Your last check (failing" in shown

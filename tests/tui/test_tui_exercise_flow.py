@@ -77,7 +77,7 @@ async def test_check_fail_solve_pass_then_the_solution(
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
         assert "✎ squares  CPU · not started" in label(app, "squares")
-        app.open_exercise("squares")
+        app.navigator.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         assert "not started" in facts(app)
         assert str(notebook) in facts(app)
@@ -126,7 +126,7 @@ async def test_s_scrolls_to_the_solution(
     solve(notebook)
     app = exercise_app()
     async with app.run_test(size=(100, 24)) as pilot:
-        app.open_exercise("squares")
+        app.navigator.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         await pilot.press("c")
         await wait_for(pilot, lambda: "passed (3/3)" in facts(app), CHECK_TIME)
@@ -150,7 +150,7 @@ async def test_a_course_without_solutions_says_so_on_s(
     store.save(progress)
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
-        app.open_exercise("squares")
+        app.navigator.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         await pilot.press("s")
         await wait_for(pilot, lambda: notes(app) == NO_SOLUTIONS, 10)
@@ -171,7 +171,7 @@ async def test_saving_the_notebook_runs_the_checks(
     notebook = workspace.root / "basics" / "squares.ipynb"
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
-        app.open_exercise("squares")
+        app.navigator.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         assert "saving the notebook runs the checks" in facts(app)
         await pilot.pause(2.5)  # opening the screen runs nothing: nothing was saved
@@ -192,7 +192,7 @@ async def test_saving_the_notebook_runs_the_checks(
         assert "not watching" in facts(app)
         solve(notebook)
         await pilot.pause(3.0)
-        assert not app.is_checking("squares") and "failing (" in facts(app)
+        assert "squares" not in app.checking and "failing (" in facts(app)
     assert pristine(exercise_lessons) == shipped
 
 
@@ -201,7 +201,9 @@ async def test_a_check_that_cannot_run_changes_nothing(
 ) -> None:
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
-        app.open_exercise("measure-cache")  # listed, but its notebook is not in this course
+        app.navigator.open_exercise(
+            "measure-cache"
+        )  # listed, but its notebook is not in this course
         await on_screen(pilot, app, ExerciseScreen)
         assert "(not found: gpulab reset brings it back)" in facts(app)
         await pilot.press("c")
@@ -244,7 +246,7 @@ async def test_gpulab_check_is_recorded_and_the_app_takes_it_in(
         solve(workspace.root / "basics" / "squares.ipynb")
         passing = gpulab_check()  # while the app runs
         assert passing.returncode == 0, passing.stdout + passing.stderr
-        app.open_exercise("squares")
+        app.navigator.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         await pilot.press("h")  # saves at once: must not overwrite the newer result
         saved = json.loads(store_path.read_text())
@@ -286,7 +288,7 @@ async def test_a_gpu_exercise_on_this_machine_without_a_gpu(
         await pilot.pause()
         assert "✎ vector-add  needs an NVIDIA GPU" in label(app, "vector-add")
         assert "CPU · not started" in label(app, "measure-cache")
-        app.open_exercise("vector-add")
+        app.navigator.open_exercise("vector-add")
         await on_screen(pilot, app, ExerciseScreen)
         assert "status      needs an NVIDIA GPU" in facts(app)
 
@@ -313,7 +315,7 @@ async def test_a_gpu_exercise_checked_without_a_gpu_reads_alike_in_the_app_and_t
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert label(app, "squares") == f"✎ squares  {shown}"
-        app.open_exercise("squares")
+        app.navigator.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         assert f"status      {shown}" in facts(app)
 
@@ -356,7 +358,7 @@ async def test_a_check_saved_elsewhere_shows_up_by_itself(
         progress.record_check("squares", workspace=workspace.key, passed=True, earned=3, possible=3)
         store.save(progress)
         await wait_for(pilot, lambda: "passed (3/3)" in label(app, "squares"))
-        app.open_exercise("squares")
+        app.navigator.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         assert "passed (3/3)" in facts(app)
         await pilot.press("s")

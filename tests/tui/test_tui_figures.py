@@ -57,7 +57,7 @@ def figure_app(
 
 
 async def _node(app: GpulabApp, pilot: Pilot[None], key: str) -> NodePane:
-    app.open_lesson("memory", key)
+    app.navigator.open_lesson("memory", key)
     await on_screen(pilot, app, LessonScreen)
     pane = app.screen.query_one(NodePane)
     await wait_for(pilot, lambda: pane.node is not None and pane.node.key == key)
@@ -145,9 +145,9 @@ async def test_the_learners_own_results_draw_the_figure(
         pane = await _node(app, pilot, FOOTPRINT)
         view = pane.query_one(FigureView)
         assert view.data is not None and view.data.source.startswith(RECORDED)
-        app.keep_result(recorded_h200["pointer_chase_latency"])  # a recording: not theirs
+        app.results.keep(recorded_h200["pointer_chase_latency"])  # a recording: not theirs
         assert app.measured == {}
-        app.keep_result(_own(recorded_h200["pointer_chase_latency"]))
+        app.results.keep(_own(recorded_h200["pointer_chase_latency"]))
         await wait_for(
             pilot, lambda: view.data is not None and view.data.source.startswith("your GPU")
         )
@@ -163,7 +163,7 @@ async def test_the_figures_screen_lists_every_figure_by_lesson(
 ) -> None:
     app = figure_app()
     async with app.run_test(size=SIZE) as pilot:
-        app.open_lesson("memory")
+        app.navigator.open_lesson("memory")
         await on_screen(pilot, app, LessonScreen)
         await pilot.press("f")  # no figure on the root: the lesson's first
         await on_screen(pilot, app, FiguresScreen)

@@ -145,7 +145,7 @@ async def test_no_gpu_and_no_recordings(
 async def test_g_from_a_lesson_and_back(store_path: Path, h200_replay: Replay) -> None:
     app = _app(store_path, h200_replay)
     async with app.run_test(size=SIZE) as pilot:
-        app.open_lesson("memory")
+        app.navigator.open_lesson("memory")
         await on_screen(pilot, app, LessonScreen)
         await pilot.press("g")
         await on_screen(pilot, app, GpuScreen)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from gpulab.tui import GpulabApp
-from gpulab.tui.app import help_sections
+from gpulab.tui.navigation import help_sections
 from gpulab.tui.screens import CourseMapScreen, ExerciseScreen, HelpScreen, LessonScreen
 from gpulab.tui.screens.help import bindings_of, help_groups
 from helpers.tui import SIZE, on_screen, plain
@@ -144,7 +144,7 @@ async def test_footers_show_at_most_six_keys(new_app: Callable[[], GpulabApp]) -
         await pilot.press("down", "down")  # a node with a claim: m measures it
         await pilot.pause()
         assert shown() == {"Map", "Search", "Next lesson", "Measure", "GPU", "Help"}
-        app.open_exercise("vector-add")
+        app.navigator.open_exercise("vector-add")
         await pilot.pause()
         assert shown() == {"Back", "Check", "Jupyter", "Hint", "Solution", "Help"}
 
@@ -157,12 +157,12 @@ async def test_every_footer_shows_help(
     async with app.run_test(size=size) as pilot:
         for opened in (None, "lesson", "exercise"):
             if opened == "lesson":
-                app.open_lesson(
+                app.navigator.open_lesson(
                     "kernels", "writing-kernels/where-it-runs/the-host-launches-the-kernels"
                 )  # Measure shows too
                 await on_screen(pilot, app, LessonScreen)
             elif opened == "exercise":
-                app.open_exercise("vector-add")
+                app.navigator.open_exercise("vector-add")
                 await on_screen(pilot, app, ExerciseScreen)
             await pilot.pause()
             keys = [

@@ -61,7 +61,7 @@ async def test_open_starts_jupyterlab_on_the_notebook(
     app = exercise_app()
     try:
         async with app.run_test(size=SIZE) as pilot:
-            app.open_exercise("squares")
+            app.navigator.open_exercise("squares")
             await on_screen(pilot, app, ExerciseScreen)
             await pilot.press("y")  # nothing to copy yet
             assert app.clipboard == ""
@@ -108,7 +108,7 @@ async def test_open_without_jupyterlab_says_how_to_install_it(
     monkeypatch.setattr(jupyter.importlib.util, "find_spec", find_spec)
     app = exercise_app()
     async with app.run_test(size=SIZE) as pilot:
-        app.open_exercise("squares")
+        app.navigator.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         await pilot.press("o")
         await wait_for(pilot, lambda: "not installed" in shown(app), 30)
@@ -133,7 +133,7 @@ async def test_a_server_that_dies_shows_the_end_of_its_log(
     monkeypatch.setattr(jupyter, "open_notebook", open_notebook)
     app = exercise_app()
     async with app.run_test(size=(100, 40)) as pilot:
-        app.open_exercise("squares")
+        app.navigator.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         await pilot.press("o")
         await wait_for(pilot, lambda: "Address already in use" in shown(app), 30)
@@ -151,7 +151,7 @@ async def test_open_without_a_workspace_says_how_to_make_one(
     app = new_app()
     assert app.workspace is None
     async with app.run_test(size=SIZE) as pilot:
-        app.open_exercise("measure-cache")
+        app.navigator.open_exercise("measure-cache")
         await on_screen(pilot, app, ExerciseScreen)
         await pilot.press("o")
         await pilot.pause()

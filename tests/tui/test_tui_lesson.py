@@ -21,7 +21,7 @@ from helpers.tui import SIZE, plain, screen_text, wait_for
 
 
 async def _open(app: GpulabApp, pilot: Pilot[None], lesson_id: str) -> LessonScreen:
-    app.open_lesson(lesson_id)
+    app.navigator.open_lesson(lesson_id)
     await wait_for(pilot, lambda: isinstance(app.screen, LessonScreen) and app.screen.is_mounted)
     await pilot.pause()
     screen = app.screen

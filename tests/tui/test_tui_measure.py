@@ -118,7 +118,7 @@ async def _asked(app: GpulabApp, pilot: Pilot[None]) -> str:
 
 
 async def _open_at(app: GpulabApp, pilot: Pilot[None], key: str) -> ClaimCard:
-    app.open_lesson("kernels", key)
+    app.navigator.open_lesson("kernels", key)
     await on_screen(pilot, app, LessonScreen)
     await wait_for(pilot, lambda: app.screen.query(ClaimCard))
     await pilot.pause()
@@ -146,7 +146,7 @@ async def _measured(app: GpulabApp, pilot: Pilot[None], claim: str) -> None:
     await wait_for(
         pilot,
         lambda: (
-            not app.board.is_measuring(claim)
+            not app.claims.board.is_measuring(claim)
             and app.screen.query_one(ClaimCard).state.outcome is not None
         ),
         timeout=30,
@@ -262,7 +262,7 @@ def test_parse_prediction() -> None:
 async def test_m_only_on_a_claim(store_path: Path) -> None:
     app = _app(store_path)
     async with app.run_test(size=SIZE) as pilot:
-        app.open_lesson("kernels")
+        app.navigator.open_lesson("kernels")
         await on_screen(pilot, app, LessonScreen)
 
         def footer() -> set[str]:

@@ -34,7 +34,7 @@ async def test_enter_on_an_exercise_node_opens_it_and_escape_comes_back(
 ) -> None:
     app = new_app(has_gpu=False)
     async with app.run_test(size=SIZE) as pilot:
-        app.open_lesson("kernels", EXERCISE_NODE)
+        app.navigator.open_lesson("kernels", EXERCISE_NODE)
         await on_screen(pilot, app, LessonScreen)
         lesson = app.screen
         assert "✎ The exercise vector-add: press enter to open it" in str(
@@ -61,7 +61,7 @@ async def test_l_from_an_exercise_opened_in_a_lesson_goes_back_to_it(
 ) -> None:
     app = new_app(has_gpu=False)
     async with app.run_test(size=SIZE) as pilot:
-        app.open_lesson("kernels", EXERCISE_NODE)
+        app.navigator.open_lesson("kernels", EXERCISE_NODE)
         await on_screen(pilot, app, LessonScreen)
         lesson = app.screen
         await pilot.press("enter")
@@ -86,9 +86,11 @@ async def test_escape_from_an_exercise_puts_the_map_cursor_on_it(
         node = app.screen.query_one(CourseTree).cursor_node
         assert node is not None and isinstance(node.data, ExerciseEntry)
         assert node.data.name == "vector-add"
-        app.open_lesson("memory")  # a lesson read since: escape from the palette's exercise
+        app.navigator.open_lesson(
+            "memory"
+        )  # a lesson read since: escape from the palette's exercise
         await on_screen(pilot, app, LessonScreen)
-        app.open_exercise("measure-cache")
+        app.navigator.open_exercise("measure-cache")
         await on_screen(pilot, app, ExerciseScreen)
         await pilot.press("escape")
         await on_screen(pilot, app, CourseMapScreen)
@@ -102,10 +104,10 @@ async def test_q_quits_everywhere(new_app: Callable[..., GpulabApp], where: str)
     app = new_app(has_gpu=False)
     async with app.run_test(size=SIZE) as pilot:
         if where == "lesson":
-            app.open_lesson("basics")
+            app.navigator.open_lesson("basics")
             await on_screen(pilot, app, LessonScreen)
         elif where == "exercise":
-            app.open_exercise("measure-cache")
+            app.navigator.open_exercise("measure-cache")
             await on_screen(pilot, app, ExerciseScreen)
         elif where == "gpu":
             await pilot.press("g")
@@ -143,7 +145,7 @@ async def test_the_pane_says_where_to_read_on_after_unfolding(
 ) -> None:
     app = new_app(has_gpu=False)
     async with app.run_test(size=SIZE) as pilot:
-        app.open_lesson("basics", "basics-of-the-lab/the-tools")  # folded, no notes
+        app.navigator.open_lesson("basics", "basics-of-the-lab/the-tools")  # folded, no notes
         await on_screen(pilot, app, LessonScreen)
         tree = app.screen.query_one(MindmapTree)
         await pilot.press("minus")  # everything folded; the cursor on "The tools"

@@ -46,7 +46,7 @@ async def test_palette_goes_to_a_lesson(new_app: Callable[[], GpulabApp]) -> Non
 async def test_palette_goes_to_a_day(new_app: Callable[[], GpulabApp]) -> None:
     app = new_app()
     async with app.run_test(size=SIZE) as pilot:
-        app.open_lesson("basics")
+        app.navigator.open_lesson("basics")
         await on_screen(pilot, app, LessonScreen)
         await _run_command(app, pilot, "go to day 2", "Go to day 2")
         assert isinstance(app.screen, CourseMapScreen)

@@ -64,7 +64,7 @@ def _own(recorded: ProbeResult) -> ProbeResult:
 
 
 async def _figure(app: GpulabApp, pilot: Pilot[None]) -> FigureView:
-    app.open_lesson("memory", FOOTPRINT)
+    app.navigator.open_lesson("memory", FOOTPRINT)
     await on_screen(pilot, app, LessonScreen)
     pane = app.screen.query_one(NodePane)
     await wait_for(pilot, lambda: pane.node is not None and pane.node.key == FOOTPRINT)
@@ -137,8 +137,8 @@ async def test_a_result_measured_in_the_app_is_there_after_a_restart(
 ) -> None:
     app = saved_app()
     async with app.run_test(size=SIZE) as pilot:
-        app.keep_result(recorded_h200[CHASE])  # a recording: never saved
-        app.keep_result(_own(recorded_h200[CHASE]))
+        app.results.keep(recorded_h200[CHASE])  # a recording: never saved
+        app.results.keep(_own(recorded_h200[CHASE]))
         await wait_for(pilot, lambda: store.files())
     (saved,), skipped = store.read()
     assert skipped == [] and saved.result == _own(recorded_h200[CHASE])

@@ -17,7 +17,7 @@ async def test_search_from_lesson_lists_this_lesson_first_and_jumps(
 ) -> None:
     app = new_app()
     async with app.run_test(size=SIZE) as pilot:
-        app.open_lesson("kernels")
+        app.navigator.open_lesson("kernels")
         await on_screen(pilot, app, LessonScreen)
         await pilot.press("slash")
         assert isinstance(app.screen, SearchScreen)

@@ -70,7 +70,7 @@ def test_lesson_snapshot(snap_compare: Compare, new_app: Callable[..., GpulabApp
     async def run_before(pilot: Pilot[None]) -> None:
         app = pilot.app
         assert isinstance(app, GpulabApp)
-        app.open_lesson("memory", "memory-hierarchy/levels/hbm-is-far-away")
+        app.navigator.open_lesson("memory", "memory-hierarchy/levels/hbm-is-far-away")
         await on_screen(pilot, app, LessonScreen)
         # the card asks the machine whether the probe can run: NVML's library is missing
         await wait_for(
@@ -96,7 +96,7 @@ def test_check_yourself_snapshot(snap_compare: Compare, new_app: Callable[..., G
     async def run_before(pilot: Pilot[None]) -> None:
         app = pilot.app
         assert isinstance(app, GpulabApp)
-        app.open_lesson(
+        app.navigator.open_lesson(
             "kernels", "writing-kernels/check-yourself/how-many-cpus-can-launch-kernels-here"
         )
         await on_screen(pilot, app, LessonScreen)
@@ -115,7 +115,7 @@ def test_exercise_snapshot(snap_compare: Compare, exercise_lessons: Path, store_
     async def run_before(pilot: Pilot[None]) -> None:
         lab = pilot.app
         assert isinstance(lab, GpulabApp)
-        lab.open_exercise("squares")
+        lab.navigator.open_exercise("squares")
         await on_screen(pilot, lab, ExerciseScreen)
         await wait_for(pilot, lambda: "square(x)" in lab.screen.query_one(TaskPanel).source)
         await pilot.press("h", "h")
@@ -174,7 +174,7 @@ def test_search_snapshot(snap_compare: Compare, new_app: Callable[..., GpulabApp
     async def run_before(pilot: Pilot[None]) -> None:
         app = pilot.app
         assert isinstance(app, GpulabApp)
-        app.open_lesson("kernels")
+        app.navigator.open_lesson("kernels")
         await on_screen(pilot, app, LessonScreen)
         await pilot.press("slash")
         await on_screen(pilot, app, SearchScreen)
@@ -190,7 +190,7 @@ def test_prediction_snapshot(snap_compare: Compare, new_app: Callable[..., Gpula
     async def run_before(pilot: Pilot[None]) -> None:
         app = pilot.app
         assert isinstance(app, GpulabApp)
-        app.open_lesson("kernels", HOST)
+        app.navigator.open_lesson("kernels", HOST)
         await on_screen(pilot, app, LessonScreen)
         await wait_for(pilot, lambda: app.screen.query(ClaimCard))
         await pilot.press("m")
@@ -243,7 +243,7 @@ def test_node_figure_snapshot(snap_compare: Compare, figure_course: Path, store_
     async def run_before(pilot: Pilot[None]) -> None:
         lab = pilot.app
         assert isinstance(lab, GpulabApp)
-        lab.open_lesson("memory", FOOTPRINT)
+        lab.navigator.open_lesson("memory", FOOTPRINT)
         await on_screen(pilot, lab, LessonScreen)
         await wait_for(pilot, lambda: lab.screen.query(FigureView))
         await wait_for(pilot, lambda: "64 MiB" in screen_text(lab))
@@ -262,7 +262,7 @@ def test_figures_snapshot(snap_compare: Compare, figure_course: Path, store_path
     async def run_before(pilot: Pilot[None]) -> None:
         lab = pilot.app
         assert isinstance(lab, GpulabApp)
-        lab.open_figures("roofline")
+        lab.navigator.open_figures("roofline")
         await on_screen(pilot, lab, FiguresScreen)
         await wait_for(pilot, lambda: "10000" in screen_text(lab))
         await _settle(pilot)

@@ -18,7 +18,7 @@ async def test_state_restored_after_restart(
 ) -> None:
     app = new_app()
     async with app.run_test(size=SIZE) as pilot:
-        app.open_lesson("basics")
+        app.navigator.open_lesson("basics")
         await on_screen(pilot, app, LessonScreen)
         await pilot.press("down", "down", "down", "space")  # fold "Blocks hold several warps"
         await pilot.press("down", "down", "space")  # unfold "The tools"

@@ -49,7 +49,7 @@ async def test_a_workspace_made_while_the_app_runs_is_taken_up(
     )
     async with app.run_test(size=SIZE) as pilot:
         assert app.workspace is None
-        app.open_exercise("squares")
+        app.navigator.open_exercise("squares")
         await on_screen(pilot, app, ExerciseScreen)
         assert app.screen.query_one("#no-workspace").display
         made, _ = init_workspace(load_course(exercise_lessons), tmp_path / "later")  # a shell

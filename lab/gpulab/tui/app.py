@@ -1,17 +1,25 @@
 """The gpulab app: built by `make_app`, started by `run_app` (``gpulab`` with no arguments).
 
-Screens never call the app: they post the messages of `gpulab.tui.messages`
-(`OpenLesson`, `ShowMap`, `MeasureClaim`, ...), and the app's ``on_*`` handlers
-open the screens and start the work. The app is built in layers. At the
-base, `gpulab.tui.results.ResultsApp` keeps the learner's probe results (saved
-ones of this machine, loaded after first paint, and this session's) and the
-figures drawn from them; `gpulab.tui.gpu_here.GpuHereApp` finds out, after
-first paint, whether this machine has a GPU; the learner layer
-(`gpulab.tui.learner.LearnerApp`)
-keeps the progress, the workspace, the GPU flag and the exercise states as
-reactive attributes that the screens watch, and runs the checks; the claim
-layer (`gpulab.tui.claims.ClaimsApp`) measures claims and tells their cards;
-this top layer opens the screens (the others import none).
+`GpulabApp` is one Textual `App` composed of parts, each a plain object made
+with the app (as Textual's own `App` holds its `WorkerManager` and `Animator`):
+
+- `gpulab.tui.learner.Learner`: the learner's progress saved and taken in, their
+  workspace, their checks, and whether this machine has a GPU;
+- `gpulab.tui.results.SavedResults`: their probe results saved and read back,
+  and the figures drawn from them;
+- `gpulab.tui.claims.Claims`: this session's claim measurements and the cards
+  that show them;
+- `gpulab.tui.navigation.Navigator`: which screen opens above which.
+
+The state the screens draw is the app's own: reactive attributes (`progress`,
+`workspace`, `gpu_here`, `checking`, `exercise_states`, `measured`) that
+screens read through their typed `app` and watch. Screens never call the app:
+they post the messages of `gpulab.tui.messages` (`OpenLesson`,
+`CheckExercise`, `MeasureClaim`, ...), and the ``on_*`` handlers here hand the
+work to a part. A part's thread worker reports back by message too
+(`ExerciseChecked`, `ClaimMeasured`, ...), and its handler sits here beside
+the one that started the work: a check is started, recorded and shown in
+three lines of this module.
 
 First paint comes first: only the course map's own modules are imported when
 the app is built; the other screens, the lesson parser, the probes and the
@@ -23,15 +31,16 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.dom import DOMNode
+from textual.reactive import var
 from textual.screen import Screen
 from textual.theme import Theme
 
-from gpulab.course import Course, CourseError, ProgressStore, SearchHit, load_course
+from gpulab.course import Course, CourseError, Progress, ProgressStore, load_course
 from gpulab.course.workspace import Workspace, WorkspaceError
-from gpulab.tui.claims import ClaimsApp
+from gpulab.tui.claims import Claims
 from gpulab.tui.clipboard import in_tmux, to_tmux
 from gpulab.tui.commands import (
     DayCommands,
@@ -41,57 +50,50 @@ from gpulab.tui.commands import (
     LessonCommands,
     ThemeCommands,
 )
-from gpulab.tui.learner import LearnerApp
+from gpulab.tui.learner import POLL_INTERVAL, ExerciseStates, Learner
 from gpulab.tui.messages import (
+    CheckExercise,
+    ClaimMeasured,
+    ExerciseChecked,
+    FindGpu,
+    FoldsChanged,
+    GpuFound,
+    HintRevealed,
+    LessonOpened,
+    MeasureClaim,
+    NodeVisited,
     OpenExercise,
     OpenFigures,
     OpenGpu,
     OpenLesson,
     OpenNextExercise,
     OpenSearch,
+    ProbeReadiness,
+    ResultNotSaved,
+    SavedResultsRead,
     ShowMap,
+    TreeWidthChanged,
+    WorkspaceSynced,
 )
-from gpulab.tui.screens.course_map import CourseMapScreen, MapTarget
-from gpulab.tui.screens.fatal import FatalScreen
+from gpulab.tui.navigation import Navigator
+from gpulab.tui.results import SavedResults
 from gpulab.tui.state import Keeper
 
 if TYPE_CHECKING:
+    from gpulab.tui.figures import Measured
     from gpulab.tui.screens import ExerciseScreen
+    from gpulab.tui.screens.gpu import GpuScreen
+    from gpulab.tui.screens.prediction import PredictionScreen
+    from gpulab.tui.widgets import ClaimCard
 
-__all__ = ["GpulabApp", "help_sections", "make_app", "run_app"]
+__all__ = ["GpulabApp", "make_app", "run_app"]
 
 DARK, LIGHT = "textual-dark", "textual-light"
 
 
-def help_sections() -> list[tuple[str, list[type[DOMNode]]]]:
-    """The screens (and their main widget) whose keys the help screen lists."""
-    from gpulab.tui.screens import (
-        ExerciseScreen,
-        FiguresScreen,
-        GpuScreen,
-        HelpScreen,
-        LessonScreen,
-        PredictionScreen,
-        SearchScreen,
-    )
-    from gpulab.tui.widgets import CourseTree, MindmapTree
-
-    return [
-        ("Course map", [CourseMapScreen, CourseTree]),
-        ("Lesson", [LessonScreen, MindmapTree]),
-        ("Exercise", [ExerciseScreen]),
-        ("Figures", [FiguresScreen]),
-        ("GPU", [GpuScreen]),
-        ("Predicting a claim", [PredictionScreen]),
-        ("Search", [SearchScreen]),
-        ("Help", [HelpScreen]),
-        ("Course error", [FatalScreen]),
-    ]
-
-
-class GpulabApp(ClaimsApp):
+class GpulabApp(App[None]):
     """The course map, lessons, exercises, figures, the GPU, search and help, over one
-    course."""
+    course (see the module's docstring)."""
 
     CSS_PATH = "gpulab.tcss"
     TITLE = "gpulab"
@@ -110,6 +112,24 @@ class GpulabApp(ClaimsApp):
         Binding("q", "quit", "Quit", show=False),
     ]
 
+    progress: var[Progress] = var(Progress, init=False)
+    """The learner's progress, as the keeper loaded it. Only the app's handlers change it
+    (screens ask by message), in place, and then call `Learner.changed`."""
+    workspace: var[Workspace | None] = var(None, init=False)
+    """The learner's workspace (their notebooks), or None before ``gpulab init``."""
+    gpu_here: var[bool | None] = var(None, init=False)
+    """Whether this machine has an NVIDIA GPU: None until known (see `FindGpu`)."""
+    checking: var[frozenset[str]] = var(frozenset(), init=False)
+    """The names of the exercises whose checks are running now."""
+    exercise_states: var[ExerciseStates] = var(dict, init=False)
+    """Where the learner stands on each exercise, as every list of exercises shows it
+    ("checking…" while its checks run); set from the progress, the workspace, `gpu_here`
+    and `checking` whenever one changes."""
+    measured: var[Measured] = var(dict, init=False)
+    """The learner's own probe results on this machine, by probe (those that ran, never a
+    recording): saved ones and this session's; replaced, never changed in place, when one
+    comes in."""
+
     def __init__(
         self,
         course: Course | None,
@@ -120,17 +140,36 @@ class GpulabApp(ClaimsApp):
         has_gpu: bool | None = None,
         workspace: Workspace | None = None,
     ) -> None:
-        super().__init__(course, keeper, workspace, has_gpu, nvml_backend)
+        super().__init__()
+        self.course = course
+        """The course, or None when it cannot be read (`error` says why)."""
         self.error = error
-        """Why the course cannot be read, when it cannot (`course` is None then)."""
+        """Why the course cannot be read, when it cannot."""
+        self.keeper = keeper
+        """Loads and saves the progress, and keeps the app's look (the tree's width)."""
+        self.nvml_backend = nvml_backend
+        """What NVML calls go through: None for the real library, or a stand-in with
+        pynvml's functions (a `gpulab.probes.nvml.Replay` in tests)."""
         self.jupyterlab_url = ""
         """The address (with its token) of the last notebook opened in JupyterLab, if any:
         the server runs on when the app ends, and `farewell` says where."""
+        self.learner = Learner(self)
+        self.results = SavedResults(self)
+        self.claims = Claims(self)
+        self.navigator = Navigator(self)
+        self.set_reactive(GpulabApp.progress, keeper.progress)
+        self.set_reactive(GpulabApp.workspace, workspace)
+        self.set_reactive(GpulabApp.gpu_here, has_gpu)
+        self.set_reactive(GpulabApp.exercise_states, self.learner.states())
 
     def get_default_screen(self) -> Screen[None]:
         if self.course is None:
+            from gpulab.tui.screens.fatal import FatalScreen
+
             assert self.error is not None
             return FatalScreen(self.error)
+        from gpulab.tui.screens.course_map import CourseMapScreen
+
         return CourseMapScreen(self.course, first_run=self.keeper.first_run)
 
     def on_mount(self) -> None:
@@ -138,28 +177,88 @@ class GpulabApp(ClaimsApp):
         if theme in self.available_themes:
             self.theme = theme
         self.theme_changed_signal.subscribe(self, self._remember_theme)
+        self.screen_change_signal.subscribe(self, self._screen_changed)
+        self.set_interval(
+            POLL_INTERVAL,
+            partial(self.learner.take_in_saved, if_file_changed=True),
+            name="look for saved progress",
+        )
         if self.keeper.warning:
             self.notify(self.keeper.warning, title="Progress", severity="warning", timeout=10)
         last = self.progress.last_lesson
         if self.course is not None and last in {e.id for e in self.course.entries}:
-            self.open_lesson(last)
-        self.call_after_refresh(self.sync_workspace)
+            self.navigator.open_lesson(last)
+        self.call_after_refresh(self.learner.sync_workspace)
+        self.call_after_refresh(self.results.read)
+
+    def on_unmount(self) -> None:
+        self.learner.save()
+
+    def on_app_focus(self, event: events.AppFocus) -> None:
+        # `gpulab init`, or a check in the notebook or the shell, while we were away
+        self.learner.find_workspace()
+        self.learner.take_in_saved()
+
+    def _screen_changed(self, screen: Screen[Any]) -> None:
+        """A screen was opened, left or returned to: save what was read there, take in
+        what was saved elsewhere, and look for a workspace made meanwhile."""
+        self.learner.find_workspace()
+        self.learner.take_in_saved()
+        self.learner.save()
 
     def _remember_theme(self, theme: Theme) -> None:
         if self.progress.theme != theme.name:
             self.progress.theme = theme.name
-            self.progress_changed(now=True)
+            self.learner.changed(now=True)
 
-    # -- checks --------------------------------------------------------------------------------
-    def on_learner_app_exercise_checked(self, event: LearnerApp.ExerciseChecked) -> None:
+    # A computed reactive (`compute_exercise_states`) would call its watchers on every
+    # read, so a screen that reads the states while drawing them would loop: the states
+    # are set instead, and their watchers run only when they differ.
+    def watch_progress(self) -> None:
+        self.exercise_states = self.learner.states()
+
+    def watch_workspace(self) -> None:
+        self.exercise_states = self.learner.states()
+
+    def watch_gpu_here(self) -> None:
+        self.exercise_states = self.learner.states()
+
+    def watch_checking(self) -> None:
+        self.exercise_states = self.learner.states()
+
+    # -- what the learner did: kept in the progress --------------------------------------------
+    def on_lesson_opened(self, event: LessonOpened) -> None:
+        self.progress.last_lesson = event.lesson_id
+        self.learner.changed()
+
+    def on_node_visited(self, event: NodeVisited) -> None:
+        self.progress.lesson(event.lesson_id).selected = event.key
+        self.progress.visit(event.lesson_id, event.key)
+        self.learner.changed()
+
+    def on_folds_changed(self, event: FoldsChanged) -> None:
+        self.progress.lesson(event.lesson_id).expanded = event.expanded
+        self.learner.changed()
+
+    def on_hint_revealed(self, event: HintRevealed) -> None:
+        self.progress.hints[event.exercise] = event.revealed
+        self.learner.changed(now=True)
+
+    def on_tree_width_changed(self, event: TreeWidthChanged) -> None:
+        self.keeper.tree_width = event.percent
+
+    # -- checks: started, recorded, shown ------------------------------------------------------
+    def on_check_exercise(self, event: CheckExercise) -> None:
+        self.learner.check(event.exercise)
+
+    def on_exercise_checked(self, event: ExerciseChecked) -> None:
         from gpulab.tui.screens import ExerciseScreen
 
-        exercise, report = event.exercise, event.report
-        self.record_check(exercise, report, event.at)
-        shown = False
+        self.learner.record(event)
+        exercise, shown = event.exercise, False
         for screen in self.screen_stack:
             if isinstance(screen, ExerciseScreen) and screen.exercise.name == exercise.name:
-                screen.show_report(report)
+                screen.show_report(event.report)
                 shown = shown or screen is self.screen
         if not shown:
             self.notify(
@@ -167,6 +266,74 @@ class GpulabApp(ClaimsApp):
                 title="Checked",
                 timeout=5,
             )
+
+    def on_workspace_synced(self, event: WorkspaceSynced) -> None:
+        self.learner.synced(event)
+
+    def on_find_gpu(self, event: FindGpu) -> None:
+        self.learner.find_gpu()
+
+    def on_gpu_found(self, event: GpuFound) -> None:
+        self.gpu_here = event.present
+
+    # -- probe results and claims --------------------------------------------------------------
+    def on_saved_results_read(self, event: SavedResultsRead) -> None:
+        self.results.took_in(event)
+
+    def on_result_not_saved(self, event: ResultNotSaved) -> None:
+        self.results.not_saved(event)
+
+    def on_claim_card_shown(self, event: ClaimCard.Shown) -> None:
+        self.claims.shown(event.card)
+
+    def on_probe_readiness(self, event: ProbeReadiness) -> None:
+        if event.result is not None:
+            self.claims.learn(event.result, event.probe)
+
+    def on_measure_claim(self, event: MeasureClaim) -> None:
+        self.claims.measure(event.claim, event.predicted)
+
+    def on_claim_measured(self, event: ClaimMeasured) -> None:
+        self.claims.measured(event)
+        self.results.keep(event.result)
+
+    def on_gpu_screen_inventoried(self, event: GpuScreen.Inventoried) -> None:
+        self.claims.learn(event.result)
+        self.results.keep(event.result)
+
+    def on_prediction_screen_found_out(self, event: PredictionScreen.FoundOut) -> None:
+        if event.cannot is not None:
+            self.claims.learn(event.cannot)
+
+    # -- where the screens and the palette go --------------------------------------------------
+    def on_open_lesson(self, event: OpenLesson) -> None:
+        self.navigator.open_lesson(event.lesson_id, event.node_key)
+
+    def on_open_exercise(self, event: OpenExercise) -> None:
+        self.navigator.open_exercise(event.name, above=event.above)
+
+    def on_open_next_exercise(self, event: OpenNextExercise) -> None:
+        self.navigator.open_next_exercise(event.after)
+
+    def on_show_map(self, event: ShowMap) -> None:
+        self.navigator.show_map(day=event.day, lesson=event.lesson, exercise=event.exercise)
+
+    def on_open_search(self, event: OpenSearch) -> None:
+        self.navigator.open_search(event.lesson_id)
+
+    def on_open_gpu(self, event: OpenGpu) -> None:
+        self.navigator.open_gpu()
+
+    def on_open_figures(self, event: OpenFigures) -> None:
+        self.navigator.open_figures(event.figure_id)
+
+    def action_help(self) -> None:
+        """Show every key of every screen."""
+        self.navigator.open_help()
+
+    def action_toggle_theme(self) -> None:
+        """Switch between the dark and the light theme (remembered)."""
+        self.theme = LIGHT if self.current_theme.dark else DARK
 
     # -- JupyterLab and the clipboard ----------------------------------------------------------
     def on_exercise_screen_jupyter_lab_opened(self, event: ExerciseScreen.JupyterLabOpened) -> None:
@@ -214,153 +381,6 @@ class GpulabApp(ClaimsApp):
                 severity="warning",
                 timeout=8,
             )
-
-    # -- where the screens and the palette go ----------------------------------------------------
-    def on_open_lesson(self, event: OpenLesson) -> None:
-        self.open_lesson(event.lesson_id, event.node_key)
-
-    def on_open_exercise(self, event: OpenExercise) -> None:
-        self.open_exercise(event.name, above=event.above)
-
-    def on_open_next_exercise(self, event: OpenNextExercise) -> None:
-        self.open_next_exercise(event.after)
-
-    def on_show_map(self, event: ShowMap) -> None:
-        self.show_map(day=event.day, lesson=event.lesson, exercise=event.exercise)
-
-    def on_open_search(self, event: OpenSearch) -> None:
-        self.open_search(event.lesson_id)
-
-    def on_open_gpu(self, event: OpenGpu) -> None:
-        self.open_gpu()
-
-    def on_open_figures(self, event: OpenFigures) -> None:
-        self.open_figures(event.figure_id)
-
-    def open_figures(self, figure_id: str | None = None) -> None:
-        """Show the figures above the current screen, at a figure if given (the one shown
-        already is moved to it)."""
-        from gpulab.tui.screens import FiguresScreen
-
-        if self.course is None:
-            return
-        if isinstance(self.screen, FiguresScreen):
-            if figure_id is not None:
-                self.screen.select(figure_id)
-            return
-        self.push_screen(FiguresScreen(self.course, figure_id))
-
-    def open_gpu(self) -> None:
-        """Show the GPU screen above the current one."""
-        from gpulab.tui.screens import GpuScreen
-
-        if not isinstance(self.screen, GpuScreen):
-            self.push_screen(GpuScreen(self.nvml_backend))
-
-    def open_lesson(self, lesson_id: str, key: str | None = None) -> None:
-        """Show a lesson (at a node, if given) above the course map; a lesson already open
-        below the top screen is returned to."""
-        from gpulab.tui.screens import LessonScreen
-
-        if self.course is None:
-            return
-        stack = self.screen_stack
-        for depth, screen in enumerate(reversed(stack[1:])):
-            if isinstance(screen, LessonScreen) and screen.lesson_id == lesson_id:
-                for _ in range(depth):
-                    self.pop_screen()
-                if key is not None:
-                    screen.reveal(key)
-                return
-        self._show(LessonScreen(self.course, lesson_id, key, tree_width=self.keeper.tree_width))
-
-    def open_exercise(self, name: str, *, above: bool = False) -> None:
-        """Show an exercise above the course map, or `above` the current screen (escape
-        then returns to it)."""
-        from gpulab.tui.screens import ExerciseScreen
-
-        if self.course is None:
-            return
-        for exercise in self.course.exercises():
-            if exercise.name == name:
-                screen = ExerciseScreen(self.course, exercise)
-                if above:
-                    self.push_screen(screen)
-                else:
-                    self._show(screen)
-                return
-        self.notify(f"There is no exercise {name!r}.", severity="warning")
-
-    def open_next_exercise(self, after: str | None = None) -> None:
-        """Open the next exercise not passed yet (see `next_unfinished`), or say there is none."""
-        exercise = self.next_unfinished(after)
-        if exercise is not None:
-            self.open_exercise(exercise.name)
-            return
-        here = (
-            next((e for e in self.course.exercises() if e.name == after), None)
-            if self.course is not None
-            else None
-        )
-        record = self.exercise_record(here) if here is not None else None
-        if here is not None and (record is None or not record.passed):
-            message = "This is the last exercise you have not passed yet."
-        else:
-            message = "Every exercise is passed. Well done!"
-        if self.gpu_here is False:
-            message += " (Those that need an NVIDIA GPU wait for a machine with one.)"
-        self.notify(message, title="Next exercise", timeout=6)
-
-    def show_map(
-        self, *, day: int | None = None, lesson: str | None = None, exercise: str | None = None
-    ) -> None:
-        """Return to the course map, with the cursor on a day, a lesson or an exercise."""
-        base = self.screen_stack[0]
-        if not isinstance(base, CourseMapScreen):
-            return
-        target: MapTarget = day if day is not None else lesson
-        if exercise is not None:
-            target = ("exercise", exercise)
-        if len(self.screen_stack) == 1:
-            base.go_to(target)
-            return
-        base.target = target
-        while len(self.screen_stack) > 1:
-            self.pop_screen()
-
-    def open_search(self, lesson_id: str | None) -> None:
-        """Open the search modal; a chosen result opens its lesson at its node."""
-        from gpulab.tui.screens import SearchScreen
-
-        if self.course is None:
-            return
-
-        def jump(hit: SearchHit | None) -> None:
-            if hit is not None:
-                self.open_lesson(hit.lesson, hit.key)
-
-        self.push_screen(SearchScreen(self.course, lesson_id), jump)
-
-    def _show(self, screen: Screen[None]) -> None:
-        """Show a screen right above the course map, in place of those above it."""
-        while len(self.screen_stack) > 2:
-            self.pop_screen()
-        if len(self.screen_stack) > 1:
-            self.switch_screen(screen)
-        else:
-            self.push_screen(screen)
-
-    # -- actions -------------------------------------------------------------------------------
-    def action_help(self) -> None:
-        """Show every key of every screen."""
-        from gpulab.tui.screens import HelpScreen
-
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(help_sections()))
-
-    def action_toggle_theme(self) -> None:
-        """Switch between the dark and the light theme (remembered)."""
-        self.theme = LIGHT if self.current_theme.dark else DARK
 
 
 def make_app(

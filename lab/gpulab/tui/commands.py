@@ -1,7 +1,7 @@
 """Command palette (ctrl+p) providers: lessons, days, exercises, figures, the GPU and the
 theme.
 
-A command reads the course and the exercise states from the app (`LearnerApp`,
+A command reads the course and the exercise states from the app (`GpulabApp`,
 typed) and, when chosen, posts the app the same message a screen would
 (`OpenLesson`, `ShowMap`, `OpenExercise`, `OpenFigures`, `OpenGpu`), or runs an
 app action.
@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
+from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.message import Message
 
-from gpulab.tui.learner import LearnerApp
 from gpulab.tui.messages import OpenExercise, OpenFigures, OpenGpu, OpenLesson, ShowMap
+
+if TYPE_CHECKING:
+    from gpulab.tui.app import GpulabApp
 
 __all__ = [
     "DayCommands",
@@ -35,11 +38,13 @@ class _LabProvider(Provider):
     """A provider whose commands are a plain list, matched fuzzily."""
 
     @property
-    def learner(self) -> LearnerApp:
+    def learner(self) -> GpulabApp:
         """The running app's learner state, typed (a provider is no DOM node, so
         `textual.getters.app` does not apply: this is its check, written out)."""
         app = self.app
-        assert isinstance(app, LearnerApp)
+        from gpulab.tui.app import GpulabApp  # here: the app's module imports this one
+
+        assert isinstance(app, GpulabApp)
         return app
 
     def send(self, message: Message) -> Callable[[], object]:

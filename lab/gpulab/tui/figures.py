@@ -2,7 +2,7 @@
 claim's probe feeds.
 
 `FigureSource` builds a figure's `FigureData` (`gpulab.figures.build_figure`)
-from the learner's own results (`LearnerApp.measured`: those saved on this
+from the learner's own results (`GpulabApp.measured`: those saved on this
 machine, and this session's) when they hold every probe the figure needs, else
 from gpulab's recording of its H200; the data says which in its `source`.
 What stays the same all session (the recording, specs.toml, the H200 baseline

@@ -1,11 +1,13 @@
-"""What the screens tell the app: requests named for what is asked, events named for what
-happened.
+"""What the screens and the app's workers tell the app: requests named for what is asked,
+events named for what happened.
 
 A screen never calls the app. It posts one of these to itself; the message
 bubbles up to the app, whose ``on_*`` handler does the work (opens a screen,
 starts a worker, changes the learner's progress). State comes back down as
 the app's reactive attributes, which the screens watch (see
-`gpulab.tui.learner.LearnerApp`).
+`gpulab.tui.app.GpulabApp`). A thread worker of the app reports what it found
+the same way (the last section): the handler that receives it sits in the app
+beside the one that started the work.
 
 This module imports nothing of the app's, so every screen can use it.
 """
@@ -18,11 +20,17 @@ from textual.message import Message
 
 if TYPE_CHECKING:
     from gpulab.course import Claim, ExerciseEntry
+    from gpulab.course.workspace import SyncReport
+    from gpulab.grading.checks.runner import CheckReport
+    from gpulab.probes import ProbeResult
 
 __all__ = [
     "CheckExercise",
+    "ClaimMeasured",
+    "ExerciseChecked",
     "FindGpu",
     "FoldsChanged",
+    "GpuFound",
     "HintRevealed",
     "LessonOpened",
     "MeasureClaim",
@@ -33,8 +41,12 @@ __all__ = [
     "OpenLesson",
     "OpenNextExercise",
     "OpenSearch",
+    "ProbeReadiness",
+    "ResultNotSaved",
+    "SavedResultsRead",
     "ShowMap",
     "TreeWidthChanged",
+    "WorkspaceSynced",
 ]
 
 
@@ -170,3 +182,72 @@ class TreeWidthChanged(Message):
     def __init__(self, percent: int) -> None:
         super().__init__()
         self.percent = percent
+
+
+# -- what the app's workers found (posted from their threads) ------------------------------------
+
+
+class ExerciseChecked(Message):
+    """An exercise's checks finished: `report`, judged at `at`."""
+
+    def __init__(self, exercise: ExerciseEntry, report: CheckReport, at: str) -> None:
+        super().__init__()
+        self.exercise = exercise
+        self.report = report
+        self.at = at
+
+
+class WorkspaceSynced(Message):
+    """The workspace was brought up to date (`report`), or could not be (`problem`)."""
+
+    def __init__(self, report: SyncReport | None, problem: str = "") -> None:
+        super().__init__()
+        self.report = report
+        self.problem = problem
+
+
+class GpuFound(Message):
+    """Whether this machine has an NVIDIA GPU is known (None: it could not be told)."""
+
+    def __init__(self, present: bool | None) -> None:
+        super().__init__()
+        self.present = present
+
+
+class SavedResultsRead(Message):
+    """The results saved on this machine were read: `results` to use, `notes` to tell the
+    learner (another machine's, a file skipped)."""
+
+    def __init__(self, results: dict[str, ProbeResult], notes: list[str]) -> None:
+        super().__init__()
+        self.results = results
+        self.notes = notes
+
+
+class ResultNotSaved(Message):
+    """A probe result could not be saved; `problem` says why."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__()
+        self.problem = problem
+
+
+class ClaimMeasured(Message):
+    """A claim's probe finished: its `result`, with the learner's prediction (None: none)
+    and when it was asked for (`at`)."""
+
+    def __init__(self, claim: Claim, result: ProbeResult, predicted: float | None, at: str) -> None:
+        super().__init__()
+        self.claim = claim
+        self.result = result
+        self.predicted = predicted
+        self.at = at
+
+
+class ProbeReadiness(Message):
+    """Whether a claim's probe can run here (`result` None) or why not (its result)."""
+
+    def __init__(self, probe: str, result: ProbeResult | None) -> None:
+        super().__init__()
+        self.probe = probe
+        self.result = result

@@ -7,7 +7,7 @@ from typing import ClassVar
 from textual import getters
 from textual.screen import Screen
 
-from gpulab.tui.learner import LearnerApp
+from gpulab.tui.app import GpulabApp  # which imports no screen, so no cycle
 
 __all__ = ["LabScreen"]
 
@@ -22,5 +22,5 @@ class LabScreen(Screen[None]):
 
     HELP_GROUP: ClassVar[str] = ""
 
-    app = getters.app(LearnerApp)
-    """The running app, typed: the learner's state (`LearnerApp`), never the navigation."""
+    app = getters.app(GpulabApp)
+    """The running app, typed: read its state, post it messages."""

@@ -4,7 +4,7 @@ The first time gpulab runs (no progress saved yet), a line above the footer
 says where the keys are. The map is drawn before anything slow happens: the
 lessons are parsed (for their reading progress, objectives and breakage) after
 first paint, one at a time, and only then is the machine asked whether it has
-a GPU. Exercise states are the app's (`LearnerApp.exercise_states`): the map
+a GPU. Exercise states are the app's (`GpulabApp.exercise_states`): the map
 watches them, and asks the app (by message) for everything it opens.
 """
 

@@ -168,7 +168,7 @@ class ExerciseScreen(LabScreen):
         self.hints.border_title = "hints"
         self.checks.border_title = "checks"
         self.checks.display = False
-        record = self.app.exercise_record(self.exercise)
+        record = self.app.learner.exercise_record(self.exercise)
         if record is not None:
             self.checks.show_record(record)
         self.task_panel.border_title = "the task"
@@ -378,7 +378,7 @@ class ExerciseScreen(LabScreen):
             await self._show_notes("solution", NO_SOLUTIONS)
             self.notify(NO_SOLUTIONS, timeout=6)
             return
-        record = self.app.exercise_record(self.exercise)
+        record = self.app.learner.exercise_record(self.exercise)
         if record is None or not record.passed:
             await self._show_notes(
                 "solution", f"*{LOCKED}* Press **c** to run them; **h** gives a hint."

@@ -28,7 +28,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from gpulab.course.tree import split_answer
-from gpulab.tui.learner import LearnerApp
+from gpulab.tui.app import GpulabApp  # which imports no widget, so no cycle
 from gpulab.tui.text import inline_markdown
 from gpulab.tui.widgets.claim_card import ClaimCard
 from gpulab.tui.widgets.mindmap import exercise_of
@@ -58,7 +58,8 @@ class NodePane(VerticalScroll):
     answer_notes = getters.query_one("#answer", Markdown)
     answer_claims = getters.query_one("#answer-claims", Vertical)
     figures = getters.query_one("#node-figures", Vertical)
-    app = getters.app(LearnerApp)
+    app = getters.app(GpulabApp)
+    """The running app, typed: read its state, post it messages."""
 
     def __init__(
         self,
@@ -169,7 +170,7 @@ class NodePane(VerticalScroll):
         if figure_id in FIGURES:
             from gpulab.tui.widgets.figure_view import FigureView
 
-            return FigureView(self.app.figure(figure_id), hint="f draws it full-size")
+            return FigureView(self.app.results.figure(figure_id), hint="f draws it full-size")
         if is_diagram(figure_id):
             from gpulab.tui.widgets.diagram_view import DiagramView
 
@@ -188,7 +189,7 @@ class NodePane(VerticalScroll):
 
         for view in self.figures.query(FigureView):
             if view.data is not None:
-                view.data = self.app.figure(view.data.id)
+                view.data = self.app.results.figure(view.data.id)
 
     def _mount_cards(self, cards: Vertical, claims: list[Claim]) -> None:
         if [card.claim.id for card in cards.query(ClaimCard)] == [c.id for c in claims]:
