@@ -1,8 +1,10 @@
 """The `gpulab` command: argument parsing only; each subcommand calls one function.
 
-Exit status: 0 on success, 2 for bad input (broken course content, an unknown
-lesson), 1 for anything else that went wrong. A `GpulabError` is printed as
-its message, never as a traceback.
+Exit status: a `gpulab.exit_codes.ExitCode`: 0 on success, 2 for bad input
+(broken course content, an unknown lesson), 1 for anything else that went
+wrong, 130 after ctrl-c. A `GpulabError` is printed as its message, never as a
+traceback. Nothing below the command line reads `sys.argv` or writes
+`os.environ`: what a subcommand needs of them is handed over as arguments.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 from gpulab import __version__
 from gpulab.environment import BOOK_DIR, COURSE_DIR
 from gpulab.errors import GpulabError
+from gpulab.exit_codes import ExitCode
 from gpulab.pipes import drop_stdout
 
 if TYPE_CHECKING:
@@ -24,13 +27,12 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-BAD_INPUT = 2
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
+    args.command_line = list(sys.argv[1:] if argv is None else argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         if getattr(args, "course", None):
@@ -40,12 +42,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except GpulabError as exc:
         print(f"gpulab: {exc}", file=sys.stderr)
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
-        return 130
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:  # e.g. `gpulab show x | head`: the reader has what it wanted
         drop_stdout()
-        return 0
+        return ExitCode.OK
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -192,7 +194,7 @@ def _app(args: argparse.Namespace) -> int:
     from gpulab.tui import run_app  # imported late: the CLI's other commands stay light
 
     run_app()
-    return 0
+    return ExitCode.OK
 
 
 def _lessons(args: argparse.Namespace) -> int:
@@ -206,7 +208,7 @@ def _lessons(args: argparse.Namespace) -> int:
             if entry.problems:
                 mark, broken = f"  (broken: {entry.problems[0].message})", broken + 1
             print(f"day {day:>2}  {entry.id:<24} {entry.title}{mark}")
-    return BAD_INPUT if broken else 0
+    return ExitCode.BAD_INPUT if broken else ExitCode.OK
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -214,10 +216,10 @@ def _show(args: argparse.Namespace) -> int:
 
     if args.depth is not None and args.depth < 0:
         print("gpulab: --depth must be 0 or more", file=sys.stderr)
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
     lesson = load_course().lesson(args.lesson)
     sys.stdout.write(outline(lesson, notes=args.notes, depth=args.depth))
-    return 0
+    return ExitCode.OK
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -229,7 +231,7 @@ def _build(args: argparse.Namespace) -> int:
         return unknown
     for path in build_all(course, args.names):
         print(f"wrote {path}")
-    return 0
+    return ExitCode.OK
 
 
 def _authoring_course() -> Course:
@@ -249,7 +251,7 @@ def _authoring_course() -> Course:
 
 
 def _unknown_exercises(course: Course, names: list[str]) -> int:
-    """Print an error for names that are not exercises; BAD_INPUT if there were any."""
+    """Print an error for names that are not exercises; ExitCode.BAD_INPUT if there were any."""
     from gpulab.course.catalog import UnknownExercise
 
     wrong = []
@@ -260,7 +262,7 @@ def _unknown_exercises(course: Course, names: list[str]) -> int:
             wrong.append(str(exc))
     for said in wrong:
         print(f"gpulab: {said}", file=sys.stderr)
-    return BAD_INPUT if wrong else 0
+    return ExitCode.BAD_INPUT if wrong else ExitCode.OK
 
 
 def _dev_check(args: argparse.Namespace) -> int:
@@ -273,7 +275,7 @@ def _dev_check(args: argparse.Namespace) -> int:
     problems = check_all(course, args.names, gpu=args.gpu, report=print)
     for problem in problems:
         print(problem, file=sys.stderr)
-    return BAD_INPUT if problems else 0
+    return ExitCode.BAD_INPUT if problems else ExitCode.OK
 
 
 def _specs(args: argparse.Namespace) -> int:
@@ -283,7 +285,7 @@ def _specs(args: argparse.Namespace) -> int:
     from gpulab.course.specs_view import specs_view
 
     Console().print(specs_view(load_course().specs, args.names))
-    return 0
+    return ExitCode.OK
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -297,9 +299,9 @@ def _lint(args: argparse.Namespace) -> int:
     lessons = len(course.entries)
     if problems:
         print(f"{len(problems)} problem(s) in {lessons} lesson(s)", file=sys.stderr)
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
     print(f"{lessons} lessons, {len(course.claims)} claims: no problems")
-    return 0
+    return ExitCode.OK
 
 
 def _book(args: argparse.Namespace) -> int:
@@ -338,7 +340,7 @@ def _book(args: argparse.Namespace) -> int:
                 f"gpulab book: not built: {len(exc.problems)} problem(s) in {', '.join(broken)}",
                 file=sys.stderr,
             )
-            return BAD_INPUT
+            return ExitCode.BAD_INPUT
     print(f"built {len(result.pages)} pages in {result.seconds:.1f} s: {result.front}")
     if args.open:
         import webbrowser
@@ -348,4 +350,4 @@ def _book(args: argparse.Namespace) -> int:
                 f"gpulab book: no web browser to open; open {result.front.as_uri()}",
                 file=sys.stderr,
             )
-    return 0
+    return ExitCode.OK

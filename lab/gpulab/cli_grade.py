@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from gpulab.errors import GpulabError
+from gpulab.exit_codes import ExitCode
 
 __all__ = ["add_commands"]
-
-BAD_INPUT = 2
 
 
 def add_commands(commands: Any, course_option: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -156,28 +156,28 @@ def _grade(args: argparse.Namespace) -> int:
     gpus = tuple(g for g in args.gpus.split(",") if g) if args.gpus is not None else None
     if args.workers < 1:
         print("gpulab grade: --workers must be at least 1", file=sys.stderr)
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
     if gpus is not None and not all(g.isdigit() for g in gpus):
         print(
             f"gpulab grade: --gpus {args.gpus!r}: give GPU indices as nvidia-smi numbers "
             "them, e.g. 0,1",
             file=sys.stderr,
         )
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
     slurm_only = args.nodes != 1 or args.gpus_per_node or args.partition
     if slurm_only and args.cluster != "slurm":
         print(
             "gpulab grade: --nodes, --gpus-per-node and --partition go with --cluster slurm",
             file=sys.stderr,
         )
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
     if args.cluster and gpus is not None:
         print(
             "gpulab grade: on a cluster each node's GPUs are chosen where it runs: gpulab "
             "worker ADDRESS --gpus LIST",
             file=sys.stderr,
         )
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
     cluster = None
     if args.cluster:
         from gpulab.grading.classrun.grade_model import Target
@@ -201,12 +201,13 @@ def _grade(args: argparse.Namespace) -> int:
         args.timeout,
         args.unsafe,
         cluster=cluster,
+        command=shlex.join(["gpulab", *args.command_line]),
     )
     try:
         return main(options)
     except GpulabError as exc:
         print(f"gpulab grade: {exc}", file=sys.stderr)
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -221,7 +222,7 @@ def _worker(args: argparse.Namespace) -> int:
             "them, e.g. 0,1",
             file=sys.stderr,
         )
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
     from gpulab.grading.classrun.cluster.serve import serve
 
     if args.old_course:
@@ -243,4 +244,4 @@ def _worker(args: argparse.Namespace) -> int:
         )
     except GpulabError as exc:
         print(f"gpulab worker: {exc}", file=sys.stderr)
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpulab.exit_codes import ExitCode
+
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course
     from gpulab.course.progress import Progress, ProgressStore
@@ -19,7 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_commands"]
 
-BAD_INPUT = 2
 _MARKS = {"passed": "✓ ", "failing": "✗ "}
 _STYLES = {"passed": "green", "failing": "red", "no-gpu": "yellow", "not-started": "dim"}
 """How `gpulab list` marks and colours each kind of `gpulab.course.standing.Standing`."""
@@ -127,7 +128,7 @@ def _init(args: argparse.Namespace) -> int:
         "\nNext: `gpulab` for the app, `gpulab open NAME` for a notebook in JupyterLab, "
         "`gpulab check NAME` to check it, `gpulab list` for where you stand."
     )
-    return 0
+    return ExitCode.OK
 
 
 def _workspace(course: Course) -> Workspace:
@@ -173,8 +174,8 @@ def _check(args: argparse.Namespace) -> int:
     if checked.problem:
         print(f"gpulab: {checked.problem}", file=sys.stderr)
     if report.status in ("invalid", "error"):
-        return BAD_INPUT
-    return 0 if report.status in ("passed", "skipped") else 1
+        return ExitCode.BAD_INPUT
+    return ExitCode.OK if report.status in ("passed", "skipped") else ExitCode.FAILED
 
 
 def _open(args: argparse.Namespace) -> int:
@@ -187,7 +188,7 @@ def _open(args: argparse.Namespace) -> int:
 
         if args.exercise:
             print("gpulab open: --stop takes no exercise", file=sys.stderr)
-            return BAD_INPUT
+            return ExitCode.BAD_INPUT
         workspace = require_workspace()
         stopped = stop_server(workspace)
         print(
@@ -195,7 +196,7 @@ def _open(args: argparse.Namespace) -> int:
             if stopped is not None
             else f"no JupyterLab was running for {workspace.root}"
         )
-        return 0
+        return ExitCode.OK
     workspace = _workspace(course)
     target = workspace.notebook(course.exercise(args.exercise)) if args.exercise else workspace.root
     if not target.exists():
@@ -203,10 +204,10 @@ def _open(args: argparse.Namespace) -> int:
             f"gpulab open: {target} is missing: `gpulab reset {args.exercise}` brings it back",
             file=sys.stderr,
         )
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
     opened = open_notebook(workspace, target, browser=not args.no_browser)
     print("\n".join(opened.lines()))
-    return 0
+    return ExitCode.OK
 
 
 def _hint(args: argparse.Namespace) -> int:
@@ -228,7 +229,7 @@ def _hint(args: argparse.Namespace) -> int:
         if left
         else "No more hints: you have seen them all."
     )
-    return 0
+    return ExitCode.OK
 
 
 def _reset(args: argparse.Namespace) -> int:
@@ -244,7 +245,7 @@ def _reset(args: argparse.Namespace) -> int:
     print(f"{workspace.notebook(entry)} is as the course ships it again.")
     if backup is not None:
         print(f"Yours is kept as {backup}.")
-    return 0
+    return ExitCode.OK
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -302,4 +303,4 @@ def _list(args: argparse.Namespace) -> int:
         lessons.add_row(str(lesson.day), lesson.id, f"{round(fraction * 100)}%")
     console.print(f"\nLessons: {started} of {len(course.entries)} started")
     console.print(lessons)
-    return 0
+    return ExitCode.OK

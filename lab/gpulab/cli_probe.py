@@ -13,12 +13,12 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from gpulab.exit_codes import ExitCode
+
 if TYPE_CHECKING:
     from gpulab.probes import ProbeResult
 
 __all__ = ["add_commands"]
-
-BAD_INPUT = 2
 
 
 def add_commands(commands: Any) -> None:
@@ -124,7 +124,7 @@ def _probe_list(args: argparse.Namespace) -> int:
     from gpulab.probes.render import render_probe_list
 
     Console().print(render_probe_list(cannot_run_here()))
-    return 0
+    return ExitCode.OK
 
 
 def _probe_run(args: argparse.Namespace) -> int:
@@ -136,10 +136,10 @@ def _probe_run(args: argparse.Namespace) -> int:
 
     if args.recording and not args.recorded:
         print("gpulab: --recording names a recording to show: give --recorded too", file=sys.stderr)
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
     if args.all == bool(args.names):
         print("gpulab: name the probes to run, or give --all", file=sys.stderr)
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
     names = [p.name for p in PROBES] if args.all else args.names
     for name in names:
         get_probe(name)  # an unknown name fails before anything runs
@@ -156,7 +156,7 @@ def _probe_run(args: argparse.Namespace) -> int:
                 f"{', '.join(missing)}",
                 file=sys.stderr,
             )
-            return BAD_INPUT
+            return ExitCode.BAD_INPUT
         measure = recorded.__getitem__
     else:
         keeper = _Keeper()
@@ -240,7 +240,7 @@ def _probe_saved(args: argparse.Namespace) -> int:
             markup=False,
             highlight=False,
         )
-        return 0
+        return ExitCode.OK
     here = this_machine()
     table = Table(
         box=None, pad_edge=False, title_justify="left", title=f"Saved results in {store.folder}"
@@ -258,7 +258,7 @@ def _probe_saved(args: argparse.Namespace) -> int:
         when = result.started[:16].replace("T", " ") + (" UTC" if result.started else "")
         table.add_row(result.probe, result.status, when, machine)
     console.print(table)
-    return 0
+    return ExitCode.OK
 
 
 def _probe_forget(args: argparse.Namespace) -> int:
@@ -267,7 +267,7 @@ def _probe_forget(args: argparse.Namespace) -> int:
 
     if args.all == bool(args.names):
         print("gpulab: name the saved results to forget, or give --all", file=sys.stderr)
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
     store = ResultStore.under(state_dir())
     try:
         removed, absent = store.forget(None if args.all else args.names)
@@ -276,7 +276,7 @@ def _probe_forget(args: argparse.Namespace) -> int:
             f"gpulab: could not remove {exc.filename or store.folder}: {exc.strerror or exc}",
             file=sys.stderr,
         )
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
     for path in removed:
         print(f"forgot {path.stem} ({path})")
     if args.all and not removed:
@@ -287,8 +287,8 @@ def _probe_forget(args: argparse.Namespace) -> int:
             "(`gpulab probe saved` lists them)",
             file=sys.stderr,
         )
-        return BAD_INPUT
-    return 0
+        return ExitCode.BAD_INPUT
+    return ExitCode.OK
 
 
 def _image_check(args: argparse.Namespace) -> int:
@@ -305,7 +305,7 @@ def _image_check(args: argparse.Namespace) -> int:
         from gpulab.probes.render import render_result
 
         Console().print(render_result(result))
-    return 0 if result.status == "ok" else 1
+    return ExitCode.OK if result.status == "ok" else ExitCode.FAILED
 
 
 def _probe_schema(args: argparse.Namespace) -> int:
@@ -314,7 +314,7 @@ def _probe_schema(args: argparse.Namespace) -> int:
     from gpulab.probes.model import run_schema
 
     print(json.dumps(run_schema(), indent=2))
-    return 0
+    return ExitCode.OK
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -326,7 +326,7 @@ def _doctor(args: argparse.Namespace) -> int:
     if args.json:
         checks = doctor() + learner_checks()
         print(json.dumps([c.to_dict() for c in checks], indent=2))
-        return 1 if any(c.status == "fail" for c in checks) else 0
+        return ExitCode.FAILED if any(c.status == "fail" for c in checks) else ExitCode.OK
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -357,4 +357,4 @@ def _doctor(args: argparse.Namespace) -> int:
         f"{counts['fail']} failed, {counts['skip']} skipped"
     )
     failed = counts["fail"]
-    return 1 if failed else 0
+    return ExitCode.FAILED if failed else ExitCode.OK

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from msgspec.structs import replace
 
 from gpulab.errors import GpulabError
+from gpulab.exit_codes import ExitCode
 from gpulab.probes.model import ProbeResult
 from gpulab.probes.readiness import NEEDS, driver
 
@@ -265,4 +266,4 @@ def exit_status(statuses: Iterable[str], *, every: bool = False) -> int:
     With `every` (``--all``) a probe that cannot run here is expected, not a failure.
     """
     bad = {"error"} if every else {"error", "no_gpu", "unavailable"}
-    return 1 if any(status in bad for status in statuses) else 0
+    return ExitCode.FAILED if any(status in bad for status in statuses) else ExitCode.OK

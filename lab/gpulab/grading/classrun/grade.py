@@ -63,7 +63,6 @@ def grade_class(
     *,
     course: Course | None = None,
     progress: Progress | None = None,
-    command: str = "gpulab grade",
 ) -> GradeSummary:
     """Grade every submission under `options.submissions`; write the gradebook, CSV, feedback."""
     from gpulab.course import load_course
@@ -86,7 +85,7 @@ def grade_class(
         raise GradeError(f"{options.out}: cannot write the results there: {exc.strerror}") from None
     try:
         with outdir.claim(options.out), Gradebook(options.out / "gradebook.sqlite") as book:
-            return _Run(options, course, entries, guards, book, progress, command).grade()
+            return _Run(options, course, entries, guards, book, progress).grade()
     except outdir.OutBusy as exc:
         raise GradeError(str(exc)) from None
 
@@ -102,10 +101,9 @@ class _Run:
         guards: sandbox.Guards,
         book: Gradebook,
         progress: Progress | None,
-        command: str,
     ) -> None:
         self.options, self.course, self.entries = options, course, entries
-        self.guards, self.book, self.progress, self.command = guards, book, progress, command
+        self.guards, self.book, self.progress = guards, book, progress
         self.out = options.out
         self.tag = uuid.uuid4().hex[:12]
         self.gpus: list[str] = []  # the GPUs that run GPU jobs: none, they run without one
@@ -176,7 +174,7 @@ class _Run:
         try:
             run_id = self.book.start_run(
                 started=now(),
-                command=self.command,
+                command=self.options.command,
                 version=gpulab_version(),
                 guards=summary.guards,
                 tag=self.tag,

@@ -56,6 +56,7 @@ class GradeOptions:
     policy: sandbox.Policy = field(default_factory=sandbox.Policy)
     gpu_recovery_s: float = 15.0
     cluster: Target | None = None  # None: the jobs run here, not on a cluster
+    command: str = "gpulab grade"  # as the instructor typed it: the gradebook keeps it
 
 
 @dataclass

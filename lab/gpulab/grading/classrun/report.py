@@ -10,10 +10,10 @@ or ``[link=…]`` is printed as it is.
 from __future__ import annotations
 
 import statistics
-import sys
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from gpulab.exit_codes import ExitCode
 from gpulab.grading.gradebook.verdict import KINDS, UNGRADED
 from gpulab.grading.sandbox.policy import unguaranteed
 
@@ -128,9 +128,7 @@ def main(options: GradeOptions) -> int:
 
     try:
         try:
-            summary = grade_class(
-                options, progress=progress, command="gpulab grade " + " ".join(sys.argv[2:])
-            )
+            summary = grade_class(options, progress=progress)
         finally:
             if bar.live.is_started:
                 bar.stop()
@@ -139,7 +137,7 @@ def main(options: GradeOptions) -> int:
             "[yellow]stopped.[/] The grades so far are in the gradebook; run the "
             "same command again to go on where it stopped."
         )
-        return 130
+        return ExitCode.INTERRUPTED
     out = Console()
     for line in summary.notes:
         out.print(Text(line, style="dim"))
@@ -160,4 +158,4 @@ def main(options: GradeOptions) -> int:
             f"{summary.out / 'grades.csv'}\nfeedback:  {summary.out / 'feedback'}/"
         )
     )
-    return 0
+    return ExitCode.OK
