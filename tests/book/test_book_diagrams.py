@@ -75,7 +75,7 @@ def test_each_lesson_page_holds_the_diagrams_it_places(lesson_pages: dict[str, s
     assert f'<span class="figure-source">{RECORDED}</span>' in numa[1][2]
     ladder = BLOCK.findall(lesson_pages["memory-hierarchy"])[0]
     assert "28.6 cycles, 14.4 ns per load" in ladder[1]  # drawn as text
-    assert f"{RECORDED}; specs.toml: gpus.h200, topics.sm-units" in ladder[2]
+    assert f"{RECORDED}, 2026-12-07; specs.toml: gpus.h200, topics.sm-units" in ladder[2]
 
 
 def test_a_diagram_stands_where_its_marker_does(lesson_pages: dict[str, str]) -> None:

@@ -95,13 +95,13 @@ async def test_a_node_with_a_diagram_shows_its_boxes_and_where_they_come_from(
         assert view.border_title == "◇ diagram memory-ladder"
         assert not pane.query(FigureView)
         pane.scroll_to_widget(view, animate=False)
-        await wait_for(pilot, lambda: "670.5 cycles" in screen_text(app))
+        await wait_for(pilot, lambda: "663.4 cycles" in screen_text(app))
         shown = screen_text(app)
         assert "The memory ladder of an H200" in shown
         assert "Shared memory: one block's" in shown and "28.6 cycles, 14.4 ns per load" in shown
         assert "╭" in shown and "╰" in shown  # boxes, in box characters
         about = plain(view.query_one(".diagram-about", Static).content, 300)
-        assert f"Data: {RECORDED}; specs.toml: gpus.h200, topics.sm-units." in about
+        assert f"Data: {RECORDED}, 2026-12-07; specs.toml: gpus.h200, topics.sm-units." in about
 
 
 async def test_a_diagram_that_cannot_be_drawn_says_why(

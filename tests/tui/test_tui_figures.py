@@ -86,8 +86,8 @@ async def test_a_node_with_a_figure_shows_its_plot_and_whose_data(
         assert "L2 size 60 MiB" in shown  # a reference line, in the key
         about = view.query_one(".figure-about", Static)
         assert (
-            f"Data: {RECORDED}2026-12-03. `gpulab probe run pointer_chase_latency` on a GPU "
-            "draws it from yours." in plain(about.content, 200)
+            f"Data: {RECORDED}2026-12-03, 2026-12-07. `gpulab probe run pointer_chase_latency` "
+            "on a GPU draws it from yours." in plain(about.content, 200)
         )
         pane.scroll_end(animate=False)
         await wait_for(pilot, lambda: f"Data: {RECORDED}" in screen_text(app))
