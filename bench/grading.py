@@ -505,6 +505,20 @@ def _folder(keep: str | None) -> tuple[Path, tempfile.TemporaryDirectory[str] | 
     return folder, None
 
 
+def compile_gpulab() -> str:
+    """Compile gpulab's modules to bytecode, as pip does when it installs the wheel: from an
+    editable checkout every process (a sandboxed learner's worker, which may write nothing,
+    above all) would compile them again on every job."""
+    import compileall
+
+    import gpulab
+
+    folder = Path(gpulab.__file__).parent
+    if not compileall.compile_dir(str(folder), quiet=1):
+        raise BenchError(f"gpulab's modules in {folder} did not compile")
+    return f"gpulab's modules compiled to bytecode, as a wheel install has them ({folder})"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--learners", type=int, default=50, help="class size (default 50)")
@@ -526,6 +540,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.skip_nbgrader:
                 raise BenchError(said)
             print(f"warning: {said}")
+        print(compile_gpulab())
         exercises = load_exercises()
         limits = sorted({ex.time_limit for ex in exercises})
         timeout = limits[-1]  # nbgrader has one cell timeout per run

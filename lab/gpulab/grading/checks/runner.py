@@ -7,11 +7,19 @@ plugin's JSON report: nothing the learner prints is parsed. The exercise's time
 limit counts the checks' own time, not the machine's (`gpulab.grading.sandbox.jobtime`):
 a run the machine kept from the CPU is no verdict (status "error"), never a
 timeout.
+
+The checks process keeps what Python compiles (the check files, rewritten by
+pytest, and the modules they import) in a folder of the user's own,
+``<state folder>/pycache`` (`bytecode_env`), so that the next run of the same
+checks starts without compiling them again. The folder must be the user's and
+closed to everyone else (it holds code the checks process will run); when it is
+not, nothing is kept.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -26,7 +34,14 @@ from gpulab.grading.checks.notebook import NotebookError, read_notebook
 from gpulab.grading.checks.protocol import CheckResult, decode_report
 from gpulab.grading.sandbox.jobtime import POLL_S, JobClock, Starved
 
-__all__ = ["CheckReport", "check_files", "folder_prefix", "remove_stale_folders", "run_checks"]
+__all__ = [
+    "CheckReport",
+    "bytecode_env",
+    "check_files",
+    "folder_prefix",
+    "remove_stale_folders",
+    "run_checks",
+]
 
 
 @dataclass(frozen=True)
@@ -98,6 +113,25 @@ def _read_report(path: Path) -> tuple[tuple[CheckResult, ...], int]:
     return tuple(report.checks), report.collected
 
 
+def bytecode_env() -> dict[str, str]:
+    """The checks process's bytecode setting: compiled code kept in ``<state folder>/pycache``
+    (made private if missing), or none kept when that folder is not this user's alone."""
+    from gpulab.state import state_dir
+
+    folder = state_dir() / "pycache"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        found = folder.lstat()
+    except OSError:
+        return {"PYTHONDONTWRITEBYTECODE": "1"}
+    private = (
+        stat.S_ISDIR(found.st_mode)  # not a link to somewhere else
+        and found.st_uid == os.geteuid()
+        and not found.st_mode & 0o077
+    )
+    return {"PYTHONPYCACHEPREFIX": str(folder)} if private else {"PYTHONDONTWRITEBYTECODE": "1"}
+
+
 def _run_within(
     command: list[str], folder: str, env: dict[str, str], limit: float
 ) -> tuple[int, str]:
@@ -154,8 +188,10 @@ def run_checks(
         report_path = Path(folder) / "report.json"
         (Path(folder) / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
         env = {**os.environ, **(env or {})}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.pop("PYTHONPYCACHEPREFIX", None)
         env.update(
-            PYTHONDONTWRITEBYTECODE="1",
+            bytecode_env(),
             # only gpulab's plugin: the checks need no other, and loading every
             # plugin installed beside pytest costs most of a second per run
             PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
