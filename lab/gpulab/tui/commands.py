@@ -38,8 +38,8 @@ class _LabProvider(Provider):
     """A provider whose commands are a plain list, matched fuzzily."""
 
     @property
-    def learner(self) -> GpulabApp:
-        """The running app's learner state, typed (a provider is no DOM node, so
+    def lab(self) -> GpulabApp:
+        """The running app, typed (a provider is no DOM node, so
         `textual.getters.app` does not apply: this is its check, written out)."""
         app = self.app
         from gpulab.tui.app import GpulabApp  # here: the app's module imports this one
@@ -70,7 +70,7 @@ class LessonCommands(_LabProvider):
     """Go to a lesson."""
 
     def commands(self) -> Iterator[Command]:
-        course = self.learner.course
+        course = self.lab.course
         if course is None:
             return
         for entry in course.entries:
@@ -85,7 +85,7 @@ class DayCommands(_LabProvider):
     """Go to day N on the course map."""
 
     def commands(self) -> Iterator[Command]:
-        course = self.learner.course
+        course = self.lab.course
         if course is None:
             return
         for day, entries in course.days():
@@ -97,11 +97,11 @@ class ExerciseCommands(_LabProvider):
     """Open an exercise."""
 
     def commands(self) -> Iterator[Command]:
-        learner = self.learner
-        if learner.course is None:
+        lab = self.lab
+        if lab.course is None:
             return
-        states = learner.exercise_states
-        for exercise in learner.course.exercises():
+        states = lab.exercise_states
+        for exercise in lab.course.exercises():
             where = "needs GPU" if exercise.gpu else "CPU"
             state = states[exercise.name].plain if exercise.name in states else ""
             yield (
@@ -121,7 +121,7 @@ class FigureCommands(_LabProvider):
         self._titles.update((d.id, f"Diagram: {d.title}") for d in DIAGRAMS.values())
 
     def commands(self) -> Iterator[Command]:
-        if self.learner.course is None:
+        if self.lab.course is None:
             return
         yield (
             "Figures",
