@@ -13,7 +13,7 @@ with the app (as Textual's own `App` holds its `WorkerManager` and `Animator`):
 
 The state the screens draw is the app's own: reactive attributes (`progress`,
 `workspace`, `gpu_here`, `checking`, `exercise_states`, `measured`) that
-screens read through their typed `app` and watch. Screens never call the app:
+screens read as `lab` (a `gpulab.tui.lab.Lab`) and watch. Screens never call the app:
 they post the messages of `gpulab.tui.messages` (`OpenLesson`,
 `CheckExercise`, `MeasureClaim`, ...), and the ``on_*`` handlers here hand the
 work to a part. A part's thread worker reports back by message too
@@ -50,7 +50,8 @@ from gpulab.tui.commands import (
     LessonCommands,
     ThemeCommands,
 )
-from gpulab.tui.learner import POLL_INTERVAL, ExerciseStates, Learner
+from gpulab.tui.lab import ExerciseStates, Lab
+from gpulab.tui.learner import POLL_INTERVAL, Learner
 from gpulab.tui.messages import (
     CheckExercise,
     ClaimMeasured,
@@ -80,6 +81,9 @@ from gpulab.tui.results import SavedResults
 from gpulab.tui.state import Keeper
 
 if TYPE_CHECKING:
+    from gpulab.course import ExerciseEntry
+    from gpulab.course.progress import ExerciseRecord
+    from gpulab.figures import FigureData
     from gpulab.tui.figures import Measured
     from gpulab.tui.screens import ExerciseScreen
     from gpulab.tui.screens.gpu import GpuScreen
@@ -156,7 +160,7 @@ class GpulabApp(App[None]):
         self.learner = Learner(self)
         self.results = SavedResults(self)
         self.claims = Claims(self)
-        self.navigator = Navigator(self)
+        self.navigator = Navigator(self, self.learner)
         self.set_reactive(GpulabApp.progress, keeper.progress)
         self.set_reactive(GpulabApp.workspace, workspace)
         self.set_reactive(GpulabApp.gpu_here, has_gpu)
@@ -294,7 +298,8 @@ class GpulabApp(App[None]):
         self.claims.measure(event.claim, event.predicted)
 
     def on_claim_measured(self, event: ClaimMeasured) -> None:
-        self.claims.measured(event)
+        if self.claims.measured(event):  # a prediction was kept: saved at once
+            self.learner.changed(now=True)
         self.results.keep(event.result)
 
     def on_gpu_screen_inventoried(self, event: GpuScreen.Inventoried) -> None:
@@ -304,6 +309,16 @@ class GpulabApp(App[None]):
     def on_prediction_screen_found_out(self, event: PredictionScreen.FoundOut) -> None:
         if event.cannot is not None:
             self.claims.learn(event.cannot)
+
+    # -- what the screens ask (`Lab`) ----------------------------------------------------------
+    def figure(self, figure_id: str) -> FigureData:
+        """A figure, drawn from the learner's results where they cover it
+        (`SavedResults.figure`)."""
+        return self.results.figure(figure_id)
+
+    def exercise_record(self, exercise: ExerciseEntry) -> ExerciseRecord | None:
+        """The last check of an exercise in the learner's workspace (`Learner.exercise_record`)."""
+        return self.learner.exercise_record(exercise)
 
     # -- where the screens and the palette go --------------------------------------------------
     def on_open_lesson(self, event: OpenLesson) -> None:
@@ -381,6 +396,11 @@ class GpulabApp(App[None]):
                 severity="warning",
                 timeout=8,
             )
+
+
+def _is_a_lab(app: GpulabApp) -> Lab:
+    """Never called: mypy checks here that the app is what its screens and parts take it for."""
+    return app
 
 
 def make_app(

@@ -17,15 +17,17 @@ Probes and NVML are imported only when a card first needs them.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpulab.timestamps import utc_now
+from gpulab.tui.lab import as_lab
 from gpulab.tui.messages import ClaimMeasured, ProbeReadiness
 
 if TYPE_CHECKING:
+    from textual.app import App
+
     from gpulab.course import Claim
     from gpulab.probes import ProbeResult
-    from gpulab.tui.app import GpulabApp
     from gpulab.tui.measure import ClaimBoard
     from gpulab.tui.widgets import ClaimCard
 
@@ -36,8 +38,9 @@ class Claims:
     """This session's claim measurements, made in threads and shown on the claims' cards
     (see the module's docstring); one per app."""
 
-    def __init__(self, app: GpulabApp) -> None:
+    def __init__(self, app: App[Any]) -> None:
         self._app = app
+        self._lab = as_lab(app)
         self._board: ClaimBoard | None = None
         self._asked: frozenset[str] = frozenset()  # what each kind of probe needs, asked here
 
@@ -53,7 +56,7 @@ class Claims:
     def shown(self, card: ClaimCard) -> None:
         """A card was mounted: give it its claim's state, and find out whether its probe can
         run here."""
-        card.state = self.board.state(card.claim, self._app.progress.predictions)
+        card.state = self.board.state(card.claim, self._lab.progress.predictions)
         self._ask_readiness(card.claim.probe)
 
     def _ask_readiness(self, probe: str) -> None:
@@ -77,7 +80,7 @@ class Claims:
         from gpulab.tui.measure import find_out
 
         try:
-            found = find_out(probe, self._app.nvml_backend)
+            found = find_out(probe, self._lab.nvml_backend)
         except Exception:  # not knowing is an answer: the card waits for m
             found = None
         self._app.post_message(ProbeReadiness(probe, found))
@@ -86,7 +89,7 @@ class Claims:
         """Note what a probe's result says this machine lacks, and redraw the cards of the
         claims it concerns (those of `probe`, and those that cannot be measured here)."""
         self.board.note(result)
-        course = self._app.course
+        course = self._lab.course
         if probe and course is not None:
             for claim in course.claims.values():
                 if claim.probe == probe or self.board.missing(claim):
@@ -115,17 +118,16 @@ class Claims:
     def _run_probe(self, claim: Claim, predicted: float | None, at: str) -> None:
         from gpulab.tui.measure import run_probe_for
 
-        result = run_probe_for(claim.probe, self._app.nvml_backend)
+        result = run_probe_for(claim.probe, self._lab.nvml_backend)
         self._app.post_message(ClaimMeasured(claim, result, predicted, at))
 
-    def measured(self, event: ClaimMeasured) -> None:
-        """A claim's probe finished: keep its prediction in the progress (saved at once), tell
-        its cards, and say what was found."""
+    def measured(self, event: ClaimMeasured) -> bool:
+        """A claim's probe finished: keep its prediction in the progress, tell its cards, and
+        say what was found; True when the progress changed (the app saves it at once)."""
         app, claim, predicted = self._app, event.claim, event.predicted
         outcome = self.board.finish(claim, event.result, predicted)
         if predicted is not None:
-            app.progress.predictions.append(self.board.prediction(claim, predicted, event.at))
-            app.learner.changed(now=True)
+            self._lab.progress.predictions.append(self.board.prediction(claim, predicted, event.at))
         self._refresh_cards(claim)
         if outcome.verdict is not None:
             app.notify(
@@ -142,11 +144,12 @@ class Claims:
                 severity="warning",
                 markup=False,
             )
+        return predicted is not None
 
     def _refresh_cards(self, claim: Claim) -> None:
         from gpulab.tui.widgets import ClaimCard
 
-        state = self.board.state(claim, self._app.progress.predictions)
+        state = self.board.state(claim, self._lab.progress.predictions)
         for screen in self._app.screen_stack:
             for card in screen.query(ClaimCard):
                 if card.claim.id == claim.id:

@@ -1,25 +1,21 @@
 """Command palette (ctrl+p) providers: lessons, days, exercises, figures, the GPU and the
 theme.
 
-A command reads the course and the exercise states from the app (`GpulabApp`,
-typed) and, when chosen, posts the app the same message a screen would
-(`OpenLesson`, `ShowMap`, `OpenExercise`, `OpenFigures`, `OpenGpu`), or runs an
-app action.
+A command reads the course and the exercise states from the app (as a `Lab`)
+and, when chosen, posts the app the same message a screen would (`OpenLesson`,
+`ShowMap`, `OpenExercise`, `OpenFigures`, `OpenGpu`), or runs an app action.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.message import Message
 
+from gpulab.tui.lab import Lab, as_lab
 from gpulab.tui.messages import OpenExercise, OpenFigures, OpenGpu, OpenLesson, ShowMap
-
-if TYPE_CHECKING:
-    from gpulab.tui.app import GpulabApp
 
 __all__ = [
     "DayCommands",
@@ -38,14 +34,9 @@ class _LabProvider(Provider):
     """A provider whose commands are a plain list, matched fuzzily."""
 
     @property
-    def lab(self) -> GpulabApp:
-        """The running app, typed (a provider is no DOM node, so
-        `textual.getters.app` does not apply: this is its check, written out)."""
-        app = self.app
-        from gpulab.tui.app import GpulabApp  # here: the app's module imports this one
-
-        assert isinstance(app, GpulabApp)
-        return app
+    def lab(self) -> Lab:
+        """The running app as gpulab's state (`Lab`)."""
+        return as_lab(self.app)
 
     def send(self, message: Message) -> Callable[[], object]:
         """A command that posts `message` to the app."""

@@ -3,7 +3,7 @@
 `Learner` is one of the parts the app (`gpulab.tui.app.GpulabApp`) is composed
 of. What the screens draw of the learner is the app's: reactive attributes
 (`progress`, `workspace`, `gpu_here`, `checking` and, from those,
-`exercise_states`) that screens read through their typed `app` and watch.
+`exercise_states`) that screens read as `lab` (`gpulab.tui.lab.Lab`) and watch.
 `Learner` does the work that changes them, called from the app's handlers:
 
 - The progress is saved a second after the last change (`changed`), at once
@@ -26,24 +26,25 @@ of. What the screens draw of the learner is the app's: reactive attributes
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
 from gpulab.course.workspace import WorkspaceError
 from gpulab.timestamps import utc_now
+from gpulab.tui.lab import ExerciseStates, as_lab, changed_in_place
 from gpulab.tui.messages import ExerciseChecked, GpuFound, WorkspaceSynced
 from gpulab.tui.text import exercise_state as state_of
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from textual.app import App
     from textual.timer import Timer
 
     from gpulab.course import Course, ExerciseEntry
     from gpulab.course.progress import ExerciseRecord
     from gpulab.course.workspace import Workspace
-    from gpulab.tui.app import GpulabApp
 
 __all__ = ["NO_WORKSPACE", "POLL_INTERVAL", "SAVE_DELAY", "ExerciseStates", "Learner"]
 
@@ -60,42 +61,40 @@ NO_WORKSPACE = (
 )
 """What to do before an exercise can be opened, checked or watched."""
 
-ExerciseStates = dict[str, Text]
-"""Where the learner stands on each exercise, by name (see `gpulab.tui.text.exercise_state`)."""
-
 
 class Learner:
     """The work that changes the learner's state in the app (see the module's docstring);
     one per app."""
 
-    def __init__(self, app: GpulabApp) -> None:
+    def __init__(self, app: App[Any]) -> None:
         self._app = app
+        self._lab = as_lab(app)
         self._save_timer: Timer | None = None
         self._finding_gpu = False
 
     @property
     def _course(self) -> Course | None:
-        return self._app.course
+        return self._lab.course
 
     # -- where the learner stands --------------------------------------------------------------
     def states(self) -> ExerciseStates:
         """Where the learner stands on each exercise ("checking…" while its checks run)."""
-        app = self._app
-        if self._course is None:
+        lab = self._lab
+        if lab.course is None:
             return {}
         return {
             exercise.name: Text("checking…", style="italic")
-            if exercise.name in app.checking
-            else state_of(exercise, self.exercise_record(exercise), app.gpu_here)
-            for exercise in self._course.exercises()
+            if exercise.name in lab.checking
+            else state_of(exercise, self.exercise_record(exercise), lab.gpu_here)
+            for exercise in lab.course.exercises()
         }
 
     def exercise_record(self, exercise: ExerciseEntry) -> ExerciseRecord | None:
         """The last check of the exercise in the learner's workspace, if any."""
-        workspace = self._app.workspace
+        workspace = self._lab.workspace
         if workspace is None:
             return None
-        return self._app.progress.exercises(workspace.key).get(exercise.name)
+        return self._lab.progress.exercises(workspace.key).get(exercise.name)
 
     def next_unfinished(self, after: str | None = None) -> ExerciseEntry | None:
         """The first exercise not passed yet, in teaching order (the lessons'), after `after`
@@ -112,7 +111,7 @@ class Learner:
         names = [e.name for e in exercises]
         start = names.index(after) + 1 if after in names else 0
         for exercise in exercises[start:] + exercises[:start]:
-            if exercise.name == after or (exercise.gpu and self._app.gpu_here is False):
+            if exercise.name == after or (exercise.gpu and self._lab.gpu_here is False):
                 continue
             record = self.exercise_record(exercise)
             if record is None or not record.passed:
@@ -123,13 +122,12 @@ class Learner:
     def changed(self, *, now: bool = False) -> None:
         """The progress was changed (in place): tell its watchers, and save it a second
         after the last change, or `now`."""
-        app = self._app
-        app.keeper.changed()
-        app.mutate_reactive(type(app).progress)
+        self._lab.keeper.changed()
+        changed_in_place(self._app, "progress")
         if now:
             self.save()
         elif self._save_timer is None:
-            self._save_timer = app.set_timer(SAVE_DELAY, self.save)
+            self._save_timer = self._app.set_timer(SAVE_DELAY, self.save)
         else:
             self._save_timer.reset()
 
@@ -138,23 +136,23 @@ class Learner:
         if self._save_timer is not None:
             self._save_timer.stop()
             self._save_timer = None
-        problem = self._app.keeper.save()
+        problem = self._lab.keeper.save()
         if problem is not None and self._app.is_running:
             self._app.notify(problem, title="Progress", severity="error", timeout=10)
 
     def take_in_saved(self, *, if_file_changed: bool = False) -> None:
         """Take in exercise results and hints that others saved (``gpulab check``); with
         `if_file_changed`, only when the file changed since the last look (one ``stat``)."""
-        keeper = self._app.keeper
+        keeper = self._lab.keeper
         if if_file_changed and not keeper.file_changed():
             return
         if keeper.sync():
-            self._app.mutate_reactive(type(self._app).progress)
+            changed_in_place(self._app, "progress")
 
     # -- the workspace -------------------------------------------------------------------------
     def sync_workspace(self) -> None:
         """Bring the workspace up to date with the course, in a thread (nothing without one)."""
-        workspace, course = self._app.workspace, self._course
+        workspace, course = self._lab.workspace, self._course
         if workspace is None or course is None:
             return
         self._app.run_worker(
@@ -183,12 +181,12 @@ class Learner:
         if event.report is not None and event.report.anything:
             app.notify("\n".join(event.report.lines()), title="Your workspace", timeout=15)
             # notebooks came or went: whatever lists exercises draws them again
-            app.mutate_reactive(type(app).exercise_states)
+            changed_in_place(self._app, "exercise_states")
 
     def find_workspace(self) -> bool:
         """Take up a workspace made since the app started (``gpulab init`` in a shell); True
         when one was found now."""
-        if self._app.workspace is not None:
+        if self._lab.workspace is not None:
             return False
         from gpulab.course.workspace import current_workspace
 
@@ -196,19 +194,19 @@ class Learner:
             found = current_workspace()
         except WorkspaceError:
             return False
-        self._app.workspace = found
+        self._lab.workspace = found
         return found is not None
 
     def notebook_of(self, exercise: ExerciseEntry) -> Path | None:
         """The learner's notebook of an exercise, in the workspace; None without one."""
-        workspace = self._app.workspace
+        workspace = self._lab.workspace
         return workspace.notebook(exercise) if workspace is not None else None
 
     # -- the GPU -------------------------------------------------------------------------------
     def find_gpu(self) -> None:
         """Find out, once and in a thread, whether this machine has an NVIDIA GPU
         (`GpuFound` when known)."""
-        if self._app.gpu_here is not None or self._finding_gpu:
+        if self._lab.gpu_here is not None or self._finding_gpu:
             return
         self._finding_gpu = True
         self._app.run_worker(
@@ -223,7 +221,7 @@ class Learner:
         from gpulab.tui.measure import gpu_present
 
         try:
-            present = gpu_present(self._app.nvml_backend)
+            present = gpu_present(self._lab.nvml_backend)
         except Exception:  # not knowing is an answer: the lists show no GPU verdict
             present = None
         self._app.post_message(GpuFound(present))
@@ -232,11 +230,11 @@ class Learner:
     def check(self, exercise: ExerciseEntry) -> bool:
         """Run an exercise's checks on the learner's notebook in a thread (`ExerciseChecked`
         when done); False (and nothing started) while a check of it is still running."""
-        app = self._app
-        if exercise.name in app.checking:
+        lab = self._lab
+        if exercise.name in lab.checking:
             return False
-        app.checking = app.checking | {exercise.name}
-        app.run_worker(
+        lab.checking = lab.checking | {exercise.name}
+        self._app.run_worker(
             partial(self._run_checks, exercise),
             thread=True,
             group="check",
@@ -262,8 +260,8 @@ class Learner:
         notebook, saved at once), and mark the exercise as checked no more."""
         from gpulab.grading.learn.record import record_report
 
-        app = self._app
-        kept = record_report(event.report, event.exercise, app.workspace, app.progress, event.at)
+        lab = self._lab
+        kept = record_report(event.report, event.exercise, lab.workspace, lab.progress, event.at)
         if kept is not None:
             self.changed(now=True)
-        app.checking = app.checking - {event.exercise.name}
+        lab.checking = lab.checking - {event.exercise.name}

@@ -13,14 +13,17 @@ Screens are imported when first opened, never before first paint.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from gpulab.tui.lab import as_lab
 
 if TYPE_CHECKING:
+    from textual.app import App
     from textual.dom import DOMNode
     from textual.screen import Screen
 
     from gpulab.course import SearchHit
-    from gpulab.tui.app import GpulabApp
+    from gpulab.tui.learner import Learner
     from gpulab.tui.screens.course_map import MapTarget
 
 __all__ = ["Navigator", "help_sections"]
@@ -29,8 +32,10 @@ __all__ = ["Navigator", "help_sections"]
 class Navigator:
     """Opens the app's screens (see the module's docstring); one per app."""
 
-    def __init__(self, app: GpulabApp) -> None:
+    def __init__(self, app: App[Any], learner: Learner) -> None:
         self._app = app
+        self._lab = as_lab(app)
+        self._learner = learner
 
     def open_lesson(self, lesson_id: str, key: str | None = None) -> None:
         """Show a lesson (at a node, if given) above the course map; a lesson already open
@@ -38,7 +43,7 @@ class Navigator:
         from gpulab.tui.screens import LessonScreen
 
         app = self._app
-        if app.course is None:
+        if self._lab.course is None:
             return
         stack = app.screen_stack
         for depth, screen in enumerate(reversed(stack[1:])):
@@ -48,7 +53,9 @@ class Navigator:
                 if key is not None:
                     screen.reveal(key)
                 return
-        self._show(LessonScreen(app.course, lesson_id, key, tree_width=app.keeper.tree_width))
+        self._show(
+            LessonScreen(self._lab.course, lesson_id, key, tree_width=self._lab.keeper.tree_width)
+        )
 
     def open_exercise(self, name: str, *, above: bool = False) -> None:
         """Show an exercise above the course map, or `above` the current screen (escape
@@ -57,15 +64,15 @@ class Navigator:
         from gpulab.tui.screens import ExerciseScreen
 
         app = self._app
-        if app.course is None:
+        if self._lab.course is None:
             return
         try:
-            exercise = app.course.exercise(name)
+            exercise = self._lab.course.exercise(name)
         except UnknownExercise as exc:
             first = str(exc).splitlines()[0]  # the list of every exercise is for a shell
             app.notify(first[0].upper() + first[1:] + ".", severity="warning", markup=False)
             return
-        screen = ExerciseScreen(app.course, exercise)
+        screen = ExerciseScreen(self._lab.course, exercise)
         if above:
             app.push_screen(screen)
         else:
@@ -75,21 +82,21 @@ class Navigator:
         """Open the next exercise not passed yet (`Learner.next_unfinished`), or say there is
         none."""
         app = self._app
-        exercise = app.learner.next_unfinished(after)
+        exercise = self._learner.next_unfinished(after)
         if exercise is not None:
             self.open_exercise(exercise.name)
             return
         here = (
-            next((e for e in app.course.exercises() if e.name == after), None)
-            if app.course is not None
+            next((e for e in self._lab.course.exercises() if e.name == after), None)
+            if self._lab.course is not None
             else None
         )
-        record = app.learner.exercise_record(here) if here is not None else None
+        record = self._learner.exercise_record(here) if here is not None else None
         if here is not None and (record is None or not record.passed):
             message = "This is the last exercise you have not passed yet."
         else:
             message = "Every exercise is passed. Well done!"
-        if app.gpu_here is False:
+        if self._lab.gpu_here is False:
             message += " (Those that need an NVIDIA GPU wait for a machine with one.)"
         app.notify(message, title="Next exercise", timeout=6)
 
@@ -117,14 +124,14 @@ class Navigator:
         """Open the search modal; a chosen result opens its lesson at its node."""
         from gpulab.tui.screens import SearchScreen
 
-        if self._app.course is None:
+        if self._lab.course is None:
             return
 
         def jump(hit: SearchHit | None) -> None:
             if hit is not None:
                 self.open_lesson(hit.lesson, hit.key)
 
-        self._app.push_screen(SearchScreen(self._app.course, lesson_id), jump)
+        self._app.push_screen(SearchScreen(self._lab.course, lesson_id), jump)
 
     def open_figures(self, figure_id: str | None = None) -> None:
         """Show the figures above the current screen, at a figure if given (the one shown
@@ -132,20 +139,20 @@ class Navigator:
         from gpulab.tui.screens import FiguresScreen
 
         app = self._app
-        if app.course is None:
+        if self._lab.course is None:
             return
         if isinstance(app.screen, FiguresScreen):
             if figure_id is not None:
                 app.screen.select(figure_id)
             return
-        app.push_screen(FiguresScreen(app.course, figure_id))
+        app.push_screen(FiguresScreen(self._lab.course, figure_id))
 
     def open_gpu(self) -> None:
         """Show the GPU screen above the current one."""
         from gpulab.tui.screens import GpuScreen
 
         if not isinstance(self._app.screen, GpuScreen):
-            self._app.push_screen(GpuScreen(self._app.nvml_backend))
+            self._app.push_screen(GpuScreen(self._lab.nvml_backend))
 
     def open_help(self) -> None:
         """Show every key of every screen above the current one."""

@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import threading
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from gpulab.tui.lab import as_lab
 from gpulab.tui.messages import ResultNotSaved, SavedResultsRead
 
 if TYPE_CHECKING:
+    from textual.app import App
+
     from gpulab.figures import FigureData
     from gpulab.probes import ProbeResult
     from gpulab.probes.model import Machine
     from gpulab.probes.saved import ResultStore
-    from gpulab.tui.app import GpulabApp
     from gpulab.tui.figures import FigureSource
 
 __all__ = ["NOTES_TITLE", "SavedResults"]
@@ -44,8 +46,9 @@ class SavedResults:
     """The learner's probe results on this machine, saved and read back (see the module's
     docstring); one per app."""
 
-    def __init__(self, app: GpulabApp) -> None:
+    def __init__(self, app: App[Any]) -> None:
         self._app = app
+        self._lab = as_lab(app)
         self._figures: FigureSource | None = None
         self._store: ResultStore | None = None
         self._machine: Machine | None = None
@@ -68,7 +71,7 @@ class SavedResults:
             if self._machine is None:
                 from gpulab.probes.saved import this_machine
 
-                self._machine = this_machine(self._app.nvml_backend)
+                self._machine = this_machine(self._lab.nvml_backend)
             return self._machine
 
     # -- reading -------------------------------------------------------------------------------
@@ -101,11 +104,10 @@ class SavedResults:
     def took_in(self, event: SavedResultsRead) -> None:
         """Add what was read to `measured` (this session's results are newer) and tell the
         learner what was not used."""
-        app = self._app
         if event.results:
-            app.measured = {**event.results, **app.measured}
+            self._lab.measured = {**event.results, **self._lab.measured}
         if event.notes:
-            app.notify(
+            self._app.notify(
                 "\n\n".join(event.notes),
                 title=NOTES_TITLE,
                 severity="warning",
@@ -120,7 +122,7 @@ class SavedResults:
         from gpulab.probes.saved import worth_saving
 
         if worth_saving(result):
-            self._app.measured = {**self._app.measured, result.probe: result}
+            self._lab.measured = {**self._lab.measured, result.probe: result}
             self._app.run_worker(
                 partial(self._save, result),
                 thread=True,
@@ -155,5 +157,5 @@ class SavedResults:
         if self._figures is None:
             from gpulab.tui.figures import FigureSource
 
-            self._figures = FigureSource(self._app.course)
-        return self._figures.data(figure_id, self._app.measured)
+            self._figures = FigureSource(self._lab.course)
+        return self._figures.data(figure_id, self._lab.measured)

@@ -20,7 +20,7 @@ from textual.containers import Horizontal
 from textual.widgets import Footer, Header, Static
 
 from gpulab.course import Course, CourseError, ExerciseEntry, LessonEntry
-from gpulab.tui.learner import ExerciseStates
+from gpulab.tui.lab import ExerciseStates
 from gpulab.tui.messages import (
     FindGpu,
     OpenExercise,
@@ -85,7 +85,7 @@ class CourseMapScreen(LabScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        tree, progress = self.course_tree, self.app.progress
+        tree, progress = self.course_tree, self.lab.progress
         for entry in self.course.entries:
             if entry.problems:
                 tree.show_status(entry, "broken")
@@ -121,8 +121,8 @@ class CourseMapScreen(LabScreen):
             tree.select_exercise(target[1])
         elif target is not None:
             tree.select_lesson(target)
-        elif self.app.progress.last_lesson is not None:
-            tree.select_lesson(self.app.progress.last_lesson)
+        elif self.lab.progress.last_lesson is not None:
+            tree.select_lesson(self.lab.progress.last_lesson)
 
     def on_course_tree_chosen(self, event: CourseTree.Chosen) -> None:
         if isinstance(event.item, LessonEntry):
@@ -144,8 +144,8 @@ class CourseMapScreen(LabScreen):
             self.summary.show_exercise(
                 item,
                 title,
-                self.app.progress.hints.get(item.name, 0),
-                self.app.exercise_states.get(item.name),
+                self.lab.progress.hints.get(item.name, 0),
+                self.lab.exercise_states.get(item.name),
             )
         else:
             self._summarise(item)
@@ -154,7 +154,7 @@ class CourseMapScreen(LabScreen):
         """Summarise a lesson; one not parsed yet is summarised without its objectives
         (the scan after first paint fills them in)."""
         exercises = self.course.exercises(entry.id)
-        every = self.app.exercise_states
+        every = self.lab.exercise_states
         states = {
             exercise.name: every[exercise.name] for exercise in exercises if exercise.name in every
         }
@@ -167,7 +167,7 @@ class CourseMapScreen(LabScreen):
             self.course_tree.show_status(entry, "broken")
             self.summary.show_lesson(entry, None, exc.problems, 0.0, exercises, states)
             return
-        fraction = self.app.progress.fraction(entry.id, set(lesson.by_key))
+        fraction = self.lab.progress.fraction(entry.id, set(lesson.by_key))
         self.summary.show_lesson(entry, lesson, (), fraction, exercises, states)
 
     @work(exclusive=True, group="scan-progress")
@@ -185,7 +185,7 @@ class CourseMapScreen(LabScreen):
             except CourseError:
                 tree.show_status(entry, "broken")
             else:
-                tree.show_status(entry, self.app.progress.fraction(entry.id, set(lesson.by_key)))
+                tree.show_status(entry, self.lab.progress.fraction(entry.id, set(lesson.by_key)))
             node = tree.cursor_node
             if first and node is not None and node.data is entry:
                 self._summarise(entry)

@@ -156,7 +156,7 @@ class ExerciseScreen(LabScreen):
             yield Static(inline_markdown(NO_WORKSPACE), id="no-workspace")
             yield JupyterPanel(id="jupyter")
             yield CheckReportPanel(id="exercise-checks")
-            seen = self.app.progress.hints.get(self.exercise.name, 0)
+            seen = self.lab.progress.hints.get(self.exercise.name, 0)
             yield HintList(self.exercise.hints, seen, id="hints")
             yield TaskPanel("*Reading the task…*", id="task")
             yield Markdown(exercise_guide(self.exercise.name, self.notebook), id="exercise-notes")
@@ -168,7 +168,7 @@ class ExerciseScreen(LabScreen):
         self.hints.border_title = "hints"
         self.checks.border_title = "checks"
         self.checks.display = False
-        record = self.app.learner.exercise_record(self.exercise)
+        record = self.lab.exercise_record(self.exercise)
         if record is not None:
             self.checks.show_record(record)
         self.task_panel.border_title = "the task"
@@ -217,7 +217,7 @@ class ExerciseScreen(LabScreen):
                 lesson=self._lesson_title(),
                 path=self.notebook,
                 shown=self._notebook_shown(),
-                status=self.app.exercise_states.get(self.exercise.name, Text("")),
+                status=self.lab.exercise_states.get(self.exercise.name, Text("")),
                 watching=self.watching,
             )
         )
@@ -258,7 +258,7 @@ class ExerciseScreen(LabScreen):
         """The watch timer: a saved notebook runs the checks (later, if they are running)."""
         if self.notebook_watch is None or not self.watching or not self.notebook_watch.poll():
             return
-        if self.exercise.name in self.app.checking:
+        if self.exercise.name in self.lab.checking:
             self._check_again = True
         else:
             self._run_checks("you saved the notebook")
@@ -315,7 +315,7 @@ class ExerciseScreen(LabScreen):
         """Have the checks run on the saved notebook (in a thread of the app)."""
         if self.notebook is None:
             self.notify(NO_WORKSPACE, title="No workspace", severity="error", timeout=10)
-        elif self.exercise.name in self.app.checking:
+        elif self.exercise.name in self.lab.checking:
             self.notify(f"{self.exercise.name} is being checked already.", timeout=3)
         else:
             self._run_checks()
@@ -329,7 +329,7 @@ class ExerciseScreen(LabScreen):
 
     def action_open_notebook(self) -> None:
         """Open the learner's notebook in the workspace's JupyterLab (started or reused)."""
-        notebook, workspace = self.notebook, self.app.workspace
+        notebook, workspace = self.notebook, self.lab.workspace
         if notebook is None or workspace is None:
             self.notify(NO_WORKSPACE, title="No workspace", severity="error", timeout=10)
             return
@@ -378,7 +378,7 @@ class ExerciseScreen(LabScreen):
             await self._show_notes("solution", NO_SOLUTIONS)
             self.notify(NO_SOLUTIONS, timeout=6)
             return
-        record = self.app.learner.exercise_record(self.exercise)
+        record = self.lab.exercise_record(self.exercise)
         if record is None or not record.passed:
             await self._show_notes(
                 "solution", f"*{LOCKED}* Press **c** to run them; **h** gives a hint."

@@ -104,7 +104,7 @@ class FiguresScreen(LabScreen):
             with Vertical(id="figure-pane"):
                 yield Static(id="figure-places")
                 plot = self.start if self.start in FIGURES else next(iter(FIGURES))
-                yield FigureView(self.app.results.figure(plot), full=True, id="figure-view")
+                yield FigureView(self.lab.figure(plot), full=True, id="figure-view")
                 yield DiagramView(None, full=True, id="diagram-view")
         yield Footer()
 
@@ -134,7 +134,7 @@ class FiguresScreen(LabScreen):
             if not diagram.drawable:
                 text.append(" (not drawn)", style="dim")
             return text
-        data = self.app.results.figure(figure_id)
+        data = self.lab.figure(figure_id)
         text = Text(f"{FIGURE_BADGE} ", style="bold")
         text.append(FIGURES[figure_id].title)
         if not data.drawable:
@@ -162,7 +162,7 @@ class FiguresScreen(LabScreen):
         if diagram:
             self.diagram_view.data = diagrams_of(self.course).data(figure_id)
         else:
-            self.view.data = self.app.results.figure(figure_id)
+            self.view.data = self.lab.figure(figure_id)
         others = self.lessons.get(figure_id, [])
         where = ", ".join(self.course.entry(i).title for i in others)
         self.places.update(Text(f"In the lessons: {where}" if where else UNPLACED, style="dim"))

@@ -132,7 +132,7 @@ class LessonScreen(LabScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         if self.lesson is not None:
-            state = self.app.progress.lessons.get(self.lesson_id)
+            state = self.lab.progress.lessons.get(self.lesson_id)
             names = [exercise.name for exercise in self.course.exercises()]
             with Horizontal(id="lesson-body"):
                 yield MindmapTree(
@@ -163,7 +163,7 @@ class LessonScreen(LabScreen):
             return
         tree = self.mindmap
         tree.styles.width = f"{self.tree_width}%"
-        state = self.app.progress.lessons.get(self.lesson_id)
+        state = self.lab.progress.lessons.get(self.lesson_id)
         key = self.start_key or (state.selected if state is not None else None)
         if key is None or not tree.reveal(key):
             tree.reveal(self.lesson.root.key)
@@ -199,7 +199,7 @@ class LessonScreen(LabScreen):
         trees = self.query(MindmapTree)
         if not trees:
             return
-        state = self.app.progress.lessons.get(self.lesson_id)
+        state = self.lab.progress.lessons.get(self.lesson_id)
         expanded = trees.first().expanded_keys()
         if state is None or state.expanded != expanded:
             self.post_message(FoldsChanged(self.lesson_id, expanded))
@@ -256,7 +256,7 @@ class LessonScreen(LabScreen):
                 self.notify(f"{claim.id} is being measured already.", timeout=3)
                 continue
             self.app.push_screen(
-                PredictionScreen(claim, self.app.nvml_backend), partial(self._predicted, claim)
+                PredictionScreen(claim, self.lab.nvml_backend), partial(self._predicted, claim)
             )
             return
 

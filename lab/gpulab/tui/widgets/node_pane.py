@@ -28,7 +28,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from gpulab.course.tree import split_answer
-from gpulab.tui.app import GpulabApp  # which imports no widget, so no cycle
+from gpulab.tui.lab import Lab, as_lab
 from gpulab.tui.text import inline_markdown
 from gpulab.tui.widgets.claim_card import ClaimCard
 from gpulab.tui.widgets.mindmap import exercise_of
@@ -58,8 +58,11 @@ class NodePane(VerticalScroll):
     answer_notes = getters.query_one("#answer", Markdown)
     answer_claims = getters.query_one("#answer-claims", Vertical)
     figures = getters.query_one("#node-figures", Vertical)
-    app = getters.app(GpulabApp)
-    """The running app, typed: read its state, post it messages."""
+
+    @property
+    def lab(self) -> Lab:
+        """The running app as gpulab's state; `app` is its Textual side."""
+        return as_lab(self.app)
 
     def __init__(
         self,
@@ -170,12 +173,12 @@ class NodePane(VerticalScroll):
         if figure_id in FIGURES:
             from gpulab.tui.widgets.figure_view import FigureView
 
-            return FigureView(self.app.results.figure(figure_id), hint="f draws it full-size")
+            return FigureView(self.lab.figure(figure_id), hint="f draws it full-size")
         if is_diagram(figure_id):
             from gpulab.tui.widgets.diagram_view import DiagramView
 
             return DiagramView(
-                diagrams_of(self.app.course).data(figure_id), hint="f shows it among the figures"
+                diagrams_of(self.lab.course).data(figure_id), hint="f shows it among the figures"
             )
         return Static(
             Text(f"No figure {figure_id!r}: `gpulab dev lint-lessons` says more.", style="yellow")
@@ -189,7 +192,7 @@ class NodePane(VerticalScroll):
 
         for view in self.figures.query(FigureView):
             if view.data is not None:
-                view.data = self.app.results.figure(view.data.id)
+                view.data = self.lab.figure(view.data.id)
 
     def _mount_cards(self, cards: Vertical, claims: list[Claim]) -> None:
         if [card.claim.id for card in cards.query(ClaimCard)] == [c.id for c in claims]:
