@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from gpulab.course.progress import ExerciseRecord
     from gpulab.course.workspace import Workspace
 
-__all__ = ["NO_WORKSPACE", "POLL_INTERVAL", "SAVE_DELAY", "ExerciseStates", "Learner"]
+__all__ = ["NO_WORKSPACE", "POLL_INTERVAL", "SAVE_DELAY", "Learner"]
 
 SAVE_DELAY = 1.0
 """Seconds after the last change before the progress is written."""
