@@ -187,6 +187,7 @@ class _Run:
             status = "finished"
         finally:
             sandbox.remove_cgroups(cgroups)
+            outdir.end_processes(self.tag)  # nothing of its jobs outlives the run
             outdir.remove_jobs(self.out)
             if run_id is not None:
                 self.book.end_run(run_id, finished=now(), status=status)

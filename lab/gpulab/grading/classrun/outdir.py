@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,7 +80,8 @@ def _holder(fd: int) -> str:
 
 
 def end_processes(tag: str) -> int:
-    """SIGKILL every process of a dead run with tag `tag` that this user can see; how many.
+    """SIGKILL every process of the run with tag `tag` (a dead one, or this one at its end)
+    that this user can see, and wait, a few seconds at most, until they are gone; how many.
 
     A run's learner processes carry ``GPULAB_JOB=<tag>`` in their environment;
     its checks processes carry the sandbox policy (``GPULAB_SANDBOX``) that
@@ -104,7 +106,20 @@ def end_processes(tag: str) -> int:
                     found += 1
         if not found:
             break
+    for _ in range(250):  # a killed process stays in /proc until it has exited
+        if not any(_alive(pid) for pid in ended):
+            break
+        time.sleep(0.02)
     return len(ended)
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie, waiting to be reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def _tagged(environ: bytes, tag: str) -> bool:
