@@ -56,7 +56,10 @@ def _launch(kernel: Any, config: Any, work: dict[str, Any], what: str) -> None:
 
 
 def _check(work: dict[str, Any]) -> dict[str, Any]:
-    found = {**mismatch(work["dst"], work["want"]), **judge.overrun(work["dst_buffer"])}
+    found = {
+        **mismatch(work["dst"], work["want"]),
+        **judge.overrun(work["dst_buffer"], work["dst"]),
+    }
     found["ok"] = not found["wrong"] and not found["overrun"]
     return found
 

@@ -230,7 +230,7 @@ def _worst(got: Any, want: Any, scale: Any) -> float | str:
 def _check(work: dict[str, Any]) -> dict[str, Any]:
     found = {
         **mismatch(work["C"], work["want"], rtol=rtol(work["shape"][2]), scale=work["scale"]),
-        **judge.overrun(work["C_buffer"]),
+        **judge.overrun(work["C_buffer"], work["C"]),
         "worst": _worst(work["C"], work["want"], work["scale"]),
     }
     found["ok"] = not found["wrong"] and not found["overrun"]

@@ -102,28 +102,35 @@ def _trusted(name: str) -> Any:
 
 
 def guarded(
-    size: int, *, guard: int = OUT_GUARD, fill: float = float("nan"), dtype: Any = None
+    size: int,
+    *,
+    guard: int = OUT_GUARD,
+    fill: float = float("nan"),
+    dtype: Any = None,
+    tail: int = GUARD,
 ) -> tuple[Any, Any]:
-    """A buffer of GUARD + size + GUARD 4-byte words, and the view of `size` between the guards.
+    """A buffer of GUARD + size + `tail` 4-byte words, and the view of `size` between the guards.
 
     The guards hold the bit pattern `guard`; the view holds `fill` (NaN: an
-    element never written stays NaN).
+    element never written stays NaN). A task whose likely mistake writes far
+    past the end asks for a longer `tail`, so that the mistake shows as an
+    overrun rather than as a fault or a silent write into another buffer.
     """
     cp = cupy()
-    buffer = cp.empty(size + 2 * GUARD, dtype=cp.float32 if dtype is None else dtype)
+    buffer = cp.empty(GUARD + size + tail, dtype=cp.float32 if dtype is None else dtype)
     buffer.view(cp.uint32).fill(guard)
     view = buffer[GUARD : GUARD + size]
     view.fill(fill)
     return buffer, view
 
 
-def overrun(buffer: Any, guard: int = OUT_GUARD) -> dict[str, int]:
-    """Guard words around the view that were changed (bit for bit): ``overrun`` in all,
-    ``overrun_before`` of them before its start."""
+def overrun(buffer: Any, view: Any, guard: int = OUT_GUARD) -> dict[str, int]:
+    """Guard words around `view` (from `guarded`) that were changed (bit for bit):
+    ``overrun`` in all, ``overrun_before`` of them before its start."""
     cp = cupy()
     words = buffer.view(cp.uint32)
     before = int(cp.count_nonzero(words[:GUARD] != guard))
-    after = int(cp.count_nonzero(words[-GUARD:] != guard))
+    after = int(cp.count_nonzero(words[GUARD + view.size :] != guard))
     return {"overrun": before + after, "overrun_before": before}
 
 

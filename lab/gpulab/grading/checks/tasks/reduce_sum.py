@@ -144,7 +144,7 @@ def _launch(kernel: Any, config: Any, work: dict[str, Any], what: str) -> None:
 def _compare(work: dict[str, Any]) -> dict[str, Any]:
     got = float(work["out"][0])
     facts = work["facts"]
-    guards = judge.overrun(work["out_buffer"])["overrun"]
+    guards = judge.overrun(work["out_buffer"], work["out"])["overrun"]
     ok = abs(got - facts["want"]) <= facts["tolerance"] and not guards  # False for NaN
     return {
         "got": plain(got),

@@ -95,7 +95,7 @@ def _launch(kernel: Any, config: Any, work: dict[str, Any], what: str) -> None:
 def _check(work: dict[str, Any]) -> dict[str, Any]:
     found = {
         **mismatch(work["C"], work["want"], rtol=rtol(work["shape"][2]), scale=work["scale"]),
-        **judge.overrun(work["C_buffer"]),
+        **judge.overrun(work["C_buffer"], work["C"]),
     }
     found["ok"] = not found["wrong"] and not found["overrun"]
     return found

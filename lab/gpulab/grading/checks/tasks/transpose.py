@@ -89,7 +89,12 @@ def _prepare(rng: Any, rows: int, cols: int) -> dict[str, Any]:
     _, flat = judge.guarded(rows * cols, guard=judge.IN_GUARD)
     flat[...] = rng.random(rows * cols, dtype=cp.float32)
     src = flat.reshape(rows, cols)
-    out_buffer, out = judge.guarded(rows * cols)
+    # A store that takes `out`'s rows to be `cols` long (rows and cols swapped)
+    # reaches up to cols * (cols - rows) floats past its end: the tail guard
+    # covers that, so the mistake reads as an overrun on every GPU instead of a
+    # fault on one and a silent write into another buffer on the next.
+    reach = max(0, cols * (cols - rows))
+    out_buffer, out = judge.guarded(rows * cols, tail=judge.GUARD + reach)
     return {
         "shape": (rows, cols),
         "src": src,
@@ -109,7 +114,7 @@ def _check(work: dict[str, Any]) -> dict[str, Any]:
     rows, cols = work["shape"]
     found = {
         **mismatch(work["out"].reshape(cols, rows), work["want"]),
-        **judge.overrun(work["out_buffer"]),
+        **judge.overrun(work["out_buffer"], work["out"]),
     }
     found["ok"] = not found["wrong"] and not found["overrun"]
     return found

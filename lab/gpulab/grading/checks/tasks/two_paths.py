@@ -65,7 +65,7 @@ def run(source: str, params: dict[str, Any]) -> dict[str, Any]:
         buffer, view = judge.guarded(n)
         _launch(kernel, view, take_b, steps, what)
         synchronize(what)
-        found = {**_check(view, take_b, on_a, on_b), **judge.overrun(buffer)}
+        found = {**_check(view, take_b, on_a, on_b), **judge.overrun(buffer, view)}
         found["ok"] = found["ok"] and not found["overrun"]
         out["cases"].append(
             {

@@ -78,7 +78,7 @@ def _launch(kernel: Any, config: Any, work: dict[str, Any], what: str) -> None:
 
 
 def _check(work: dict[str, Any]) -> dict[str, Any]:
-    found = {**mismatch(work["c"], work["want"]), **judge.overrun(work["c_buffer"])}
+    found = {**mismatch(work["c"], work["want"]), **judge.overrun(work["c_buffer"], work["c"])}
     found["ok"] = not found["wrong"] and not found["overrun"]
     return found
 
