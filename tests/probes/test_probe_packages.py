@@ -131,3 +131,28 @@ def test_every_registry_target_resolves_to_a_public_function(probe: ProbeInfo) -
     assert probe.function() is function
     if module in PACKAGES:
         assert attr in loaded.__all__, f"{probe.target}: {attr} is not in {module}.__all__"
+
+
+def test_each_probe_title_is_written_once_in_the_registry() -> None:
+    """A probe's module reads its title from the registry (`title_of`); none spells one."""
+    titles = {info.title for info in PROBES}
+    spelled = []
+    for path in sorted((ROOT / "lab" / "gpulab" / "probes").rglob("*.py")):
+        if path.name == "registry.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in titles:
+                spelled.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    assert not spelled, "titles written outside the registry:\n" + "\n".join(spelled)
+
+
+@pytest.mark.parametrize("info", PROBES, ids=lambda info: info.name)
+def test_every_result_carries_the_registry_title(info: ProbeInfo) -> None:
+    from gpulab.probes.registry import run_probe
+
+    if info.needs != "host":
+        from gpulab.probes.readiness import cannot_run
+
+        if cannot_run(info.needs) is None:
+            pytest.skip("runs for real on a GPU: the gpu-marked tests run it there")
+    assert run_probe(info.name).title == info.title

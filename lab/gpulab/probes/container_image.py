@@ -30,10 +30,11 @@ from collections.abc import Mapping, Sequence
 
 from gpulab.environment import IMAGE
 from gpulab.probes.model import ProbeResult, Reading
+from gpulab.probes.registry import title_of
 
 __all__ = ["INSIDE", "Runtime", "find_runtime", "image_check", "judge", "parse", "probe"]
 
-PROBE, TITLE = "container_image", "Container image"
+PROBE = "container_image"
 RUN_TIMEOUT_S = 120.0
 
 # What runs in the image. POSIX sh only (a base image has no bash and no Python); every
@@ -252,7 +253,7 @@ def judge(found: Mapping[str, str]) -> list[Reading]:
 
 
 def _result(status: str, message: str, readings: Sequence[Reading] = ()) -> ProbeResult:
-    return ProbeResult(PROBE, TITLE, status, message, tuple(readings))  # type: ignore[arg-type]
+    return ProbeResult(PROBE, title_of(PROBE), status, message, tuple(readings))  # type: ignore[arg-type]
 
 
 def image_check(image: str, runtime: Runtime | None = None) -> ProbeResult:

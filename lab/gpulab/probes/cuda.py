@@ -31,6 +31,7 @@ from typing import Any
 from gpulab.probes.model import ProbeResult, Reading, summarise
 from gpulab.probes.nvml import pynvml_module
 from gpulab.probes.readiness import Driver, cupy_missing_text, driver, install_advice
+from gpulab.probes.registry import title_of
 
 __all__ = [
     "CudaDevice",
@@ -185,7 +186,8 @@ _FIELDS: tuple[tuple[str, str, str, str], ...] = (
 
 def properties() -> ProbeResult:
     """What the CUDA runtime reports about the current device, field by field."""
-    probe, title = "cuda_properties", "CUDA device properties"
+    probe = "cuda_properties"
+    title = title_of(probe)
     device = open_device(probe, title)
     if isinstance(device, ProbeResult):
         return device

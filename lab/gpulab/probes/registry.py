@@ -1,9 +1,14 @@
 """The probes gpulab knows, by name, imported only when one runs.
 
 Claims in the lessons name these probes; `gpulab probe list` shows them, with
-which of them can run here (`cannot_run_here`), and `gpulab probe run NAME`
-runs them. A probe that fails unexpectedly becomes an `error` result with the
-reason, never a traceback. `exit_status` is the exit status of a run.
+which of them can run here (`gpulab.probes.readiness.cannot_run_here`), and
+`gpulab probe run NAME` runs them. A probe that fails unexpectedly becomes an
+`error` result with the reason, never a traceback. `exit_status` is the exit
+status of a run.
+
+Each probe's name and title are written here once: the registry imports no
+probe (only `gpulab.probes.model`), so a probe's own module reads its title
+from it (`title_of`).
 """
 
 from __future__ import annotations
@@ -12,24 +17,22 @@ import importlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from msgspec.structs import replace
 
 from gpulab.errors import GpulabError
 from gpulab.exit_codes import ExitCode
 from gpulab.probes.model import ProbeResult
-from gpulab.probes.readiness import NEEDS, driver
 
 __all__ = [
     "PROBES",
     "ProbeInfo",
     "UnknownProbe",
-    "cannot_run",
-    "cannot_run_here",
     "exit_status",
     "get_probe",
     "run_probe",
+    "title_of",
 ]
 
 
@@ -210,6 +213,11 @@ def get_probe(name: str) -> ProbeInfo:
         ) from None
 
 
+def title_of(name: str) -> str:
+    """A probe's title, as every result of it carries it."""
+    return get_probe(name).title
+
+
 def run_probe(name: str) -> ProbeResult:
     """Run one probe and time it; an unexpected failure becomes an error result."""
     info = get_probe(name)
@@ -221,42 +229,6 @@ def run_probe(name: str) -> ProbeResult:
             info.name, info.title, "error", f"the probe failed: {type(exc).__name__}: {exc}"
         )
     return replace(result, seconds=time.perf_counter() - start)
-
-
-def cannot_run(
-    needs: str, nvml_backend: Any = None, *, probe: str = "", title: str = ""
-) -> ProbeResult | None:
-    """Why probes that need `needs` cannot run here (a `no_gpu` or `unavailable` result, in
-    the words the probe itself would use), or None when they can; blocking.
-
-    "cuda" opens the device as a CUDA probe would (CuPy is imported); "nvml" starts
-    NVML; "host" always runs.
-    """
-    probe, title = probe or needs, title or NEEDS.get(needs, needs)
-    if needs == "nvml":
-        found = driver(nvml_backend)
-        if found.status == "ok":
-            return None
-        return ProbeResult(
-            probe, title, "no_gpu" if found.status == "no_gpu" else "unavailable", found.message
-        )
-    if needs == "cuda":
-        from gpulab.probes.cuda import open_device  # imports CuPy
-
-        device = open_device(probe, title, nvml_backend=nvml_backend)
-        return device if isinstance(device, ProbeResult) else None
-    return None
-
-
-def cannot_run_here(nvml_backend: Any = None) -> dict[str, ProbeResult]:
-    """For each kind of need ("nvml", "cuda") that this machine cannot meet, the result that
-    says why (see `gpulab.probes.readiness`); blocking: NVML starts and CuPy is imported."""
-    found: dict[str, ProbeResult] = {}
-    for needs in ("nvml", "cuda"):
-        why = cannot_run(needs, nvml_backend)
-        if why is not None:
-            found[needs] = why
-    return found
 
 
 def exit_status(statuses: Iterable[str], *, every: bool = False) -> int:

@@ -79,7 +79,7 @@ _READ_WRITE = "bytes read + bytes written"
 
 def hbm_bandwidth() -> ProbeResult:
     """An SM copy kernel against cudaMemcpy device-to-device: same buffers, same run."""
-    return measure("hbm_bandwidth", "HBM bandwidth", _hbm_bandwidth)
+    return measure("hbm_bandwidth", _hbm_bandwidth)
 
 
 def _copy_configs(device: CudaDevice, n: int) -> list[tuple[str, int, int]]:
@@ -195,7 +195,7 @@ STRIDES = (1, 2, 4, 8, 16, 32)
 
 def stride_sweep() -> ProbeResult:
     """Useful read bandwidth at strides of 1-32 words: what coalescing is worth."""
-    return measure("stride_sweep", "Access stride sweep", _stride_sweep)
+    return measure("stride_sweep", _stride_sweep)
 
 
 def _stride_sweep(device: CudaDevice) -> Outcome:

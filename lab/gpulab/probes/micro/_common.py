@@ -22,6 +22,7 @@ from typing import Any
 from gpulab.probes.cuda import CudaDevice, nvml_device, open_device
 from gpulab.probes.model import ProbeResult, Reading, Table, Telemetry, summarise
 from gpulab.probes.nvml import pynvml_module
+from gpulab.probes.registry import title_of
 
 __all__ = ["GiB", "KiB", "MiB", "ratio"]
 
@@ -104,13 +105,14 @@ def _nvml_index(device: CudaDevice) -> int:
     return device.index
 
 
-def measure(probe: str, title: str, body: Callable[[CudaDevice], Outcome]) -> ProbeResult:
+def measure(probe: str, body: Callable[[CudaDevice], Outcome]) -> ProbeResult:
     """Open the device, run `body` on it and make its `Outcome` the probe's result.
 
     No usable device gives the result that says why; a `WrongResult` or any
     other failure gives an `error` result. CuPy's cached memory is given back
     either way.
     """
+    title = title_of(probe)
     device = open_device(probe, title)
     if isinstance(device, ProbeResult):
         return device

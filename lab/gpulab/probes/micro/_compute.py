@@ -80,7 +80,7 @@ _DIVERGENCE: tuple[tuple[str, int, int], ...] = (
 
 def warp_divergence() -> ProbeResult:
     """The cost of branches that split a warp: half/half, one lane out, a tenth of the work."""
-    return measure("warp_divergence", "Warp divergence", _warp_divergence)
+    return measure("warp_divergence", _warp_divergence)
 
 
 def _warp_divergence(device: CudaDevice) -> Outcome:
@@ -169,7 +169,7 @@ def _warp_divergence(device: CudaDevice) -> Outcome:
 
 def fp32_peak() -> ProbeResult:
     """Independent FP32 FMA chains on every lane, against the peak at the clock seen."""
-    return measure("fp32_peak", "FP32 FMA peak", _fp32_peak)
+    return measure("fp32_peak", _fp32_peak)
 
 
 def _fp32_peak(device: CudaDevice) -> Outcome:

@@ -116,7 +116,7 @@ _CHASE_CONVENTION = "SM clock cycles per dependent load (clock64), one thread"
 
 def pointer_chase_latency() -> ProbeResult:
     """Dependent loads over footprints from 16 KiB to 1 GiB: the L1, L2 and HBM plateaus."""
-    return measure("pointer_chase_latency", "Memory latency (pointer chase)", _pointer_chase)
+    return measure("pointer_chase_latency", _pointer_chase)
 
 
 def _pointer_chase(device: CudaDevice) -> Outcome:

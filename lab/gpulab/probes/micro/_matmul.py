@@ -87,7 +87,7 @@ class _Gemm:
 
 def matmul_throughput() -> ProbeResult:
     """cuBLAS through CuPy at 8192³ in FP16, BF16, TF32 and FP32, checked against float64."""
-    return measure("matmul_throughput", "Matrix multiply throughput", _matmul_throughput)
+    return measure("matmul_throughput", _matmul_throughput)
 
 
 def _matmul_throughput(device: CudaDevice) -> Outcome:

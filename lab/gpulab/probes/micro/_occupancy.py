@@ -65,7 +65,7 @@ def occupancy_blocks(threads: int, dynamic_smem: int, props: dict[str, int]) -> 
 
 def occupancy_bandwidth() -> ProbeResult:
     """Copy bandwidth as the resident warps per SM fall from the maximum to a sixteenth."""
-    return measure("occupancy_bandwidth", "Occupancy and bandwidth", _occupancy_bandwidth)
+    return measure("occupancy_bandwidth", _occupancy_bandwidth)
 
 
 def _occupancy_bandwidth(device: CudaDevice) -> Outcome:

@@ -58,10 +58,11 @@ from gpulab.probes.micro._p2p_figures import (
     p2p_table,
 )
 from gpulab.probes.model import ProbeResult
+from gpulab.probes.registry import title_of
 
 __all__ = ["CHASE_BYTES", "measure_pair", "p2p_bandwidth"]
 
-PROBE, TITLE = "p2p_bandwidth", "GPU-to-GPU copies"
+PROBE = "p2p_bandwidth"
 CHASE_BYTES = 8 * MiB  # one lap of 65,536 lines, every load a miss after the flush
 _PEER_ALREADY_ENABLED = 704  # cudaErrorPeerAccessAlreadyEnabled
 
@@ -73,15 +74,19 @@ _PEER_ALREADY_ENABLED = 704  # cudaErrorPeerAccessAlreadyEnabled
 
 def p2p_bandwidth() -> ProbeResult:
     """Copies and loads between every ordered pair of GPUs; needs two GPUs."""
-    device = open_device(PROBE, TITLE)
+    device = open_device(PROBE, title_of(PROBE))
     if isinstance(device, ProbeResult):
         return device
     count = int(device.cupy.cuda.runtime.getDeviceCount())
     if count < 2:
         return ProbeResult(
-            PROBE, TITLE, "unavailable", f"needs two GPUs: CUDA sees {count}", device=device.name
+            PROBE,
+            title_of(PROBE),
+            "unavailable",
+            f"needs two GPUs: CUDA sees {count}",
+            device=device.name,
         )
-    return measure(PROBE, TITLE, _p2p_bandwidth)
+    return measure(PROBE, _p2p_bandwidth)
 
 
 def _p2p_bandwidth(device: CudaDevice) -> Outcome:

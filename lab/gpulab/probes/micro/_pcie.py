@@ -70,7 +70,7 @@ def pcie_link_gb_per_s(generation: int, width: int) -> float | None:
 
 def pcie_bandwidth() -> ProbeResult:
     """Host-to-device and device-to-host copies, pinned and pageable host memory."""
-    return measure("pcie_bandwidth", "Host-device copies", _pcie_bandwidth)
+    return measure("pcie_bandwidth", _pcie_bandwidth)
 
 
 def _pcie_bandwidth(device: CudaDevice) -> Outcome:

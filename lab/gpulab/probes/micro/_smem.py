@@ -72,7 +72,7 @@ def bank_count(slowdowns: dict[int, float]) -> int | None:
 
 def smem_latency() -> ProbeResult:
     """Dependent loads in shared memory, in SM cycles."""
-    return measure("smem_latency", "Shared-memory latency", _smem_latency)
+    return measure("smem_latency", _smem_latency)
 
 
 def _smem_latency(device: CudaDevice) -> Outcome:
@@ -142,7 +142,7 @@ _BANK_CASES: tuple[tuple[str, int, bool], ...] = (
 
 def smem_bank_conflicts() -> ProbeResult:
     """Time per warp-wide shared-memory load at strides 1-64, padded, and broadcast."""
-    return measure("smem_bank_conflicts", "Shared-memory bank conflicts", _smem_bank_conflicts)
+    return measure("smem_bank_conflicts", _smem_bank_conflicts)
 
 
 def _smem_bank_conflicts(device: CudaDevice) -> Outcome:

@@ -80,11 +80,7 @@ def sustained_matmul(duration_s: float = DURATION_S) -> ProbeResult:
     """BF16 matmuls back to back for `duration_s` seconds, with NVML sampled throughout."""
     if duration_s <= 0:
         raise ValueError(f"duration_s must be positive, not {duration_s}")
-    return measure(
-        "sustained_matmul",
-        "Sustained matmul: clock, power and temperature",
-        lambda device: _sustained(device, duration_s),
-    )
+    return measure("sustained_matmul", lambda device: _sustained(device, duration_s))
 
 
 def _sustained(device: CudaDevice, duration_s: float) -> Outcome:

@@ -44,7 +44,7 @@ _CONVENTION = (
 
 def util_one_thread() -> ProbeResult:
     """NVML's GPU utilisation and GPM's SM counters while a <<<1, 1>>> kernel spins."""
-    return measure("util_one_thread", "GPU utilisation of a one-thread kernel", _util_one_thread)
+    return measure("util_one_thread", _util_one_thread)
 
 
 def _samples(read: Callable[[], int], start: float, until: float) -> list[tuple[float, int]]:

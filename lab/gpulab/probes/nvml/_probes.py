@@ -19,6 +19,7 @@ from typing import Any
 from gpulab.probes.model import ProbeResult, Reading, Table, Value, summarise
 from gpulab.probes.nvml._decode import compute_mode_name, cuda_version_text, enabled_text
 from gpulab.probes.nvml._session import Field, NvmlUnavailable, Session, no_gpu_text, nvml_session
+from gpulab.probes.registry import title_of
 
 __all__ = ["inventory"]
 
@@ -49,7 +50,8 @@ def _ok(readings: Sequence[Reading], key: str) -> Value:
 
 def inventory(backend: Any = None) -> ProbeResult:
     """What NVML says about every GPU: readings for the first, a table when there are more."""
-    probe, title = "nvml_inventory", "GPU inventory (NVML)"
+    probe = "nvml_inventory"
+    title = title_of(probe)
     try:
         with nvml_session(backend) as s:
             readings = [

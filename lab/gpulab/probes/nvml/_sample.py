@@ -26,6 +26,7 @@ from gpulab.probes.nvml._session import (
     Session,
     nvml_session,
 )
+from gpulab.probes.registry import title_of
 
 __all__ = ["process_name", "sample"]
 
@@ -35,7 +36,8 @@ __all__ = ["process_name", "sample"]
 
 def sample(backend: Any = None, index: int = 0) -> ProbeResult:
     """What one GPU is doing now: utilisation, clocks, power, temperature, processes."""
-    probe, title = "nvml_sample", "GPU live sample (NVML)"
+    probe = "nvml_sample"
+    title = title_of(probe)
     try:
         with nvml_session(backend) as s:
             if not 0 <= index < s.count:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gpulab.probes.model import ProbeResult, Reading
+from gpulab.probes.registry import title_of
 from gpulab.probes.system._cgroup import read_cgroups
 from gpulab.probes.system._devices import read_gpus, read_numa, read_nvidia_files
 from gpulab.probes.system._files import Collector, Files, why
@@ -121,7 +122,7 @@ def system(root: Path = Path("/")) -> ProbeResult:
     ok = all(r.status == "ok" for r in out.readings) and not out.problems
     return ProbeResult(
         "system",
-        "System",
+        title_of("system"),
         "ok" if ok else "partial",
         _message(out),
         tuple(out.readings),

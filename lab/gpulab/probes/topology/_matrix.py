@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from gpulab.probes.model import Table
+from gpulab.probes.registry import title_of
 
 __all__ = [
     "AFFINITY_COLUMNS",
@@ -204,7 +205,7 @@ class TopoMatrix:
     columns: tuple[str, ...] = AFFINITY_COLUMNS
     others: tuple[str, ...] = field(default=())
 
-    TITLE: ClassVar[str] = "GPU topology"
+    TITLE: ClassVar[str] = title_of("gpu_topology")  # the table is named as its probe
 
     def to_table(self) -> Table:
         """The matrix as a probe table, shaped like `nvidia-smi topo -m`."""

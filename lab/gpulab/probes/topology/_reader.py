@@ -28,6 +28,7 @@ from typing import Any
 
 from gpulab.probes.model import ProbeResult, summarise
 from gpulab.probes.nvml import MissingFunction, NvmlUnavailable, Session, nvml_session
+from gpulab.probes.registry import title_of
 from gpulab.probes.sysfs import sysfs_text
 from gpulab.probes.topology._matrix import (
     LinkEnd,
@@ -144,7 +145,8 @@ def _read_links(s: Session, h: Any) -> _Answer:
 
 def gpu_topology(backend: Any = None) -> ProbeResult:
     """Every GPU's bus, NUMA node and CPUs; every pair's path and P2P status; NVLink links."""
-    probe, title = "gpu_topology", "GPU topology"
+    probe = "gpu_topology"
+    title = title_of(probe)
     try:
         with nvml_session(backend) as s:
             read = getattr(s.nv, "sysfs_text", None) or sysfs_text
