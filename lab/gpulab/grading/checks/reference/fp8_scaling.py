@@ -21,6 +21,7 @@ The notebook's conventions, which these functions define:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -170,7 +171,7 @@ def time_matmuls(
     xq, wq = x.to(e4m3), w.to(e4m3)  # |randn| stays far below 448
     one = torch.ones((), device="cuda")
     rows, cols = torch.ones(m, 1, device="cuda"), torch.ones(1, n, device="cuda")
-    runs = {
+    runs: dict[str, Callable[[], object]] = {
         "bf16_ms": lambda: x @ w.t(),
         "fp8_tensor_ms": lambda: torch._scaled_mm(
             xq, wq.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16
@@ -179,7 +180,7 @@ def time_matmuls(
             xq, wq.t(), scale_a=rows, scale_b=cols, out_dtype=torch.bfloat16
         ),
     }
-    times = {}
+    times: dict[str, float] = {}
     for key, run in runs.items():
         for _ in range(warmup):
             run()
