@@ -120,7 +120,7 @@ def add_commands(commands: Any) -> None:
 def _probe_list(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from gpulab.probes.readiness import cannot_run_here
+    from gpulab.probes.cuda import cannot_run_here
     from gpulab.probes.render import render_probe_list
 
     Console().print(render_probe_list(cannot_run_here()))

@@ -18,9 +18,9 @@ import pytest
 from rich.console import Console, RenderableType
 
 from gpulab.probes import PROBES, nvml
+from gpulab.probes.cuda import cannot_run_here
 from gpulab.probes.model import ProbeResult, Recorded, Table, run_schema
 from gpulab.probes.nvml import Replay
-from gpulab.probes.readiness import cannot_run_here
 from gpulab.probes.registry import exit_status
 from gpulab.probes.render import render_probe_list, render_result
 from helpers.probes import no_driver_here

@@ -151,7 +151,7 @@ def test_every_result_carries_the_registry_title(info: ProbeInfo) -> None:
     from gpulab.probes.registry import run_probe
 
     if info.needs != "host":
-        from gpulab.probes.readiness import cannot_run
+        from gpulab.probes.cuda import cannot_run
 
         if cannot_run(info.needs) is None:
             pytest.skip("runs for real on a GPU: the gpu-marked tests run it there")

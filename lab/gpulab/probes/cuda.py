@@ -17,6 +17,8 @@ says why, in the order of `gpulab.probes.readiness`: no NVIDIA driver or GPU
 first (a `no_gpu` result in NVML's words, whatever CuPy's state), then a
 missing or broken CuPy (`unavailable`, with the pip command for the driver's
 CUDA version), then a CUDA runtime that finds no device (`no_gpu`).
+`cannot_run(needs)` gives that reason for probes with any need ("nvml" asks only
+the driver; "cuda" opens the device); `cannot_run_here` for every kind of need.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ from typing import Any
 
 from gpulab.probes.model import ProbeResult, Reading, summarise
 from gpulab.probes.nvml import pynvml_module
-from gpulab.probes.readiness import Driver, cupy_missing_text, driver, install_advice
+from gpulab.probes.readiness import NEEDS, Driver, cupy_missing_text, driver, install_advice
 from gpulab.probes.registry import title_of
 
 __all__ = [
     "CudaDevice",
+    "cannot_run",
+    "cannot_run_here",
     "nvml_device",
     "open_device",
     "properties",
@@ -341,3 +345,38 @@ def _nvml_clocks(device: CudaDevice, missing: list[tuple[str, str, str]]) -> lis
                 )
             )
     return readings
+
+
+def cannot_run(
+    needs: str, nvml_backend: Any = None, *, probe: str = "", title: str = ""
+) -> ProbeResult | None:
+    """Why probes that need `needs` cannot run here (a `no_gpu` or `unavailable` result, in
+    the words the probe itself would use), or None when they can; blocking.
+
+    "cuda" opens the device as a CUDA probe would (CuPy is imported); "nvml" starts
+    NVML; "host" always runs.
+    """
+    probe, title = probe or needs, title or NEEDS.get(needs, needs)
+    if needs == "nvml":
+        found = driver(nvml_backend)
+        if found.status == "ok":
+            return None
+        return ProbeResult(
+            probe, title, "no_gpu" if found.status == "no_gpu" else "unavailable", found.message
+        )
+    if needs == "cuda":
+        device = open_device(probe, title, nvml_backend=nvml_backend)
+        return device if isinstance(device, ProbeResult) else None
+    return None
+
+
+def cannot_run_here(nvml_backend: Any = None) -> dict[str, ProbeResult]:
+    """For each kind of need ("nvml", "cuda") that this machine cannot meet, the result that
+    says why (in the order of `gpulab.probes.readiness`); blocking: NVML starts and CuPy is
+    imported."""
+    found: dict[str, ProbeResult] = {}
+    for needs in ("nvml", "cuda"):
+        why = cannot_run(needs, nvml_backend)
+        if why is not None:
+            found[needs] = why
+    return found

@@ -13,10 +13,8 @@ order, so a machine without an NVIDIA driver is never told to install CuPy:
    (`gpulab.probes.cuda.open_device`).
 
 `driver()` asks NVML through a backend (the real pynvml by default, or a
-`gpulab.probes.nvml.Replay`). `cannot_run(needs)` puts these together into the
-result that says why probes with those needs cannot run here (for "cuda" it
-opens the device as a CUDA probe would, through `gpulab.probes.cuda`, imported
-only then); `cannot_run_here` does so for every kind of need.
+`gpulab.probes.nvml.Replay`). `gpulab.probes.cuda.cannot_run(needs)` puts these
+together into the result that says why probes with those needs cannot run here.
 """
 
 from __future__ import annotations
@@ -24,14 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpulab.probes.model import ProbeResult
 from gpulab.probes.nvml import NvmlUnavailable, cuda_version_text, no_gpu_text, nvml_session
 
 __all__ = [
     "NEEDS",
     "Driver",
-    "cannot_run",
-    "cannot_run_here",
     "cupy_missing_text",
     "driver",
     "install_advice",
@@ -101,39 +96,3 @@ def install_advice(found: Driver) -> str:
         "pip install 'gpulab[cuda12]' or 'gpulab[cuda13]', whichever matches the CUDA "
         "version nvidia-smi reports"
     )
-
-
-def cannot_run(
-    needs: str, nvml_backend: Any = None, *, probe: str = "", title: str = ""
-) -> ProbeResult | None:
-    """Why probes that need `needs` cannot run here (a `no_gpu` or `unavailable` result, in
-    the words the probe itself would use), or None when they can; blocking.
-
-    "cuda" opens the device as a CUDA probe would (CuPy is imported); "nvml" starts
-    NVML; "host" always runs.
-    """
-    probe, title = probe or needs, title or NEEDS.get(needs, needs)
-    if needs == "nvml":
-        found = driver(nvml_backend)
-        if found.status == "ok":
-            return None
-        return ProbeResult(
-            probe, title, "no_gpu" if found.status == "no_gpu" else "unavailable", found.message
-        )
-    if needs == "cuda":
-        from gpulab.probes.cuda import open_device  # imports CuPy
-
-        device = open_device(probe, title, nvml_backend=nvml_backend)
-        return device if isinstance(device, ProbeResult) else None
-    return None
-
-
-def cannot_run_here(nvml_backend: Any = None) -> dict[str, ProbeResult]:
-    """For each kind of need ("nvml", "cuda") that this machine cannot meet, the result that
-    says why (see `gpulab.probes.readiness`); blocking: NVML starts and CuPy is imported."""
-    found: dict[str, ProbeResult] = {}
-    for needs in ("nvml", "cuda"):
-        why = cannot_run(needs, nvml_backend)
-        if why is not None:
-            found[needs] = why
-    return found

@@ -1,7 +1,7 @@
 """The probes gpulab knows, by name, imported only when one runs.
 
 Claims in the lessons name these probes; `gpulab probe list` shows them, with
-which of them can run here (`gpulab.probes.readiness.cannot_run_here`), and
+which of them can run here (`gpulab.probes.cuda.cannot_run_here`), and
 `gpulab probe run NAME` runs them. A probe that fails unexpectedly becomes an
 `error` result with the reason, never a traceback. `exit_status` is the exit
 status of a run.

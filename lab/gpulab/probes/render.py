@@ -79,7 +79,7 @@ def render_telemetry(telemetry: Telemetry) -> Text:
 def render_probe_list(cannot_run: Mapping[str, ProbeResult]) -> RenderableType:
     """Every probe, what it needs, whether it can run here, and what it measures; then, once
     for each need this machine lacks, why (`cannot_run`, from
-    `gpulab.probes.readiness.cannot_run_here`)."""
+    `gpulab.probes.cuda.cannot_run_here`)."""
     grid = RichTable(header_style="bold", box=None)
     for column in ("probe", "needs", "runs here", "what it measures"):
         grid.add_column(column)

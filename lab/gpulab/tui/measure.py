@@ -108,7 +108,7 @@ def find_out(name: str, nvml_backend: Any = None) -> ProbeResult | None:
     """Why probe `name` cannot run on this machine (the result it would give), or None when
     it can; blocking (NVML starts, CuPy is imported), so call it from a thread worker."""
     from gpulab.probes import get_probe
-    from gpulab.probes.readiness import cannot_run
+    from gpulab.probes.cuda import cannot_run
 
     info = get_probe(name)
     return cannot_run(info.needs, nvml_backend, probe=info.name, title=info.title)

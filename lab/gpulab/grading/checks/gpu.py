@@ -219,7 +219,7 @@ def gpu_missing() -> str | None:
 def _gpu_missing() -> str | None:
     # The first thing missing, as the CUDA probes say it: the driver (NVML needs no CuPy),
     # then CuPy, then a device.
-    from gpulab.probes.readiness import cannot_run
+    from gpulab.probes.cuda import cannot_run
 
     why = cannot_run("cuda")
     return None if why is None else f"needs an NVIDIA GPU ({why.message})"
