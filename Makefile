@@ -39,8 +39,14 @@ lint: $(VENV)/.test
 	$(VENV)/bin/gpulab dev lint-lessons
 	$(VENV)/bin/gpulab dev check
 
+# Every test, in two passes: first those that may share the machine, on every core; then, one
+# at a time, those that need it to themselves (slow: whole installs, browsers, timed grading
+# runs; gpu: timed kernels). Both passes run; make fails if either failed.
 pytest: $(VENV)/.test
-	$(PY) -m pytest
+	@status=0; \
+	$(PY) -m pytest -m "not slow and not gpu" -n auto --durations=10 || status=1; \
+	$(PY) -m pytest -m "slow or gpu" --durations=20 || status=1; \
+	exit $$status
 
 # CI runs `make test`, every test; this lane leaves out the slow ones (the learner's chair, the
 # attack corpora, the cluster, the browsers), so run `make test` before you push.

@@ -1,7 +1,9 @@
 """Shared fixtures: every test gets its own state folder, never the user's.
 
 `SLOW` names the tests `make test-fast` leaves out (``-m "not slow and not gpu"``):
-each is marked ``slow`` as it is collected; `make test` runs them all.
+each is marked ``slow`` as it is collected. `make test` runs them all: the others first, on
+every core, then the slow and gpu ones one at a time, because they time things or need the
+whole machine (installs, browsers, grading runs with time limits).
 
 The autouse fixture gives each test a state folder of its own and takes away
 what the user's shell may have set for gpulab (the workspace, the course, the
