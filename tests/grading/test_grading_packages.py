@@ -1,5 +1,6 @@
 """grading's sub-packages keep their shape: a name has one home, each facade gives only names
-defined in its package, the launcher and the workers stay light, and what the prose names exists.
+defined in its package, the launcher and the workers stay light, the sandbox's modules stay
+short, and what the prose names exists.
 
 Modules list in `__all__` only the names they define; a package's `__init__` is the one
 place names of several modules are gathered (the facades of `sandbox`, `intake` and
@@ -31,6 +32,8 @@ FACADES = ("sandbox", "intake", "gradebook")
 ALIASES = {"gpulab.grading.machines": "gpulab.grading.checks.machines"}
 """Old module paths kept for learners' notebooks (see the module's docstring): the alias and
 the home whose public names it gives, and nothing else."""
+SANDBOX_MOST_LINES = 400
+"""The longest a module of the sandbox may be: security code, each module one job, read whole."""
 
 
 def _modules() -> list[str]:
@@ -115,6 +118,17 @@ def test_no_module_of_gpulab_imports_an_old_path(alias: str) -> None:
             if alias in named:
                 users.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not users, f"import {ALIASES[alias]} instead: {users}"
+
+
+def test_no_module_of_the_sandbox_is_longer_than_its_limit() -> None:
+    lines = {
+        str(path.relative_to(ROOT)): count
+        for path in sorted((GRADING / "sandbox").rglob("*.py"))
+        if (count := len(path.read_text(encoding="utf-8").splitlines())) > SANDBOX_MOST_LINES
+    }
+    assert not lines, (
+        f"split these along one job each (at most {SANDBOX_MOST_LINES} lines): {lines}"
+    )
 
 
 def test_the_scan_sees_a_name_given_on(tmp_path: Path) -> None:

@@ -5,8 +5,10 @@
 sandbox holds; `Policy` is what a job may use, handed to the checks process in
 the environment (`ENV`, `from_env`). The modules:
 
-- `bubblewrap`: `spawn`, `available`, the environment a job keeps (`kept_env`),
-  the command line bubblewrap is given, the rlimits;
+- `bubblewrap`: `spawn`, the environment a job keeps (`kept_env`), the command
+  line bubblewrap is given, the rlimits;
+- `guards`: `available`, which guards this machine offers (the sandbox proven to
+  hold), and `refusal`, why a run without them is refused;
 - `policy`: `Policy` and `Guards`;
 - `view`: what a job sees, a file system built from an allowlist;
 - `proof`: the probe that tries each way out of a sandbox before it is trusted;
@@ -37,16 +39,9 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gpulab.grading.sandbox.bubblewrap import (
-        KEPT_ENV,
-        SPAWNER,
-        available,
-        job_uid,
-        kept_env,
-        refusal,
-        spawn,
-    )
+    from gpulab.grading.sandbox.bubblewrap import KEPT_ENV, SPAWNER, job_uid, kept_env, spawn
     from gpulab.grading.sandbox.cgroups import remove_cgroups, remove_stale_cgroups, run_cgroups
+    from gpulab.grading.sandbox.guards import available, refusal
     from gpulab.grading.sandbox.job import Sandboxed, kill_group, pid_one
     from gpulab.grading.sandbox.policy import ENV, Guards, Policy, from_env
 
@@ -73,14 +68,14 @@ __all__ = [
 _HOMES = {
     "KEPT_ENV": "bubblewrap",
     "SPAWNER": "bubblewrap",
-    "available": "bubblewrap",
     "job_uid": "bubblewrap",
     "kept_env": "bubblewrap",
-    "refusal": "bubblewrap",
     "spawn": "bubblewrap",
     "remove_cgroups": "cgroups",
     "remove_stale_cgroups": "cgroups",
     "run_cgroups": "cgroups",
+    "available": "guards",
+    "refusal": "guards",
     "Sandboxed": "job",
     "kill_group": "job",
     "pid_one": "job",

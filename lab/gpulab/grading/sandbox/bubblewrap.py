@@ -1,4 +1,4 @@
-"""Learner code started in the sandbox: bubblewrap, rlimits, cgroups, and which of them work here.
+"""Learner code started in the sandbox: bubblewrap, rlimits, cgroups.
 
 A learner checking their own notebook runs their own code as they are; a
 grading run (`gpulab grade`) runs 30 strangers' code and must not trust it.
@@ -48,20 +48,15 @@ worker (`gpulab.grading.checks.learner`) and the kernel worker (`gpulab.grading.
 `spawn` returns the job's handle, a `Sandboxed` (`gpulab.grading.sandbox.job`,
 with `kill_group` and `pid_one`), which ends the whole job when closed.
 
-`available()` says which of these work on this machine (its `Guards`, which
-also say what it cannot guarantee: a fair CPU share, a memory limit, per-user
-counts of the job's own), and proves the sandbox holds by trying, from inside
-it, to unmount, remount, read outside the view and keep a privilege
-(`gpulab.grading.sandbox.proof`): where any works it refuses to grade. The
-grader records the guards in the gradebook and the feedback, and refuses to
-grade without bubblewrap unless told ``--unsafe``. Bubblewrap is a well-kept,
-widely used tool (Flatpak's sandbox); we only assemble its command line.
+Which of these work on this machine, proven by a probe started through
+`spawn`, and why a run without them is refused, is another module's job
+(`gpulab.grading.sandbox.guards`: `available`, `refusal`). Bubblewrap is a
+well-kept, widely used tool (Flatpak's sandbox); we only assemble its command line.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import resource
@@ -77,23 +72,15 @@ from typing import IO, Any
 
 from gpulab.environment import COURSE_DIR, JOB
 from gpulab.environment import SPAWNER as SPAWNER_VARIABLE
-from gpulab.grading.sandbox.cgroups import (
-    autogroup_problem,
-    cgroup_home,
-    cpu_weighted,
-    empty_and_remove,
-    make_job_cgroups,
-)
+from gpulab.grading.sandbox.cgroups import empty_and_remove, make_job_cgroups
 from gpulab.grading.sandbox.job import Sandboxed
-from gpulab.grading.sandbox.jobtime import waits_known
-from gpulab.grading.sandbox.policy import Guards, Policy, from_env
-from gpulab.grading.sandbox.proof import prove
+from gpulab.grading.sandbox.policy import Policy, from_env
 from gpulab.grading.sandbox.seccomp import entered, keys_hidden
 from gpulab.grading.sandbox.seccomp import problem as seccomp_problem
 from gpulab.grading.sandbox.view import build_view
 from gpulab.multicast import NO_MULTICAST
 
-__all__ = ["KEPT_ENV", "SPAWNER", "available", "job_uid", "kept_env", "refusal", "spawn"]
+__all__ = ["KEPT_ENV", "SPAWNER", "job_uid", "kept_env", "spawn"]
 
 KEPT_ENV = (
     "PATH",
@@ -152,50 +139,6 @@ def job_uid() -> int | None:
         return None
     first, count = JOB_UIDS
     return first + secrets.randbelow(count)
-
-
-@functools.lru_cache(maxsize=1)
-def available() -> Guards:
-    """Which guards work on this machine (tried for real, once per process)."""
-    bwrap = shutil.which("bwrap") or ""
-    problem = ""
-    if not bwrap:
-        problem = f"bubblewrap is not installed ({INSTALL})"
-    else:
-        problem = seccomp_problem() or prove(Policy(), spawn)  # the probe starts through `spawn`
-        if problem:
-            bwrap = ""
-    cgroup, cgroup_problem = cgroup_home()
-    return Guards(
-        bubblewrap=bwrap,
-        bubblewrap_problem=problem,
-        cgroup=cgroup,
-        cgroup_problem=cgroup_problem,
-        drops_uid=os.geteuid() == 0,
-        seccomp=not seccomp_problem(),
-        cpu_cgroup=cpu_weighted(cgroup),
-        autogroup=autogroup_problem(),
-        waits=waits_known(),
-    )
-
-
-INSTALL = "Debian, Ubuntu: apt install bubblewrap; Fedora, RHEL: dnf install bubblewrap"
-
-
-def refusal(guards: Guards, doing: str = "grade") -> str:
-    """Why a run that would `doing` (grade, serve) without a sandbox is refused, and what to do
-    about it: where bubblewrap is installed, what it could not do here and how to fix that
-    (never --unsafe); where it is not, install it, or --unsafe."""
-    why = (
-        f"refusing to {doing}: no guard can hide the course and the other learners' files "
-        "from learner code"
-    )
-    if shutil.which("bwrap") is None:
-        return (
-            f"{why}: bubblewrap is not installed. Install it ({INSTALL}), or pass --unsafe "
-            f"to {doing} without it."
-        )
-    return f"{why}: {guards.bubblewrap_problem or 'bubblewrap was not used'}"
 
 
 def spawn(

@@ -96,8 +96,8 @@ VERSION_FIX = (
 def prove(policy: Policy, spawn: Callable[..., Sandboxed]) -> str:
     """ "" when a sandbox holds here; else what bubblewrap could not do, and how to fix it.
 
-    `spawn` is `gpulab.grading.sandbox.spawn`, given by the caller: the sandbox module calls
-    this one, so this one does not import it back."""
+    `spawn` is `gpulab.grading.sandbox.spawn`, given by the caller
+    (`gpulab.grading.sandbox.guards.available`): the probe starts exactly as a job does."""
     with tempfile.TemporaryDirectory(prefix="gpulab-probe-") as base:
         private, shown = Path(base, "private"), Path(base, "shown")
         private.mkdir()
