@@ -40,12 +40,13 @@ lint: $(VENV)/.test
 	$(VENV)/bin/gpulab dev check
 
 # Every test, in two passes: first those that may share the machine, on every core; then, one
-# at a time, those that need it to themselves (slow: whole installs, browsers, timed grading
-# runs; gpu: timed kernels). Both passes run; make fails if either failed.
+# at a time, those that need it to themselves (alone: installs, browsers, terminals against a
+# clock, grading runs against time limits; gpu: timed kernels). Both passes run; make fails if
+# either failed.
 pytest: $(VENV)/.test
 	@status=0; \
-	$(PY) -m pytest -m "not slow and not gpu" -n auto --durations=10 || status=1; \
-	$(PY) -m pytest -m "slow or gpu" --durations=20 || status=1; \
+	$(PY) -m pytest -m "not alone and not gpu" -n auto --durations=15 || status=1; \
+	$(PY) -m pytest -m "alone or gpu" --durations=20 || status=1; \
 	exit $$status
 
 # CI runs `make test`, every test; this lane leaves out the slow ones (the learner's chair, the

@@ -1,9 +1,10 @@
 """Shared fixtures: every test gets its own state folder, never the user's.
 
-`SLOW` names the tests `make test-fast` leaves out (``-m "not slow and not gpu"``):
-each is marked ``slow`` as it is collected. `make test` runs them all: the others first, on
-every core, then the slow and gpu ones one at a time, because they time things or need the
-whole machine (installs, browsers, grading runs with time limits).
+`SLOW` names the tests `make test-fast` leaves out (``-m "not slow and not gpu"``);
+`ALONE`, those of them that need the machine to themselves: they install, drive a browser
+or a terminal against a clock, or grade against time limits and CPU shares. Each is marked
+as it is collected. `make test` runs them all: every other test first, on every core, then
+the ``alone`` and ``gpu`` ones one at a time.
 
 The autouse fixture gives each test a state folder of its own and takes away
 what the user's shell may have set for gpulab (the workspace, the course, the
@@ -46,13 +47,36 @@ SLOW = (
 """Tests marked ``slow``, as paths under tests/: a folder (ending in ``/``), a file, or
 one test (``file::name``)."""
 
+ALONE = (
+    "learner/",
+    "test_e2e_tmux.py",
+    "grading/test_cluster.py",
+    "grading/test_grade.py",
+    "grading/test_grader_killed.py",
+    "grading/test_run_attacks.py",
+    "grading/test_sandbox_attacks.py",
+    "grading/test_attacks_",
+    "grading/test_jupyterlab_browser.py",
+    "book/test_book_browser.py",
+    "book/test_book_layout.py",
+)
+"""The slow tests marked ``alone`` too, in `SLOW`'s notation. The rest of `SLOW` (the wrong
+answers' corpora and the solutions, graded within generous limits, and the book built)
+shares the machine well."""
+
+
+def _listed(where: str, test: str, paths: tuple[str, ...]) -> bool:
+    return any(where.startswith(path) or test == path for path in paths)
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         where = item.path.relative_to(TESTS).as_posix()
         test = f"{where}::{item.name.split('[')[0]}"
-        if any(where.startswith(slow) or test == slow for slow in SLOW):
+        if _listed(where, test, SLOW):
             item.add_marker(pytest.mark.slow)
+        if _listed(where, test, ALONE):
+            item.add_marker(pytest.mark.alone)
 
 
 USER_SETTINGS = (

@@ -155,9 +155,17 @@ def _internal(value: str) -> bool:
     return not OUTSIDE.match(value)
 
 
+def _ids(target: Path, by_path: dict[Path, Page]) -> set[str]:
+    """The ids of a page of the book, each page read once (a page is linked to many times)."""
+    if target not in by_path:
+        by_path[target] = read_page(target)
+    return by_path[target].ids
+
+
 def test_no_internal_link_is_broken(book: Built) -> None:
     broken: list[str] = []
     checked = 0
+    by_path = {page.path.resolve(): page for page in book.pages.values()}
     for name, page in book.pages.items():
         for tag, attribute, value in page.links:
             if not _internal(value):
@@ -174,7 +182,7 @@ def test_no_internal_link_is_broken(book: Built) -> None:
                 broken.append(f"{name}: <{tag} {attribute}={value!r}>: no such file")
                 continue
             if parts.fragment and target.suffix == ".html":
-                ids = read_page(target).ids if target != page.path else page.ids
+                ids = _ids(target, by_path)
                 # a browser looks for the fragment as written, then percent-decoded
                 if not {parts.fragment, unquote(parts.fragment)} & ids:
                     broken.append(
