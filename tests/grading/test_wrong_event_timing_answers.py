@@ -30,6 +30,7 @@ from gpulab.grading.checks.gpu import gpu_missing
 from gpulab.grading.checks.notebook import read_notebook
 from gpulab.grading.checks.reference import event_timing
 from gpulab.grading.checks.runner import CheckReport, run_checks
+from helpers.wrong_answers import solution_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "event-timing"
@@ -93,22 +94,6 @@ def checks() -> ModuleType:
     return module
 
 
-def solution_lines() -> set[str]:
-    """The reference answers' longer lines: no failure message may quote one."""
-    lines: set[str] = set()
-    for cell in read_notebook(solution_path(EXERCISE)).cells:
-        if cell.get("metadata", {}).get("gpulab", {}).get("role") != "answer":
-            continue
-        inside = False
-        for line in cell.source.splitlines():
-            marker = line.strip()
-            if marker in ("### BEGIN SOLUTION", "### END SOLUTION"):
-                inside = marker.startswith("### BEGIN")
-            elif inside and len(marker.split("#")[0].strip()) >= 30:
-                lines.add(marker.split("#")[0].strip())
-    return lines
-
-
 def graded(notebook: Path) -> CheckReport:
     report = run_checks(EXERCISE, notebook, hidden=True)
     assert report.status in ("passed", "failed", "skipped"), (report.status, report.message)
@@ -133,7 +118,7 @@ def fails_and_says_why(name: str) -> None:
     own = "\n".join(cell.source for cell in read_notebook(notebook).cells)
     quoted = [
         line
-        for line in solution_lines()
+        for line in solution_lines(EXERCISE)
         if line not in own and any(line in r.message for r in report.results)
     ]
     assert not quoted, f"failure messages quote the solution: {quoted}"

@@ -31,6 +31,7 @@ from gpulab.grading.checks.cells import answer_cells, setup_cells
 from gpulab.grading.checks.notebook import read_notebook
 from gpulab.grading.checks.reference import online_softmax as reference
 from gpulab.grading.checks.runner import CheckReport, run_checks
+from helpers.wrong_answers import solution_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "online-softmax"
@@ -116,22 +117,6 @@ def checks() -> ModuleType:
     return module
 
 
-def solution_lines() -> set[str]:
-    """The reference answers' longer lines: no failure message may quote one."""
-    lines: set[str] = set()
-    for cell in read_notebook(solution_path(EXERCISE)).cells:
-        if cell.get("metadata", {}).get("gpulab", {}).get("role") != "answer":
-            continue
-        inside = False
-        for line in cell.source.splitlines():
-            marker = line.strip()
-            if marker in ("### BEGIN SOLUTION", "### END SOLUTION"):
-                inside = marker.startswith("### BEGIN")
-            elif inside and len(marker.split("#")[0].strip()) >= 30:
-                lines.add(marker.split("#")[0].strip())
-    return lines
-
-
 def graded(notebook: Path) -> CheckReport:
     report = run_checks(EXERCISE, notebook, hidden=True)
     assert report.status in ("passed", "failed"), (report.status, report.message)
@@ -180,7 +165,7 @@ def test_a_wrong_answer_fails_and_says_why(name: str) -> None:
     own = "\n".join(cell.source for cell in read_notebook(FIXTURES / f"{name}.ipynb").cells)
     quoted = [
         line
-        for line in solution_lines()
+        for line in solution_lines(EXERCISE)
         if line not in own and any(line in r.message for r in report.results)
     ]
     assert not quoted, f"failure messages quote the solution: {quoted}"
