@@ -206,7 +206,10 @@ WRONG = [
             "test_lesson_examples": "your count for registers is too generous",
             "test_every_register_count": "your count for registers",
         },
-        may_fail="test_random_limits",
+        # Shared-memory steps draw blocks of up to 32 registers a thread: where a
+        # warp takes 768 of them, pooling the partitions' leftovers counts one warp
+        # too many, in about one run in seventeen.
+        may_fail="test_random_limits test_shared_memory_steps",
     ),
     _w(
         "occupancy",
