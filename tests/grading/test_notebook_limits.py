@@ -311,3 +311,34 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_reading_a_notebook_compiles_no_grammar(tmp_path: Path) -> None:
+    """nbformat's validator comes without rfc3987_syntax's 40 Lark grammars (seconds of
+    import in every process that reads a notebook), and still refuses what is no notebook;
+    the module reads as installed again afterwards."""
+    import subprocess
+    import sys
+
+    good = write(tmp_path, dumps(notebook()))
+    bad_data = notebook()
+    bad_data["cells"][0]["cell_type"] = "poem"
+    bad = write(tmp_path, dumps(bad_data), "bad.ipynb")
+    script = (
+        "import importlib.util, sys\n"
+        "from gpulab.grading.checks.notebook import NotebookError, SLOW_FORMATS, read_notebook\n"
+        f"read_notebook(__import__('pathlib').Path({str(good)!r}))\n"
+        f"try:\n    read_notebook(__import__('pathlib').Path({str(bad)!r}))\n"
+        "except NotebookError:\n    print('refused')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('lark', SLOW_FORMATS)))\n"
+        "print(SLOW_FORMATS not in sys.modules)\n"
+        "print(importlib.util.find_spec(SLOW_FORMATS) is not None)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    refused, loaded, unmarked, installed = done.stdout.split("\n")[:4]
+    assert refused == "refused", done.stdout + done.stderr
+    assert loaded == "[]", f"reading a notebook imported {loaded}"
+    assert unmarked == "True", "the mark that keeps the module out stayed behind"
+    assert installed == "True", "this environment lacks the package: the test shows nothing"

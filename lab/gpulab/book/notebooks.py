@@ -24,6 +24,7 @@ from typing import Any
 from gpulab.book.markdown import wrap_tables
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.course.problems import CourseError, Problem
+from gpulab.grading.checks.notebook import load_nbformat
 
 __all__ = ["NotebookRenderer"]
 
@@ -63,9 +64,7 @@ class NotebookRenderer:
                 f"exercises/{entry.lesson}/{notebook.name} does not exist",
                 "run `gpulab dev build` to generate it from its solution",
             )
-        import nbformat
-
-        reader: Any = nbformat  # it has no type hints
+        reader = load_nbformat()
         solution = _solution(entry)
         try:
             if solution is not None:

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,9 @@ __all__ = [
     "MAX_KEPT_VALUES",
     "MAX_TAGS",
     "MAX_VALUES",
+    "SLOW_FORMATS",
     "NotebookError",
+    "load_nbformat",
     "notebook_text",
     "read_cells",
     "read_notebook",
@@ -44,20 +47,40 @@ MAX_VALUES = 2_000_000  # JSON values in the file (each costs json.loads about 8
 MAX_KEPT_VALUES = 50_000  # JSON values besides outputs; course notebooks have under 1100
 MAX_DIGITS = 100  # digits of an integer
 MAX_TAGS = 100  # tags of a cell
+SLOW_FORMATS = "rfc3987_syntax"
+"""The format checker that `load_nbformat` keeps from loading (see there)."""
 
 
 class NotebookError(GpulabError):
     """A notebook that cannot be used, said in words: which file, what is wrong."""
 
 
-def _nbformat() -> Any:
-    """nbformat, imported on first use (it has no type hints)."""
-    return importlib.import_module("nbformat")
+def load_nbformat() -> Any:
+    """nbformat, imported on first use (it has no type hints), without a slow extra.
+
+    nbformat imports jsonschema, and jsonschema imports at once every format
+    checker it finds installed. One of them, rfc3987_syntax (which Jupyter's
+    ``jsonschema[format-nongpl]`` brings), compiles some 40 Lark grammars as it
+    is imported: 1.5 to 2.5 s on the project's machines, in every process that
+    reads a notebook (python-jsonschema/jsonschema#1428), for the ``iri``
+    formats that no notebook schema uses. While jsonschema is first imported
+    here, that one module reads as absent, so jsonschema leaves those two
+    formats unchecked, as it does wherever the package is not installed; the
+    mark is lifted afterwards, and a process that imported jsonschema earlier
+    is left as it is.
+    """
+    if any(name in sys.modules for name in ("nbformat", "jsonschema", SLOW_FORMATS)):
+        return importlib.import_module("nbformat")  # nothing left to save
+    sys.modules[SLOW_FORMATS] = None  # type: ignore[assignment]  # import raises ImportError
+    try:
+        return importlib.import_module("nbformat")
+    finally:
+        del sys.modules[SLOW_FORMATS]
 
 
 def notebook_text(notebook: Any) -> str:
     """A notebook as the text `write_notebook` writes."""
-    return str(_nbformat().writes(notebook)) + "\n"
+    return str(load_nbformat().writes(notebook)) + "\n"
 
 
 def read_notebook(path: Path) -> Any:
@@ -68,7 +91,7 @@ def read_notebook(path: Path) -> Any:
     notebook spends the grader's time.
     """
     data = _load(path)
-    nbformat = _nbformat()
+    nbformat = load_nbformat()
     try:
         notebook = nbformat.v4.to_notebook_json(data)
         nbformat.validate(notebook)
@@ -87,9 +110,10 @@ def write_notebook(notebook: Any, path: Path) -> None:
 def read_cells(path: Path) -> dict[str, Any]:
     """A notebook that `read_notebook` has validated already, read again as plain JSON.
 
-    The checks process uses this: importing nbformat (for its validator) costs
-    over a second per process, and the runner validated both notebooks before
-    it started the checks. It reads under the same limits as `read_notebook`.
+    The checks process uses this: nbformat's import costs a few tenths of a
+    second per process even without its slowest extra (`load_nbformat`), and
+    the runner validated both notebooks before it started the checks. It reads
+    under the same limits as `read_notebook`.
     """
     return _load(path)
 

@@ -29,7 +29,6 @@ line on stderr and the launcher exits with status 125 before bubblewrap runs.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import json
 import os
 import resource
@@ -119,7 +118,9 @@ _LIBC: Any = None
 def _libc() -> Any:
     global _LIBC
     if _LIBC is None:
-        _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        # the process's own symbols, libc's among them: find_library would run
+        # `ldconfig -p` in a child process, in every job's checks and worker
+        _LIBC = ctypes.CDLL(None, use_errno=True)
     return _LIBC
 
 
