@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from gpulab.cli import main
-from gpulab.exit_codes import ExitCode
+from gpulab.errors import ExitCode
 
 ROOT = Path(__file__).resolve().parents[1]
 GPULAB = ROOT / "lab" / "gpulab"

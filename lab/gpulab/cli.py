@@ -1,6 +1,6 @@
 """The `gpulab` command: argument parsing only; each subcommand calls one function.
 
-Exit status: a `gpulab.exit_codes.ExitCode`: 0 on success, 2 for bad input
+Exit status: a `gpulab.errors.ExitCode`: 0 on success, 2 for bad input
 (broken course content, an unknown lesson), 1 for anything else that went
 wrong, 130 after ctrl-c. A `GpulabError` is printed as its message, never as a
 traceback. Nothing below the command line reads `sys.argv` or writes
@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 
 from gpulab import __version__
 from gpulab.environment import BOOK_DIR, COURSE_DIR
-from gpulab.errors import GpulabError
-from gpulab.exit_codes import ExitCode
+from gpulab.errors import ExitCode, GpulabError
 from gpulab.pipes import drop_stdout
 
 if TYPE_CHECKING:

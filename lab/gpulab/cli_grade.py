@@ -9,8 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from gpulab.errors import GpulabError
-from gpulab.exit_codes import ExitCode
+from gpulab.errors import ExitCode, GpulabError
 
 __all__ = ["add_commands"]
 

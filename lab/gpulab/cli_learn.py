@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpulab.exit_codes import ExitCode
+from gpulab.errors import ExitCode
 
 if TYPE_CHECKING:
     from gpulab.course.catalog import Course

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gpulab.exit_codes import ExitCode
+from gpulab.errors import ExitCode
 
 if TYPE_CHECKING:
     from gpulab.probes import ProbeResult

@@ -1,4 +1,4 @@
-"""The exception hierarchy of gpulab.
+"""How gpulab fails: the exception hierarchy, and the exit status of every command.
 
 Every error a user can meet derives from one root, so the CLI and the app can
 catch it in one place and show its message instead of a traceback. Each
@@ -31,15 +31,36 @@ subclass lives beside the code that raises it; this tree lists them all, and
     │                          a bundle a worker cannot use (gpulab.grading.classrun.cluster.bundle)
     └── WorkerError            a cluster worker cannot serve
 
-`gpulab` exits with status 2 when a command could not do what it was asked (any
-of these: the input, a file, or this machine stood in the way) and 1 when it
-ran and found a failure (a check failed, a probe failed, a machine is not
-ready): the first is the tool's "could not", the second the answer "no".
+Every `gpulab` command ends with an `ExitCode`, here beside the errors it
+reports: 2 (`BAD_INPUT`) when a command could not do what it was asked (any of
+these: the input, a file, or this machine stood in the way) and 1 (`FAILED`)
+when it ran and found a failure (a check failed, a probe failed, a machine is
+not ready): the first is the tool's "could not", the second the answer "no".
+The command line (`gpulab.cli` and its `cli_*` modules) returns one from each
+subcommand; nothing below it exits the process. argparse's own usage errors
+exit with 2 as well, so `BAD_INPUT` means the same whoever says it.
 """
 
 from __future__ import annotations
 
-__all__ = ["GpulabError"]
+from enum import IntEnum
+
+__all__ = ["ExitCode", "GpulabError"]
+
+
+class ExitCode(IntEnum):
+    """What a `gpulab` command's exit status says."""
+
+    OK = 0
+    """It did what was asked (a check passed or was skipped, a probe ran, a class was graded)."""
+    FAILED = 1
+    """It ran, and what it judged failed: a check, a probe that could not run here, a doctor
+    item, a lesson's claims measured against this machine."""
+    BAD_INPUT = 2
+    """What it was given is wrong: an unknown name, broken course content, a bad option
+    (with the problem as file:line where there is a file)."""
+    INTERRUPTED = 130
+    """The user pressed ctrl-c (128 + SIGINT, as a shell reports it)."""
 
 
 class GpulabError(Exception):

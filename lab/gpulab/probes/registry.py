@@ -21,8 +21,7 @@ from typing import Literal
 
 from msgspec.structs import replace
 
-from gpulab.errors import GpulabError
-from gpulab.exit_codes import ExitCode
+from gpulab.errors import ExitCode, GpulabError
 from gpulab.probes.model import ProbeResult
 
 __all__ = [

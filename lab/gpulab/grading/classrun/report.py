@@ -13,7 +13,7 @@ import statistics
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from gpulab.exit_codes import ExitCode
+from gpulab.errors import ExitCode
 from gpulab.grading.gradebook.verdict import KINDS, UNGRADED
 from gpulab.grading.sandbox.policy import unguaranteed
 
