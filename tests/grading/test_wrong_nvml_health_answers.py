@@ -32,6 +32,7 @@ from gpulab.grading.checks.runner import CheckReport, run_checks
 from gpulab.probes.nvml import Replay, ReplayMismatch
 from gpulab.probes.nvml import inventory as inventory_probe
 from gpulab.probes.nvml import sample as sample_probe
+from helpers.wrong_answers import solution_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "nvml-health"
@@ -100,22 +101,6 @@ def graded(notebook: Path) -> CheckReport:
     return report
 
 
-def solution_lines() -> set[str]:
-    """The reference answers' longer lines: no failure message may quote one."""
-    lines: set[str] = set()
-    for cell in read_notebook(solution_path(entry())).cells:
-        if cell.get("metadata", {}).get("gpulab", {}).get("role") != "answer":
-            continue
-        inside = False
-        for line in cell.source.splitlines():
-            marker = line.strip()
-            if marker in ("### BEGIN SOLUTION", "### END SOLUTION"):
-                inside = marker.startswith("### BEGIN")
-            elif inside and len(marker.split("#")[0].strip()) >= 30:
-                lines.add(marker.split("#")[0].strip())
-    return lines
-
-
 # ---- the wrong answers -----------------------------------------------------------------------
 
 
@@ -139,7 +124,7 @@ def test_a_wrong_answer_fails_and_says_why(name: str) -> None:
     own = "\n".join(cell.source for cell in read_notebook(notebook).cells)  # its traceback
     quoted = [
         line
-        for line in solution_lines()
+        for line in solution_lines(entry())
         if line not in own and any(line in r.message for r in report.results)
     ]
     assert not quoted, f"failure messages quote the solution: {quoted}"

@@ -24,13 +24,13 @@ from pathlib import Path
 import pytest
 
 from gpulab.course import load_course
-from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
 from gpulab.grading.checks.gpu import gpu_missing
 from gpulab.grading.checks.machines import load_machine, materialize
 from gpulab.grading.checks.notebook import read_notebook
 from gpulab.grading.checks.reference import pinned_transfer as ref
 from gpulab.grading.checks.runner import CheckReport, run_checks
+from helpers.wrong_answers import solution_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "pinned-transfer"
@@ -70,22 +70,6 @@ MUST_FAIL_GPU: dict[str, dict[str, tuple[str, ...]]] = {
         "test_pinned_copies_agree": ("host timer", "asynchronous", "CUDA events"),
     },
 }
-
-
-def solution_lines(entry: ExerciseEntry) -> set[str]:
-    """The reference answers' longer lines: no failure message may quote one."""
-    lines: set[str] = set()
-    for cell in read_notebook(solution_path(entry)).cells:
-        if cell.get("metadata", {}).get("gpulab", {}).get("role") != "answer":
-            continue
-        inside = False
-        for line in cell.source.splitlines():
-            marker = line.strip()
-            if marker in ("### BEGIN SOLUTION", "### END SOLUTION"):
-                inside = marker.startswith("### BEGIN")
-            elif inside and len(marker.split("#")[0].strip()) >= 30:
-                lines.add(marker.split("#")[0].strip())
-    return lines
 
 
 def graded(notebook: Path) -> CheckReport:

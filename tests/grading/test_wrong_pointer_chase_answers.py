@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 
 from gpulab.course import load_course
-from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
 from gpulab.grading.checks.gpu import gpu_missing
 from gpulab.grading.checks.notebook import read_notebook
@@ -38,6 +37,7 @@ from gpulab.grading.checks.reference.pointer_chase import (
     synthetic_curve,
 )
 from gpulab.grading.checks.runner import CheckReport, run_checks
+from helpers.wrong_answers import solution_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "pointer-chase"
@@ -95,22 +95,6 @@ def v() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def solution_lines(entry: ExerciseEntry) -> set[str]:
-    """The reference answers' longer lines: no failure message may quote one."""
-    lines: set[str] = set()
-    for cell in read_notebook(solution_path(entry)).cells:
-        if cell.get("metadata", {}).get("gpulab", {}).get("role") != "answer":
-            continue
-        inside = False
-        for line in cell.source.splitlines():
-            marker = line.strip()
-            if marker in ("### BEGIN SOLUTION", "### END SOLUTION"):
-                inside = marker.startswith("### BEGIN")
-            elif inside and len(marker.split("#")[0].strip()) >= 30:
-                lines.add(marker.split("#")[0].strip())
-    return lines
 
 
 def graded(notebook: Path) -> CheckReport:

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from gpulab.course import load_course
-from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
 from gpulab.grading.checks.machines import (
     FOLDER,
@@ -32,6 +31,7 @@ from gpulab.grading.checks.machines import (
 )
 from gpulab.grading.checks.notebook import read_notebook
 from gpulab.grading.checks.runner import CheckReport, run_checks
+from helpers.wrong_answers import solution_lines
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "wrong_answers"
 EXERCISES = {e.name: e for e in load_course().exercises()}
@@ -111,22 +111,6 @@ MUST_FAIL: dict[str, dict[str, dict[str, str]]] = {
     },
 }
 CASES = [(exercise, name) for exercise, answers in MUST_FAIL.items() for name in answers]
-
-
-def solution_lines(entry: ExerciseEntry) -> set[str]:
-    """The reference answers' longer lines: no failure message may quote one."""
-    lines: set[str] = set()
-    for cell in read_notebook(solution_path(entry)).cells:
-        if cell.get("metadata", {}).get("gpulab", {}).get("role") != "answer":
-            continue
-        inside = False
-        for line in cell.source.splitlines():
-            marker = line.strip()
-            if marker in ("### BEGIN SOLUTION", "### END SOLUTION"):
-                inside = marker.startswith("### BEGIN")
-            elif inside and len(marker.split("#")[0].strip()) >= 30:
-                lines.add(marker.split("#")[0].strip())
-    return lines
 
 
 def graded(exercise: str, notebook: Path) -> CheckReport:

@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 
 from gpulab.course import load_course
-from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
 from gpulab.grading.checks.machines import FOLDER, nvml_expected, nvml_recording, pynvml_from
 from gpulab.grading.checks.notebook import read_notebook
@@ -31,6 +30,7 @@ from gpulab.grading.checks.reference.gpu_topology import own_topology
 from gpulab.grading.checks.runner import CheckReport, run_checks
 from gpulab.probes.nvml import Replay, ReplayMismatch
 from gpulab.probes.topology import TopoMatrix, gpu_topology
+from helpers.wrong_answers import solution_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "gpu-topology"
@@ -98,22 +98,6 @@ MUST_FAIL: dict[str, dict[str, tuple[str, ...]]] = {
         "test_read_topology_on_recorded_machines": ("gpulab's own code is not part of your",)
     },
 }
-
-
-def solution_lines(entry: ExerciseEntry) -> set[str]:
-    """The reference answers' longer lines: no failure message may quote one."""
-    lines: set[str] = set()
-    for cell in read_notebook(solution_path(entry)).cells:
-        if cell.get("metadata", {}).get("gpulab", {}).get("role") != "answer":
-            continue
-        inside = False
-        for line in cell.source.splitlines():
-            marker = line.strip()
-            if marker in ("### BEGIN SOLUTION", "### END SOLUTION"):
-                inside = marker.startswith("### BEGIN")
-            elif inside and len(marker.split("#")[0].strip()) >= 30:
-                lines.add(marker.split("#")[0].strip())
-    return lines
 
 
 def graded(notebook: Path) -> CheckReport:
