@@ -704,10 +704,11 @@ FAMILY_RULE = {
            "multiply-add, not an fma, and a word in a comment is no instruction",
     "ld.global": "count instructions whose opcode starts with 'ld.global.' (ld.global.f32, "
                  "ld.global.nc.f32, ld.global.v4.f32), a guarded one too; ld.param, ld.shared, "
-                 "ld.local and atom.global are other instructions",
+                 "ld.local and atom.global are other instructions, and a word in a comment is "
+                 "no instruction",
     "st.global": "count instructions whose opcode starts with 'st.global.' (st.global.f32, "
                  "st.global.v4.f32), a guarded one too; st.shared and st.local are not global "
-                 "stores",
+                 "stores, and a word in a comment is no instruction",
 }
 SUMMARY_RULE = {
     "version": "the PTX ISA version, the word after .version, as text ('9.0')",
