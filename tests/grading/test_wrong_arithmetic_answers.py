@@ -33,6 +33,7 @@ from gpulab.grading.checks.notebook import read_notebook, write_notebook
 from gpulab.grading.checks.runner import CheckReport, run_checks
 from gpulab.grading.classrun.feedback import write_feedback
 from gpulab.grading.gradebook.verdict import ExerciseGrade, LearnerGrades, verdict
+from helpers.wrong_answers import corpus_env
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers"
@@ -69,7 +70,7 @@ def reference() -> ModuleType:
 
 def grade(exercise: str, notebook: Path) -> CheckReport:
     entry = next(e for e in load_course().exercises() if e.name == exercise)
-    return run_checks(entry, notebook, hidden=True)
+    return run_checks(entry, notebook, hidden=True, env=corpus_env())
 
 
 Reference = Callable[[ModuleType], Any]  # a right value, from the reference module

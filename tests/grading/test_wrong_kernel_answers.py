@@ -36,6 +36,7 @@ from gpulab.grading.checks.tasks import copy_floats, reduce_sum, sgemm, transpos
 from gpulab.grading.checks.tasks.common import TaskError
 from gpulab.grading.checks.tasks.rules import Rules, check_rules, violations
 from gpulab.grading.checks.tasks.sanitize import NOT_AVAILABLE, parse, verdict
+from helpers.wrong_answers import corpus_env
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers"
@@ -476,7 +477,7 @@ def test_without_a_gpu_the_sanitizer_check_is_a_skip_with_the_reason() -> None:
 
 # -- on the GPU: every fixture graded by the real runner -----------------------------------
 def _graded(wrong: Wrong) -> CheckReport:
-    return run_checks(entry(wrong.exercise), notebook(wrong), hidden=True)
+    return run_checks(entry(wrong.exercise), notebook(wrong), hidden=True, env=corpus_env())
 
 
 @pytest.mark.gpu

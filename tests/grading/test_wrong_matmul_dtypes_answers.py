@@ -40,6 +40,7 @@ from gpulab.grading.checks.reference.matmul_dtypes import bf16_bits, padded, sid
 from gpulab.grading.checks.runner import CheckReport, run_checks
 from gpulab.grading.checks.tasks import hgemm, sgemm
 from gpulab.grading.checks.tasks.rules import violations
+from helpers.wrong_answers import corpus_env
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "matmul-dtypes"
@@ -140,7 +141,7 @@ def learner_call(path: Path, function: str, *args: Any) -> Any:
 
 
 def graded(path: Path) -> CheckReport:
-    report = run_checks(EXERCISE, path, hidden=True)
+    report = run_checks(EXERCISE, path, hidden=True, env=corpus_env())
     assert report.status in ("passed", "failed", "skipped"), (report.status, report.message)
     return report
 

@@ -32,7 +32,7 @@ from gpulab.grading.checks.runner import CheckReport, run_checks
 from gpulab.probes.nvml import Replay, ReplayMismatch
 from gpulab.probes.nvml import inventory as inventory_probe
 from gpulab.probes.nvml import sample as sample_probe
-from helpers.wrong_answers import solution_lines
+from helpers.wrong_answers import corpus_env, solution_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "nvml-health"
@@ -96,7 +96,7 @@ def entry() -> ExerciseEntry:
 
 
 def graded(notebook: Path) -> CheckReport:
-    report = run_checks(entry(), notebook, hidden=True)
+    report = run_checks(entry(), notebook, hidden=True, env=corpus_env())
     assert report.status in ("passed", "failed", "skipped"), (report.status, report.message)
     return report
 

@@ -31,7 +31,7 @@ from gpulab.grading.checks.machines import (
 )
 from gpulab.grading.checks.notebook import read_notebook
 from gpulab.grading.checks.runner import CheckReport, run_checks
-from helpers.wrong_answers import solution_lines
+from helpers.wrong_answers import corpus_env, solution_lines
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "wrong_answers"
 EXERCISES = {e.name: e for e in load_course().exercises()}
@@ -114,7 +114,7 @@ CASES = [(exercise, name) for exercise, answers in MUST_FAIL.items() for name in
 
 
 def graded(exercise: str, notebook: Path) -> CheckReport:
-    report = run_checks(EXERCISES[exercise], notebook, hidden=True)
+    report = run_checks(EXERCISES[exercise], notebook, hidden=True, env=corpus_env())
     assert report.status in ("passed", "failed"), (report.status, report.message)
     return report
 

@@ -30,7 +30,7 @@ from gpulab.grading.checks.reference.gpu_topology import own_topology
 from gpulab.grading.checks.runner import CheckReport, run_checks
 from gpulab.probes.nvml import Replay, ReplayMismatch
 from gpulab.probes.topology import TopoMatrix, gpu_topology
-from helpers.wrong_answers import solution_lines
+from helpers.wrong_answers import corpus_env, solution_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "gpu-topology"
@@ -101,7 +101,7 @@ MUST_FAIL: dict[str, dict[str, tuple[str, ...]]] = {
 
 
 def graded(notebook: Path) -> CheckReport:
-    report = run_checks(EXERCISE, notebook, hidden=True)
+    report = run_checks(EXERCISE, notebook, hidden=True, env=corpus_env())
     assert report.status in ("passed", "failed", "skipped"), (report.status, report.message)
     return report
 

@@ -32,6 +32,7 @@ from gpulab.grading.checks.reference import warp_divergence as ref
 from gpulab.grading.checks.runner import CheckReport, run_checks
 from gpulab.grading.checks.tasks import two_paths
 from gpulab.grading.checks.tasks.rules import violations
+from helpers.wrong_answers import corpus_env
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "warp-divergence"
@@ -106,7 +107,7 @@ def notebook(wrong: Wrong) -> Path:
 
 
 def graded(path: Path) -> CheckReport:
-    return run_checks(EXERCISE, path, hidden=True)
+    return run_checks(EXERCISE, path, hidden=True, env=corpus_env())
 
 
 def kernel_source(path: Path) -> str:
