@@ -30,10 +30,10 @@ from gpulab.course.catalog import load_course
 from gpulab.grading.checks import draws
 from gpulab.grading.checks.learner import LearnerError
 from gpulab.grading.checks.notebook import read_notebook, write_notebook
-from gpulab.grading.checks.runner import CheckReport, run_checks
+from gpulab.grading.checks.runner import CheckReport
 from gpulab.grading.classrun.feedback import write_feedback
 from gpulab.grading.gradebook.verdict import ExerciseGrade, LearnerGrades, verdict
-from helpers.wrong_answers import corpus_env
+from helpers.wrong_answers import run_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers"
@@ -70,7 +70,7 @@ def reference() -> ModuleType:
 
 def grade(exercise: str, notebook: Path) -> CheckReport:
     entry = next(e for e in load_course().exercises() if e.name == exercise)
-    return run_checks(entry, notebook, hidden=True, env=corpus_env())
+    return run_corpus(entry, notebook)
 
 
 Reference = Callable[[ModuleType], Any]  # a right value, from the reference module

@@ -20,8 +20,8 @@ from gpulab.course import load_course
 from gpulab.grading.build import solution_path
 from gpulab.grading.checks.notebook import read_notebook
 from gpulab.grading.checks.reference import fp8_scaling as reference
-from gpulab.grading.checks.runner import CheckReport, run_checks
-from helpers.wrong_answers import corpus_env, solution_lines
+from gpulab.grading.checks.runner import CheckReport
+from helpers.wrong_answers import run_corpus, solution_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "fp8-scaling"
@@ -85,7 +85,7 @@ MAY_FAIL = {
 
 
 def graded(notebook: Path) -> CheckReport:
-    report = run_checks(EXERCISE, notebook, hidden=True, env=corpus_env())
+    report = run_corpus(EXERCISE, notebook)
     assert report.status in ("passed", "failed"), (report.status, report.message)
     return report
 
@@ -125,7 +125,7 @@ def test_a_wrong_answer_fails_and_says_why(name: str) -> None:
 
 
 def test_the_solution_earns_every_point_that_needs_no_gpu() -> None:
-    report = run_checks(EXERCISE, solution_path(EXERCISE), hidden=True, env=corpus_env())
+    report = run_corpus(EXERCISE, solution_path(EXERCISE))
     assert report.status in ("passed", "skipped"), [
         (r.check, r.message) for r in report.results if r.outcome != "passed"
     ]

@@ -31,12 +31,12 @@ from gpulab.grading.checks.cells import answer_cells, setup_cells
 from gpulab.grading.checks.gpu import KernelAnswerError, gpu_missing, run_kernel, sanitize_kernel
 from gpulab.grading.checks.learner import Learner
 from gpulab.grading.checks.notebook import read_notebook
-from gpulab.grading.checks.runner import CheckReport, run_checks
+from gpulab.grading.checks.runner import CheckReport
 from gpulab.grading.checks.tasks import copy_floats, reduce_sum, sgemm, transpose, vector_add
 from gpulab.grading.checks.tasks.common import TaskError
 from gpulab.grading.checks.tasks.rules import Rules, check_rules, violations
 from gpulab.grading.checks.tasks.sanitize import NOT_AVAILABLE, parse, verdict
-from helpers.wrong_answers import corpus_env
+from helpers.wrong_answers import run_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers"
@@ -477,7 +477,7 @@ def test_without_a_gpu_the_sanitizer_check_is_a_skip_with_the_reason() -> None:
 
 # -- on the GPU: every fixture graded by the real runner -----------------------------------
 def _graded(wrong: Wrong) -> CheckReport:
-    return run_checks(entry(wrong.exercise), notebook(wrong), hidden=True, env=corpus_env())
+    return run_corpus(entry(wrong.exercise), notebook(wrong))
 
 
 @pytest.mark.gpu

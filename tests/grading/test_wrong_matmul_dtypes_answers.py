@@ -37,10 +37,10 @@ from gpulab.grading.checks.gpu import gpu_missing, new_seed, run_kernel
 from gpulab.grading.checks.learner import Learner
 from gpulab.grading.checks.notebook import read_notebook
 from gpulab.grading.checks.reference.matmul_dtypes import bf16_bits, padded, side_for, tflops
-from gpulab.grading.checks.runner import CheckReport, run_checks
+from gpulab.grading.checks.runner import CheckReport
 from gpulab.grading.checks.tasks import hgemm, sgemm
 from gpulab.grading.checks.tasks.rules import violations
-from helpers.wrong_answers import corpus_env
+from helpers.wrong_answers import run_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "matmul-dtypes"
@@ -141,7 +141,7 @@ def learner_call(path: Path, function: str, *args: Any) -> Any:
 
 
 def graded(path: Path) -> CheckReport:
-    report = run_checks(EXERCISE, path, hidden=True, env=corpus_env())
+    report = run_corpus(EXERCISE, path)
     assert report.status in ("passed", "failed", "skipped"), (report.status, report.message)
     return report
 

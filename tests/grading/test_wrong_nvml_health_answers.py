@@ -28,11 +28,11 @@ from gpulab.course.manifest import ExerciseEntry
 from gpulab.grading.build import solution_path
 from gpulab.grading.checks.machines import FOLDER, nvml_expected, nvml_recording
 from gpulab.grading.checks.notebook import read_notebook
-from gpulab.grading.checks.runner import CheckReport, run_checks
+from gpulab.grading.checks.runner import CheckReport
 from gpulab.probes.nvml import Replay, ReplayMismatch
 from gpulab.probes.nvml import inventory as inventory_probe
 from gpulab.probes.nvml import sample as sample_probe
-from helpers.wrong_answers import corpus_env, solution_lines
+from helpers.wrong_answers import run_corpus, solution_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "nvml-health"
@@ -96,7 +96,7 @@ def entry() -> ExerciseEntry:
 
 
 def graded(notebook: Path) -> CheckReport:
-    report = run_checks(entry(), notebook, hidden=True, env=corpus_env())
+    report = run_corpus(entry(), notebook)
     assert report.status in ("passed", "failed", "skipped"), (report.status, report.message)
     return report
 

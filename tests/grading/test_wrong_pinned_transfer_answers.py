@@ -29,8 +29,8 @@ from gpulab.grading.checks.gpu import gpu_missing
 from gpulab.grading.checks.machines import load_machine, materialize
 from gpulab.grading.checks.notebook import read_notebook
 from gpulab.grading.checks.reference import pinned_transfer as ref
-from gpulab.grading.checks.runner import CheckReport, run_checks
-from helpers.wrong_answers import corpus_env, solution_lines
+from gpulab.grading.checks.runner import CheckReport
+from helpers.wrong_answers import run_corpus, solution_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "pinned-transfer"
@@ -73,7 +73,7 @@ MUST_FAIL_GPU: dict[str, dict[str, tuple[str, ...]]] = {
 
 
 def graded(notebook: Path) -> CheckReport:
-    report = run_checks(EXERCISE, notebook, hidden=True, env=corpus_env())
+    report = run_corpus(EXERCISE, notebook)
     assert report.status in ("passed", "failed", "skipped"), (report.status, report.message)
     return report
 

@@ -36,8 +36,8 @@ from gpulab.grading.checks.reference.pointer_chase import (
     recorded_curve,
     synthetic_curve,
 )
-from gpulab.grading.checks.runner import CheckReport, run_checks
-from helpers.wrong_answers import corpus_env, solution_lines
+from gpulab.grading.checks.runner import CheckReport
+from helpers.wrong_answers import run_corpus, solution_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "pointer-chase"
@@ -98,7 +98,7 @@ def v() -> ModuleType:
 
 
 def graded(notebook: Path) -> CheckReport:
-    report = run_checks(EXERCISE, notebook, hidden=True, env=corpus_env())
+    report = run_corpus(EXERCISE, notebook)
     assert report.status in ("passed", "failed", "skipped"), (report.status, report.message)
     return report
 

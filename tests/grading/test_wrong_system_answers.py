@@ -30,8 +30,8 @@ from gpulab.grading.checks.machines import (
     nvml_names,
 )
 from gpulab.grading.checks.notebook import read_notebook
-from gpulab.grading.checks.runner import CheckReport, run_checks
-from helpers.wrong_answers import corpus_env, solution_lines
+from gpulab.grading.checks.runner import CheckReport
+from helpers.wrong_answers import run_corpus, solution_lines
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "wrong_answers"
 EXERCISES = {e.name: e for e in load_course().exercises()}
@@ -114,7 +114,7 @@ CASES = [(exercise, name) for exercise, answers in MUST_FAIL.items() for name in
 
 
 def graded(exercise: str, notebook: Path) -> CheckReport:
-    report = run_checks(EXERCISES[exercise], notebook, hidden=True, env=corpus_env())
+    report = run_corpus(EXERCISES[exercise], notebook)
     assert report.status in ("passed", "failed"), (report.status, report.message)
     return report
 

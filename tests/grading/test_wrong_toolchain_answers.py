@@ -33,8 +33,8 @@ from gpulab.grading.build import solution_path
 from gpulab.grading.checks.gpu import gpu_missing
 from gpulab.grading.checks.notebook import read_notebook
 from gpulab.grading.checks.reference import toolchain as trusted
-from gpulab.grading.checks.runner import CheckReport, run_checks
-from helpers.wrong_answers import corpus_env, solution_lines
+from gpulab.grading.checks.runner import CheckReport
+from helpers.wrong_answers import run_corpus, solution_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "toolchain"
@@ -106,7 +106,7 @@ def hidden(visible: ModuleType) -> ModuleType:
 
 
 def graded(notebook: Path) -> CheckReport:
-    report = run_checks(EXERCISE, notebook, hidden=True, env=corpus_env())
+    report = run_corpus(EXERCISE, notebook)
     assert report.status in ("passed", "failed", "skipped"), (report.status, report.message)
     return report
 

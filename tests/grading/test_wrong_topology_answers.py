@@ -27,10 +27,10 @@ from gpulab.grading.build import solution_path
 from gpulab.grading.checks.machines import FOLDER, nvml_expected, nvml_recording, pynvml_from
 from gpulab.grading.checks.notebook import read_notebook
 from gpulab.grading.checks.reference.gpu_topology import own_topology
-from gpulab.grading.checks.runner import CheckReport, run_checks
+from gpulab.grading.checks.runner import CheckReport
 from gpulab.probes.nvml import Replay, ReplayMismatch
 from gpulab.probes.topology import TopoMatrix, gpu_topology
-from helpers.wrong_answers import corpus_env, solution_lines
+from helpers.wrong_answers import run_corpus, solution_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "gpu-topology"
@@ -101,7 +101,7 @@ MUST_FAIL: dict[str, dict[str, tuple[str, ...]]] = {
 
 
 def graded(notebook: Path) -> CheckReport:
-    report = run_checks(EXERCISE, notebook, hidden=True, env=corpus_env())
+    report = run_corpus(EXERCISE, notebook)
     assert report.status in ("passed", "failed", "skipped"), (report.status, report.message)
     return report
 

@@ -29,10 +29,10 @@ from gpulab.grading.checks.gpu import gpu_missing
 from gpulab.grading.checks.learner import Learner
 from gpulab.grading.checks.notebook import read_notebook
 from gpulab.grading.checks.reference import warp_divergence as ref
-from gpulab.grading.checks.runner import CheckReport, run_checks
+from gpulab.grading.checks.runner import CheckReport
 from gpulab.grading.checks.tasks import two_paths
 from gpulab.grading.checks.tasks.rules import violations
-from helpers.wrong_answers import corpus_env
+from helpers.wrong_answers import run_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "wrong_answers" / "warp-divergence"
@@ -107,7 +107,7 @@ def notebook(wrong: Wrong) -> Path:
 
 
 def graded(path: Path) -> CheckReport:
-    return run_checks(EXERCISE, path, hidden=True, env=corpus_env())
+    return run_corpus(EXERCISE, path)
 
 
 def kernel_source(path: Path) -> str:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gpulab.course.manifest import ExerciseEntry
 from gpulab.environment import CHECK_SEED
 from gpulab.grading.build import solution_path
 from gpulab.grading.checks.notebook import read_notebook
+from gpulab.grading.checks.runner import CheckReport, run_checks
 
 
 def solution_lines(exercise: ExerciseEntry) -> set[str]:
@@ -39,3 +42,9 @@ def corpus_env() -> dict[str, str]:
     """The checks process's environment for a corpus: the draws of `CORPUS_SEED`, or of
     ``GPULAB_CHECK_SEED`` where it is set."""
     return {CHECK_SEED.name: CHECK_SEED.get() or CORPUS_SEED}
+
+
+def run_corpus(exercise: ExerciseEntry, notebook: Path) -> CheckReport:
+    """`notebook` judged as a grading run judges it (visible and hidden checks), with the
+    corpora's draws (`corpus_env`)."""
+    return run_checks(exercise, notebook, hidden=True, env=corpus_env())
